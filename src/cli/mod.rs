@@ -1,0 +1,5 @@
+//! One module per subcommand of the `tessera` tool.
+
+pub mod eval;
+pub mod gemm;
+pub mod show;
