@@ -1,1 +1,27 @@
-//! placeholder
+//! # tessera-layout
+//!
+//! Hierarchical `shape:stride` layouts and their algebra, with CuTe's semantics and vocabulary
+//! (`size`, `cosize`, `coalesce`, `composition`, `complement`, `logical_divide`, ...), made
+//! sound: every operation returns a layout that meets its documented post-condition, or an
+//! error naming the operation and the operands.
+//!
+//! ```
+//! use tessera_layout::Layout;
+//! let l: Layout = "((2,4),3):((1,8),2)".parse().unwrap();
+//! assert_eq!(l.size(), 24);
+//! assert_eq!(l.cosize(), 30);
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+mod int_tuple;
+mod layout;
+mod parse;
+mod shape;
+
+pub use error::{LayoutError, Result};
+pub use int_tuple::{compatible, congruent, weakly_congruent, IntTuple, Leaves};
+pub use layout::{crd2idx, idx2crd, is_coord_of, Layout};
+pub use parse::Cursor;
+pub use shape::{Coord, Shape, Stride};
