@@ -1,2 +1,16 @@
-//! placeholder
+//! # tessera
+//!
+//! CuTe-style layout algebra in Rust ([`layout`], [`swizzle`]) and tensor-core GEMM kernels
+//! whose tilings are derived with it ([`kernels`]). This facade re-exports the member crates,
+//! holds the `tessera` command-line tool's library parts and the tutorial ([`tutorial`]).
+#![warn(missing_docs)]
+
+pub use tessera_kernels as kernels;
 pub use tessera_layout as layout;
+pub use tessera_swizzle as swizzle;
+
+/// The tutorial. Every example is a doctest, so `cargo test --doc` runs the whole book.
+pub mod tutorial {
+    #[doc = include_str!("../docs/01_layouts.md")]
+    pub mod ch01_layouts {}
+}
