@@ -1,0 +1,877 @@
+//! Differential test against the reference Python implementation.
+//!
+//! `tests/data/pycute_layout.json` holds randomized cases and their answers from `pycute`
+//! (package `nvidia-cutlass`, the version is in the file's `meta`), written by
+//! `tools/pycute_vectors.py`. Every case is replayed through tessera-layout and judged:
+//!
+//! - **agree**: same answer as a function (same size, same offset at every index) and the same
+//!   mode structure up to the stride of size-1 modes (which no two CuTe implementations print
+//!   alike), or both reject the operands;
+//! - **known reference bug**: a named predicate on the operands (or on the reference's own
+//!   answer, checked against the operation's post-condition) says pycute is known to differ
+//!   from CuTe C++ here (cute-semantics.md §7); tessera's answer must then meet the
+//!   operation's post-condition, checked independently below;
+//! - **reference rejects, tessera verified**: pycute raised (its composition assertion is
+//!   stricter than CuTe's rule) and tessera's answer meets the post-condition;
+//! - **tessera error justified**: tessera returned an error and pycute's answer breaks the
+//!   post-condition (so there was no right layout to return);
+//! - **disagree**: anything else; the test fails and lists them.
+//!
+//! Operations that tessera still reports as "not implemented yet" are counted and skipped.
+//! Run with `-- --nocapture` to see the per-operation summary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+use tessera_layout::algebra::Tiler;
+use tessera_layout::{
+    coalesce, coalesce_profile, complement, complement_default, composition, composition_tiler,
+    crd2idx, filter, idx2crd, left_inverse, logical_divide, logical_product, right_inverse,
+    tiled_divide, tiled_product, zipped_divide, zipped_product, IntTuple, Layout, LayoutError,
+};
+
+const DATA: &str = include_str!("data/pycute_layout.json");
+
+// ---------------------------------------------------------------------------------------------
+// Verdicts
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Verdict {
+    Agree,
+    KnownReferenceBug(&'static str),
+    ReferenceRejectsVerified,
+    TesseraErrorJustified,
+    NotImplemented,
+    Disagree(String),
+}
+
+/// One recorded case.
+struct Case {
+    op: String,
+    args: Vec<String>,
+    result: Value,
+    offsets: Option<Vec<i64>>,
+    error: Option<String>,
+    raw: Value,
+}
+
+impl Case {
+    fn from_json(v: &Value) -> Case {
+        let strs = |k: &str| -> Vec<String> {
+            v[k].as_array()
+                .map(|a| a.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default()
+        };
+        Case {
+            op: v["op"].as_str().unwrap().to_string(),
+            args: strs("args"),
+            result: v["result"].clone(),
+            offsets: v["offsets"]
+                .as_array()
+                .map(|a| a.iter().map(|x| x.as_i64().unwrap()).collect()),
+            error: v["error"].as_str().map(str::to_string),
+            raw: v.clone(),
+        }
+    }
+
+    fn ints(&self, k: &str) -> Vec<i64> {
+        self.raw[k]
+            .as_array()
+            .map(|a| a.iter().map(|x| x.as_i64().unwrap()).collect())
+            .unwrap_or_default()
+    }
+
+    fn layout_arg(&self, i: usize) -> Layout {
+        self.args[i]
+            .parse()
+            .unwrap_or_else(|e| panic!("bad layout in data {:?}: {e}", self.args[i]))
+    }
+
+    fn tiler_arg(&self, i: usize) -> Tiler {
+        self.args[i]
+            .parse()
+            .unwrap_or_else(|e| panic!("bad tiler in data {:?}: {e}", self.args[i]))
+    }
+
+    fn tuple_arg(&self, i: usize) -> IntTuple {
+        self.args[i]
+            .parse()
+            .unwrap_or_else(|e| panic!("bad tuple in data {:?}: {e}", self.args[i]))
+    }
+
+    fn describe(&self) -> String {
+        let reference = match &self.error {
+            Some(e) => format!("error `{e}`"),
+            None => self.result.to_string(),
+        };
+        format!(
+            "{}({}) -> pycute {}",
+            self.op,
+            self.args.join(", "),
+            reference
+        )
+    }
+}
+
+fn not_implemented(e: &LayoutError) -> bool {
+    e.to_string().contains("not implemented yet")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers on layouts (evaluation goes through `Layout::call`, itself replayed against the
+// reference by the `eval` cases)
+
+fn offs(l: &Layout) -> Vec<i64> {
+    l.offsets()
+}
+
+fn at(l: &Layout, i: i64) -> Option<i64> {
+    l.call(i).ok()
+}
+
+fn injective(l: &Layout) -> bool {
+    let o = offs(l);
+    o.iter().collect::<BTreeSet<_>>().len() == o.len()
+}
+
+fn image(l: &Layout) -> BTreeSet<i64> {
+    offs(l).into_iter().collect()
+}
+
+fn same_function(a: &Layout, b: &Layout) -> bool {
+    a.size() == b.size() && offs(a) == offs(b)
+}
+
+/// Same shape, and the same stride at every leaf whose extent is not 1.
+fn same_structure(a: &Layout, b: &Layout) -> bool {
+    if a.shape() != b.shape() {
+        return false;
+    }
+    let (s, da, db) = (a.shape().leaves(), a.stride().leaves(), b.stride().leaves());
+    s.iter()
+        .zip(da.iter().zip(db.iter()))
+        .all(|(&e, (x, y))| e == 1 || x == y)
+}
+
+/// `shape(R)` has the same tree of sizes as `shape(B)` at B's levels: where B has an integer,
+/// R has anything of that size (CuTe's "B is compatible with R").
+fn sizes_follow(b: &IntTuple, r: &IntTuple) -> bool {
+    match (b, r) {
+        (IntTuple::Int(n), r) => r.product().ok() == Some(*n),
+        (IntTuple::Tuple(bs), IntTuple::Tuple(rs)) => {
+            bs.len() == rs.len() && bs.iter().zip(rs).all(|(x, y)| sizes_follow(x, y))
+        }
+        _ => false,
+    }
+}
+
+fn concat(modes: Vec<Layout>) -> Layout {
+    Layout::concat(modes).expect("modes of a valid layout")
+}
+
+fn mode(l: &Layout, i: usize) -> Option<Layout> {
+    l.mode(i).ok()
+}
+
+/// The leaves of `l` that are neither size 1 nor stride 0, as a flat layout (what complement
+/// has to avoid).
+fn essential(l: &Layout) -> Option<Layout> {
+    let (s, d) = (l.shape().leaves(), l.stride().leaves());
+    let (ss, dd): (Vec<i64>, Vec<i64>) = s
+        .iter()
+        .zip(d.iter())
+        .filter(|(&s, &d)| s != 1 && d != 0)
+        .map(|(&s, &d)| (s, d))
+        .unzip();
+    if ss.is_empty() {
+        return None;
+    }
+    Some(Layout::new(IntTuple::flat(ss), IntTuple::flat(dd)).expect("sub-layout"))
+}
+
+fn has_negative_stride(l: &Layout) -> bool {
+    l.stride().leaves().iter().any(|&d| d < 0)
+}
+
+/// C++ evaluation of a 1-D index, with truncating division (the Python reference floors).
+fn eval_truncating(shape: &IntTuple, stride: &IntTuple, i: i64) -> i64 {
+    match (shape, stride) {
+        (IntTuple::Int(_), IntTuple::Int(d)) => i * d,
+        (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
+            let mut rest = i;
+            let mut acc = 0;
+            for (k, (s, d)) in ss.iter().zip(ds).enumerate() {
+                if k + 1 == ss.len() {
+                    acc += eval_truncating(s, d, rest);
+                } else {
+                    let n = s.product().unwrap();
+                    acc += eval_truncating(s, d, rest % n);
+                    rest /= n;
+                }
+            }
+            acc
+        }
+        _ => unreachable!("congruent"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Post-conditions, one per operation, stated independently of the implementation
+
+type Post<'a> = Box<dyn Fn(&Layout) -> Result<(), String> + 'a>;
+
+fn ensure(ok: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+/// `size(R) == size(L)`, `depth(R) <= 1`, `R(i) == L(i)` on the domain.
+fn post_coalesce(l: &Layout, r: &Layout) -> Result<(), String> {
+    ensure(r.depth() <= 1, || format!("depth {} > 1", r.depth()))?;
+    ensure(same_function(l, r), || "not the same function".into())
+}
+
+fn post_coalesce_profile(l: &Layout, p: &IntTuple, r: &Layout) -> Result<(), String> {
+    ensure(same_function(l, r), || "not the same function".into())?;
+    match p {
+        IntTuple::Int(_) => ensure(r.depth() <= 1, || "coalesced mode has depth > 1".into()),
+        IntTuple::Tuple(ps) => {
+            ensure(r.rank() == l.rank(), || "rank changed".into())?;
+            for (i, q) in ps.iter().enumerate() {
+                let (lm, rm) = (mode(l, i).unwrap(), mode(r, i).ok_or("missing mode")?);
+                post_coalesce_profile(&lm, q, &rm).map_err(|e| format!("mode {i}: {e}"))?;
+            }
+            for i in ps.len()..l.rank() {
+                ensure(mode(r, i) == mode(l, i), || {
+                    format!("mode {i} beyond profile changed")
+                })?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `R` is flat, has no stride-0 mode (unless it is `1:0`), and lists each offset of L's
+/// non-broadcast modes: the image is L's image and the size the product of those modes.
+fn post_filter(l: &Layout, r: &Layout) -> Result<(), String> {
+    ensure(r.depth() <= 1, || "depth > 1".into())?;
+    let want = essential(l).map_or(1, |e| e.size());
+    ensure(r.size() == want, || format!("size {} != {want}", r.size()))?;
+    ensure(
+        r.size() == 1 || r.stride().leaves().iter().all(|&d| d != 0),
+        || "has a stride-0 mode".into(),
+    )?;
+    ensure(image(r) == image(l), || "image differs".into())
+}
+
+/// `B`'s shape is compatible with `R`'s and `R(i) == A(B(i))` for `i < size(B)`.
+fn post_composition(a: &Layout, b: &Layout, r: &Layout) -> Result<(), String> {
+    ensure(sizes_follow(b.shape(), r.shape()), || {
+        format!("shape {} does not follow {}", r.shape(), b.shape())
+    })?;
+    for i in 0..b.size() {
+        let want = at(b, i).and_then(|j| at(a, j));
+        ensure(at(r, i) == want, || {
+            format!("R({i}) = {:?} but A(B({i})) = {want:?}", at(r, i))
+        })?;
+    }
+    Ok(())
+}
+
+/// Mode by mode. `keep_rest`: whether A's modes beyond a by-mode tiler stay (divide, product,
+/// pycute's composition) or are dropped (C++ composition).
+fn post_by_mode(
+    a: &Layout,
+    t: &Tiler,
+    r: &Layout,
+    keep_rest: bool,
+    leaf: &dyn Fn(&Layout, &Layout, &Layout) -> Result<(), String>,
+) -> Result<(), String> {
+    match t {
+        Tiler::Layout(tl) => leaf(a, tl, r),
+        Tiler::Skip => ensure(same_function(a, r), || "`_` mode changed".into()),
+        Tiler::ByMode(items) => {
+            let want = if keep_rest { a.rank() } else { items.len() };
+            ensure(r.rank() == want, || format!("rank {} != {want}", r.rank()))?;
+            ensure(items.len() <= a.rank(), || {
+                "tiler longer than the layout".into()
+            })?;
+            for (i, ti) in items.iter().enumerate() {
+                let (am, rm) = (mode(a, i).unwrap(), mode(r, i).unwrap());
+                post_by_mode(&am, ti, &rm, keep_rest, leaf)
+                    .map_err(|e| format!("mode {i}: {e}"))?;
+            }
+            for i in items.len()..want {
+                ensure(
+                    same_function(&mode(a, i).unwrap(), &mode(r, i).unwrap()),
+                    || format!("mode {i} beyond the tiler changed"),
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `R = (R0, R1)` with `R0 = L ∘ T` as a function, and R covering at least L's domain: R's
+/// image contains L's image (the rest mode runs over every tile, rounding up).
+fn post_divide_leaf(l: &Layout, t: &Layout, r: &Layout) -> Result<(), String> {
+    ensure(r.rank() == 2, || format!("rank {} != 2", r.rank()))?;
+    let r0 = mode(r, 0).unwrap();
+    ensure(r0.size() == t.size(), || {
+        "tile size differs from the tiler".into()
+    })?;
+    for i in 0..t.size() {
+        let want = at(t, i).and_then(|j| at(l, j));
+        ensure(at(&r0, i) == want, || format!("tile({i}) != L(T({i}))"))?;
+    }
+    ensure(r.size() >= l.size(), || "smaller than L".into())?;
+    ensure(image(l).is_subset(&image(r)), || {
+        "does not cover L's image".into()
+    })
+}
+
+/// `R = (A, R1)`: mode 0 is A itself, mode 1 has B's size, and R is injective when A and B are.
+fn post_product_leaf(a: &Layout, b: &Layout, r: &Layout) -> Result<(), String> {
+    ensure(r.rank() == 2, || format!("rank {} != 2", r.rank()))?;
+    let (r0, r1) = (mode(r, 0).unwrap(), mode(r, 1).unwrap());
+    ensure(r0.shape() == a.shape() && same_function(&r0, a), || {
+        "mode 0 is not A".into()
+    })?;
+    ensure(r1.size() == b.size(), || {
+        "mode 1 size differs from B".into()
+    })?;
+    ensure(!(injective(a) && injective(b)) || injective(r), || {
+        "not injective although A and B are".into()
+    })
+}
+
+/// `((tiles),(rests, extra))` back to the logical form `((tile0,rest0),(tile1,rest1),...,extra)`.
+fn unzip(r: &Layout, t: &Tiler) -> Option<Layout> {
+    match t {
+        Tiler::ByMode(items) => {
+            let (tiles, rests) = (mode(r, 0)?, mode(r, 1)?);
+            let k = items.len();
+            let mut modes = Vec::new();
+            for i in 0..k {
+                modes.push(concat(vec![mode(&tiles, i)?, mode(&rests, i)?]));
+            }
+            for i in k..rests.rank() {
+                modes.push(mode(&rests, i)?);
+            }
+            Some(concat(modes))
+        }
+        _ => Some(r.clone()),
+    }
+}
+
+/// `(tiles, rest modes..., extra...)` back to `((tiles), (rest modes..., extra...))`.
+fn untile(r: &Layout) -> Option<Layout> {
+    let ms: Vec<Layout> = r.modes().collect();
+    if ms.len() < 2 {
+        return None;
+    }
+    Some(concat(vec![ms[0].clone(), concat(ms[1..].to_vec())]))
+}
+
+fn post_divide(l: &Layout, t: &Tiler, r: &Layout, form: Form) -> Result<(), String> {
+    let logical = to_logical(r, t, form).ok_or("not of the expected form")?;
+    post_by_mode(l, t, &logical, true, &post_divide_leaf)
+}
+
+fn post_product(a: &Layout, t: &Tiler, r: &Layout, form: Form) -> Result<(), String> {
+    let logical = to_logical(r, t, form).ok_or("not of the expected form")?;
+    post_by_mode(a, t, &logical, true, &post_product_leaf)
+}
+
+#[derive(Clone, Copy)]
+enum Form {
+    Logical,
+    Zipped,
+    Tiled,
+}
+
+fn to_logical(r: &Layout, t: &Tiler, form: Form) -> Option<Layout> {
+    match form {
+        Form::Logical => Some(r.clone()),
+        Form::Zipped => unzip(r, t),
+        Form::Tiled => untile(r).and_then(|z| unzip(&z, t)),
+    }
+}
+
+/// `R` is ordered (strictly increasing), `(L, R)` is injective (R fills only L's gaps), and
+/// `(L, R)` reaches at least `cotarget`.
+fn post_complement(l: &Layout, cotarget: i64, r: &Layout) -> Result<(), String> {
+    let o = offs(r);
+    ensure(o.windows(2).all(|w| w[0] < w[1]), || {
+        "not strictly increasing".into()
+    })?;
+    let lo = essential(l).map(|e| offs(&e)).unwrap_or_else(|| vec![0]);
+    let mut seen = BTreeSet::new();
+    for &x in &lo {
+        for &y in &o {
+            ensure(seen.insert(x + y), || {
+                format!("(L,R) not injective at {}", x + y)
+            })?;
+        }
+    }
+    let top = seen.iter().next_back().copied().unwrap_or(0);
+    ensure(top + 1 >= cotarget, || {
+        format!("(L,R) reaches {} < cotarget {cotarget}", top + 1)
+    })
+}
+
+/// `L(R(i)) == i` for every `i < size(R)`.
+fn post_right_inverse(l: &Layout, r: &Layout) -> Result<(), String> {
+    for i in 0..r.size() {
+        let j = at(r, i).ok_or("eval")?;
+        ensure((0..l.size()).contains(&j) && at(l, j) == Some(i), || {
+            format!("L(R({i})) = L({j}) != {i}")
+        })?;
+    }
+    Ok(())
+}
+
+/// `R(L(i)) == i` for every `i < size(L)`.
+fn post_left_inverse(l: &Layout, r: &Layout) -> Result<(), String> {
+    for i in 0..l.size() {
+        let j = at(l, i).ok_or("eval")?;
+        ensure(at(r, j) == Some(i), || format!("R(L({i})) = R({j}) != {i}"))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Judging a layout-valued operation
+
+/// The reference's answer, parsed. `None` inside `Answer` when pycute printed something that
+/// is not a valid layout (a shape with a 0 extent).
+enum Answer {
+    Layout(Option<Layout>),
+    Error,
+}
+
+fn reference(c: &Case) -> Answer {
+    if c.error.is_some() {
+        return Answer::Error;
+    }
+    Answer::Layout(c.result.as_str().and_then(|s| s.parse().ok()))
+}
+
+fn ref_matches(c: &Case, ours: &Layout) -> bool {
+    let Answer::Layout(Some(p)) = reference(c) else {
+        return false;
+    };
+    let same_offsets = match &c.offsets {
+        Some(o) => ours.size() == o.len() as i64 && &offs(ours) == o,
+        None => same_function(ours, &p),
+    };
+    same_offsets && same_structure(ours, &p)
+}
+
+fn judge(
+    c: &Case,
+    ours: Result<Layout, LayoutError>,
+    post: Post,
+    known: Option<&'static str>,
+) -> Verdict {
+    let ours = match ours {
+        Err(e) if not_implemented(&e) => return Verdict::NotImplemented,
+        o => o,
+    };
+    let answer = reference(c);
+    let ref_valid = match &answer {
+        Answer::Layout(Some(p)) => post(p).is_ok(),
+        _ => false,
+    };
+    match (ours, &answer) {
+        (Ok(r), _) if ref_matches(c, &r) => Verdict::Agree,
+        (Ok(r), _) if known.is_some() => match post(&r) {
+            Ok(()) => Verdict::KnownReferenceBug(known.unwrap()),
+            Err(e) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
+        },
+        (Ok(r), Answer::Layout(_)) => match (ref_valid, post(&r)) {
+            (false, Ok(())) => Verdict::KnownReferenceBug("reference breaks the post-condition"),
+            (_, Err(e)) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
+            (true, Ok(())) => {
+                Verdict::Disagree(format!("tessera {r}; both meet the post-condition"))
+            }
+        },
+        (Ok(r), Answer::Error) => match post(&r) {
+            Ok(()) => Verdict::ReferenceRejectsVerified,
+            Err(e) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
+        },
+        (Err(_), Answer::Error) => Verdict::Agree,
+        (Err(e), Answer::Layout(_)) => {
+            if ref_valid {
+                Verdict::Disagree(format!("tessera rejects ({e}) a valid reference answer"))
+            } else {
+                Verdict::TesseraErrorJustified
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Named predicates for the places where pycute is known to differ (cute-semantics.md §7)
+
+/// §7.7: complement of a non-injective layout (pycute returns a 0 extent; C++ rejects).
+fn non_injective_complement(l: &Layout) -> Option<&'static str> {
+    let e = essential(l)?;
+    (!injective(&e)).then_some("complement of a non-injective layout (§7.7)")
+}
+
+/// Negative strides: pycute's complement, inverses and cosize have no C++ semantics for them.
+fn negative_stride(l: &Layout) -> Option<&'static str> {
+    has_negative_stride(l).then_some("negative stride (§7.6, §7.15)")
+}
+
+/// §7.9: pycute's right_inverse stops at the first mode whose stride is not the running
+/// product (stride 0 or negative come first in its sort); C++ skips such modes.
+fn right_inverse_stops_early(l: &Layout) -> Option<&'static str> {
+    let (s, d) = (l.shape().leaves(), l.stride().leaves());
+    s.iter()
+        .zip(d.iter())
+        .any(|(&s, &d)| s != 1 && d <= 0)
+        .then_some("right_inverse stops at a stride-0 or negative mode (§7.9)")
+}
+
+/// §7.8: pycute's left_inverse is `right_inverse((L, complement(L)))`, C++'s sorts by stride;
+/// both are left inverses, they differ off the image of L.
+const LEFT_INVERSE_FORM: &str = "left_inverse canonical form (§7.8)";
+
+/// §7.10: pycute 4.2 sends `logical_product(L, int)` to logical_divide.
+fn product_int_operand(arg: &str) -> Option<&'static str> {
+    (!arg.contains(':') && !arg.contains('<')).then_some("logical_product(L, int) (§7.10)")
+}
+
+/// §7.12: C++ composition with a by-mode tiler drops the layout's modes beyond the tiler;
+/// pycute keeps them.
+fn tiler_shorter_than_layout(a: &Layout, t: &Tiler) -> bool {
+    matches!(t, Tiler::ByMode(items) if items.len() < a.rank())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replaying one case
+
+fn replay(c: &Case) -> Verdict {
+    match c.op.as_str() {
+        "eval" => replay_eval(c),
+        "crd2idx" => {
+            let l = c.layout_arg(0);
+            let coord = c.tuple_arg(1);
+            let ours = crd2idx(&coord, l.shape(), l.stride()).ok();
+            compare_value(ours, c.result.as_i64(), c)
+        }
+        "idx2crd" => {
+            let i: i64 = c.args[0].parse().unwrap();
+            let shape = c.tuple_arg(1);
+            let ours = idx2crd(&IntTuple::Int(i), &shape).ok();
+            let theirs: Option<IntTuple> = c.result.as_str().and_then(|s| s.parse().ok());
+            if let IntTuple::Int(_) = shape {
+                // C++ returns the index as is for an integral shape; pycute reduces it modulo
+                // the extent, which differs once the index is out of range.
+                return match (&ours, &theirs) {
+                    (o, t) if o == t => Verdict::Agree,
+                    (Some(IntTuple::Int(v)), _) if *v == i => Verdict::KnownReferenceBug(
+                        "idx2crd into an integral shape reduces modulo the extent",
+                    ),
+                    _ => Verdict::Disagree(format!("tessera {ours:?}, C++ gives {i}")),
+                };
+            }
+            if i < 0 {
+                // Floor (Python) vs truncation (C++): check the C++ formula per leaf.
+                let strides = shape.prefix_product(1).unwrap();
+                let mut k = 0;
+                let dl = strides.leaves();
+                let want = shape.map_leaves(&mut |s| {
+                    let d = dl[k];
+                    k += 1;
+                    (i / d) % s
+                });
+                return if ours.as_ref() == Some(&want) {
+                    if ours == theirs {
+                        Verdict::Agree
+                    } else {
+                        Verdict::KnownReferenceBug("floor vs truncating division (§7.6)")
+                    }
+                } else {
+                    Verdict::Disagree(format!("tessera {ours:?}, C++ gives {want}"))
+                };
+            }
+            compare_value(ours, theirs, c)
+        }
+        "cosize" => {
+            let l = c.layout_arg(0);
+            let o = offs(&l);
+            let span = o.iter().max().unwrap() - o.iter().min().unwrap() + 1;
+            let ours = l.cosize();
+            if has_negative_stride(&l) && Some(ours) != c.result.as_i64() {
+                // pycute's cosize is L(size-1)+1, wrong with negative strides: check the span.
+                return if ours == span {
+                    Verdict::KnownReferenceBug("cosize = L(size-1)+1 with negative strides (§7.1)")
+                } else {
+                    Verdict::Disagree(format!("tessera {ours}, span {span}"))
+                };
+            }
+            compare_value(Some(ours), c.result.as_i64(), c)
+        }
+        "coalesce" => {
+            let l = c.layout_arg(0);
+            judge(
+                c,
+                Ok(coalesce(&l)),
+                Box::new(|r| post_coalesce(&l, r)),
+                None,
+            )
+        }
+        "coalesce_profile" => {
+            let l = c.layout_arg(0);
+            let p = c.tuple_arg(1);
+            let post: Post = Box::new(|r| post_coalesce_profile(&l, &p, r));
+            judge(c, coalesce_profile(&l, &p), post, None)
+        }
+        "filter" => {
+            let l = c.layout_arg(0);
+            judge(c, Ok(filter(&l)), Box::new(|r| post_filter(&l, r)), None)
+        }
+        "composition" => {
+            let (a, b) = (c.layout_arg(0), c.layout_arg(1));
+            let post: Post = Box::new(|r| post_composition(&a, &b, r));
+            judge(c, composition(&a, &b), post, None)
+        }
+        "composition_tiler" => replay_composition_tiler(c),
+        "complement" | "complement_default" => {
+            let l = c.layout_arg(0);
+            let cot = match c.args.get(1) {
+                Some(s) => s.parse::<i64>().unwrap(),
+                // C++'s default cotarget: cosize(filter(L)).
+                None => essential(&l).map_or(1, |e| e.cosize()),
+            };
+            let ours = if c.op == "complement" {
+                complement(&l, &IntTuple::Int(cot))
+            } else {
+                complement_default(&l)
+            };
+            let known = non_injective_complement(&l).or_else(|| negative_stride(&l));
+            judge(c, ours, Box::new(|r| post_complement(&l, cot, r)), known)
+        }
+        "right_inverse" => {
+            let l = c.layout_arg(0);
+            let ours = right_inverse(&l);
+            if let Ok(r) = &ours {
+                // The reference is the largest right inverse where it does not stop early.
+                if let Answer::Layout(Some(p)) = reference(c) {
+                    if r.size() < p.size() && post_right_inverse(&l, &p).is_ok() {
+                        return Verdict::Disagree(format!("tessera {r} smaller than {p}"));
+                    }
+                }
+            }
+            let known = right_inverse_stops_early(&l);
+            judge(c, ours, Box::new(|r| post_right_inverse(&l, r)), known)
+        }
+        "left_inverse" => {
+            let l = c.layout_arg(0);
+            let known = if injective(&l) {
+                negative_stride(&l).or(Some(LEFT_INVERSE_FORM))
+            } else {
+                None
+            };
+            judge(
+                c,
+                left_inverse(&l),
+                Box::new(|r| post_left_inverse(&l, r)),
+                known,
+            )
+        }
+        "logical_divide" | "zipped_divide" | "tiled_divide" => {
+            let (l, t) = (c.layout_arg(0), c.tiler_arg(1));
+            let (ours, form) = match c.op.as_str() {
+                "logical_divide" => (logical_divide(&l, &t), Form::Logical),
+                "zipped_divide" => (zipped_divide(&l, &t), Form::Zipped),
+                _ => (tiled_divide(&l, &t), Form::Tiled),
+            };
+            judge(c, ours, Box::new(|r| post_divide(&l, &t, r, form)), None)
+        }
+        "logical_product" | "zipped_product" | "tiled_product" => {
+            let (a, t) = (c.layout_arg(0), c.tiler_arg(1));
+            let (ours, form) = match c.op.as_str() {
+                "logical_product" => (logical_product(&a, &t), Form::Logical),
+                "zipped_product" => (zipped_product(&a, &t), Form::Zipped),
+                _ => (tiled_product(&a, &t), Form::Tiled),
+            };
+            let known = if c.op == "logical_product" {
+                product_int_operand(&c.args[1])
+            } else {
+                None
+            };
+            judge(c, ours, Box::new(|r| post_product(&a, &t, r, form)), known)
+        }
+        other => Verdict::Disagree(format!("unknown op {other}")),
+    }
+}
+
+fn replay_eval(c: &Case) -> Verdict {
+    let l = c.layout_arg(0);
+    if Some(offs(&l)) != c.offsets {
+        return Verdict::Disagree(format!("offsets {:?}", offs(&l)));
+    }
+    let mut known = None;
+    for (&i, &v) in c.ints("indices").iter().zip(c.ints("values").iter()) {
+        let ours = at(&l, i);
+        if i < 0 {
+            // Python floors, C++ truncates: check the C++ value.
+            let want = eval_truncating(l.shape(), l.stride(), i);
+            if ours != Some(want) {
+                return Verdict::Disagree(format!("L({i}) = {ours:?}, C++ gives {want}"));
+            }
+            if ours != Some(v) {
+                known = Some("floor vs truncating division (§7.6)");
+            }
+        } else if ours != Some(v) {
+            return Verdict::Disagree(format!("L({i}) = {ours:?}"));
+        }
+    }
+    known.map_or(Verdict::Agree, Verdict::KnownReferenceBug)
+}
+
+fn replay_composition_tiler(c: &Case) -> Verdict {
+    let (a, t) = (c.layout_arg(0), c.tiler_arg(1));
+    let ours = composition_tiler(&a, &t);
+    let post: Post = Box::new(|r| post_by_mode(&a, &t, r, false, &post_composition));
+    if !tiler_shorter_than_layout(&a, &t) {
+        return judge(c, ours, post, None);
+    }
+    // C++ drops A's modes beyond the tiler, pycute keeps them: compare the modes both have.
+    let Tiler::ByMode(items) = &t else {
+        unreachable!()
+    };
+    match (&ours, reference(c)) {
+        (Err(e), _) if not_implemented(e) => Verdict::NotImplemented,
+        (Ok(r), Answer::Layout(Some(p))) => {
+            let k = items.len();
+            let theirs = concat((0..k).map(|i| mode(&p, i).unwrap()).collect());
+            let prefix_ok = same_function(r, &theirs) && same_structure(r, &theirs);
+            match post(r) {
+                Ok(()) if prefix_ok => {
+                    Verdict::KnownReferenceBug("composition drops modes beyond the tiler (§7.12)")
+                }
+                Ok(()) => match post(&theirs) {
+                    Ok(()) => {
+                        Verdict::Disagree(format!("tessera {r}; both meet the post-condition"))
+                    }
+                    Err(_) => Verdict::KnownReferenceBug("reference breaks the post-condition"),
+                },
+                Err(e) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
+            }
+        }
+        _ => judge(c, ours, post, None),
+    }
+}
+
+fn compare_value<T: PartialEq + std::fmt::Debug>(
+    ours: Option<T>,
+    theirs: Option<T>,
+    c: &Case,
+) -> Verdict {
+    if c.error.is_some() && ours.is_none() || ours.is_some() && ours == theirs {
+        Verdict::Agree
+    } else {
+        Verdict::Disagree(format!("tessera {ours:?}"))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Tally {
+    total: usize,
+    agree: usize,
+    known: BTreeMap<&'static str, usize>,
+    ref_rejects: usize,
+    justified: usize,
+    not_implemented: usize,
+    disagree: Vec<String>,
+}
+
+fn pct(n: usize, d: usize) -> String {
+    if d == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}", 100.0 * n as f64 / d as f64)
+    }
+}
+
+#[test]
+fn replay_pycute_vectors() {
+    let data: Value = serde_json::from_str(DATA).expect("valid JSON");
+    let cases = data["cases"].as_array().expect("cases");
+    assert!(cases.len() > 1000, "the data file lost its cases");
+    let mut by_op: BTreeMap<String, Tally> = BTreeMap::new();
+    for v in cases {
+        let c = Case::from_json(v);
+        let t = by_op.entry(c.op.clone()).or_default();
+        t.total += 1;
+        match replay(&c) {
+            Verdict::Agree => t.agree += 1,
+            Verdict::KnownReferenceBug(why) => *t.known.entry(why).or_default() += 1,
+            Verdict::ReferenceRejectsVerified => t.ref_rejects += 1,
+            Verdict::TesseraErrorJustified => t.justified += 1,
+            Verdict::NotImplemented => t.not_implemented += 1,
+            Verdict::Disagree(why) => t.disagree.push(format!("{}\n    {why}", c.describe())),
+        }
+    }
+
+    println!("pycute differential replay ({})", data["meta"]["reference"]);
+    println!(
+        "{:<20} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  {:>6} {:>6}",
+        "op", "cases", "agree", "refbug", "refrej", "tsrerr", "notimp", "DIS", "agree%", "cmp%"
+    );
+    // agree% = agree / cases run; cmp% = agree / (cases run where pycute is not known wrong).
+    let (mut all, mut agree, mut tested, mut comparable) = (0, 0, 0, 0);
+    let mut failures = Vec::new();
+    for (op, t) in &by_op {
+        let known: usize = t.known.values().sum();
+        let run = t.total - t.not_implemented;
+        println!(
+            "{:<20} {:>5} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}  {:>6} {:>6}",
+            op,
+            t.total,
+            t.agree,
+            known,
+            t.ref_rejects,
+            t.justified,
+            t.not_implemented,
+            t.disagree.len(),
+            pct(t.agree, run),
+            pct(t.agree, run - known - t.ref_rejects - t.justified),
+        );
+        for (why, n) in &t.known {
+            println!("{:<20}   known reference bug: {why}: {n}", "");
+        }
+        all += t.total;
+        agree += t.agree;
+        comparable += run - known - t.ref_rejects - t.justified;
+        tested += run;
+        failures.extend(t.disagree.iter().cloned());
+    }
+    println!(
+        "overall: {agree}/{tested} agree ({}%), {agree}/{comparable} where pycute is not known \
+         wrong ({}%), {} not implemented yet, {} unexplained",
+        pct(agree, tested),
+        pct(agree, comparable),
+        all - tested,
+        failures.len()
+    );
+    if !failures.is_empty() {
+        let shown: Vec<_> = failures.iter().take(40).cloned().collect();
+        panic!(
+            "{} unexplained disagreements with the reference (first {}):\n{}",
+            failures.len(),
+            shown.len(),
+            shown.join("\n")
+        );
+    }
+}
