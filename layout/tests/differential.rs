@@ -402,7 +402,8 @@ fn to_logical(r: &Layout, t: &Tiler, form: Form) -> Option<Layout> {
 }
 
 /// `R` is ordered (strictly increasing), `(L, R)` is injective (R fills only L's gaps), and
-/// `(L, R)` reaches at least `cotarget`.
+/// the image of `(L, R)` spans at least `cotarget` offsets (with negative strides L's image
+/// starts below 0, so this is the span, not the largest offset).
 fn post_complement(l: &Layout, cotarget: i64, r: &Layout) -> Result<(), String> {
     let o = offs(r);
     ensure(o.windows(2).all(|w| w[0] < w[1]), || {
@@ -417,9 +418,9 @@ fn post_complement(l: &Layout, cotarget: i64, r: &Layout) -> Result<(), String> 
             })?;
         }
     }
-    let top = seen.iter().next_back().copied().unwrap_or(0);
-    ensure(top + 1 >= cotarget, || {
-        format!("(L,R) reaches {} < cotarget {cotarget}", top + 1)
+    let (lo, hi) = (*seen.first().unwrap(), *seen.last().unwrap());
+    ensure(hi - lo + 1 >= cotarget, || {
+        format!("(L,R) spans {} < cotarget {cotarget}", hi - lo + 1)
     })
 }
 
@@ -434,11 +435,22 @@ fn post_right_inverse(l: &Layout, r: &Layout) -> Result<(), String> {
     Ok(())
 }
 
-/// `R(L(i)) == i` for every `i < size(L)`.
+/// C++'s post-condition `L(R(L(i))) == L(i)` for every `i < size(L)`; for an injective L this
+/// is `R(L(i)) == i`, which is checked then.
 fn post_left_inverse(l: &Layout, r: &Layout) -> Result<(), String> {
+    let inj = injective(l);
     for i in 0..l.size() {
         let j = at(l, i).ok_or("eval")?;
-        ensure(at(r, j) == Some(i), || format!("R(L({i})) = R({j}) != {i}"))?;
+        let back = at(r, j);
+        if inj {
+            ensure(back == Some(i), || {
+                format!("R(L({i})) = R({j}) = {back:?} != {i}")
+            })?;
+        } else {
+            ensure(back.and_then(|k| at(l, k)) == Some(j), || {
+                format!("L(R(L({i}))) != L({i})")
+            })?;
+        }
     }
     Ok(())
 }
@@ -471,11 +483,14 @@ fn ref_matches(c: &Case, ours: &Layout) -> bool {
     same_offsets && same_structure(ours, &p)
 }
 
+/// `known`: a named predicate on the operands says pycute differs from C++ here.
+/// `wrong`: the name of the known bug to cite if pycute's answer breaks the post-condition.
 fn judge(
     c: &Case,
     ours: Result<Layout, LayoutError>,
     post: Post,
     known: Option<&'static str>,
+    wrong: &'static str,
 ) -> Verdict {
     let ours = match ours {
         Err(e) if not_implemented(&e) => return Verdict::NotImplemented,
@@ -493,7 +508,7 @@ fn judge(
             Err(e) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
         },
         (Ok(r), Answer::Layout(_)) => match (ref_valid, post(&r)) {
-            (false, Ok(())) => Verdict::KnownReferenceBug("reference breaks the post-condition"),
+            (false, Ok(())) => Verdict::KnownReferenceBug(wrong),
             (_, Err(e)) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
             (true, Ok(())) => {
                 Verdict::Disagree(format!("tessera {r}; both meet the post-condition"))
@@ -551,6 +566,38 @@ fn product_int_operand(arg: &str) -> Option<&'static str> {
 /// pycute keeps them.
 fn tiler_shorter_than_layout(a: &Layout, t: &Tiler) -> bool {
     matches!(t, Tiler::ByMode(items) if items.len() < a.rank())
+}
+
+/// pycute's answer breaks the post-condition and no named predicate below explains it.
+const UNCLASSIFIED: &str = "reference breaks the post-condition (unclassified)";
+
+/// §7.4: pycute's composition returns a layout that is not `A ∘ B` (wrong size, or a carry
+/// across one of A's modes) where C++ asserts or is unsound too.
+const ADMISSIBILITY: &str = "composition admissibility: pycute's layout is not A o B (§7.4)";
+
+/// §7.5: pycute coalesces A first, which drops a trailing size-1 mode and with it the stride
+/// that evaluation past `size(A)` runs on (C++ keeps it: `1:3 ∘ 4:1 = 4:3`, pycute `4:0`).
+const SIZE1_EXTENSION: &str = "extension through a trailing size-1 mode of A (§7.5)";
+
+fn trailing_size1(a: &Layout) -> bool {
+    a.shape().leaves().last() == Some(&1)
+}
+
+/// Which known composition bug explains a wrong pycute answer for `A ∘ T`.
+fn composition_bug(a: &Layout, t: &Tiler) -> &'static str {
+    let hit = match t {
+        Tiler::Layout(_) => trailing_size1(a),
+        Tiler::Skip => false,
+        Tiler::ByMode(items) => items
+            .iter()
+            .enumerate()
+            .any(|(i, ti)| mode(a, i).is_some_and(|m| composition_bug(&m, ti) == SIZE1_EXTENSION)),
+    };
+    if hit {
+        SIZE1_EXTENSION
+    } else {
+        ADMISSIBILITY
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -625,22 +672,30 @@ fn replay(c: &Case) -> Verdict {
                 Ok(coalesce(&l)),
                 Box::new(|r| post_coalesce(&l, r)),
                 None,
+                UNCLASSIFIED,
             )
         }
         "coalesce_profile" => {
             let l = c.layout_arg(0);
             let p = c.tuple_arg(1);
             let post: Post = Box::new(|r| post_coalesce_profile(&l, &p, r));
-            judge(c, coalesce_profile(&l, &p), post, None)
+            judge(c, coalesce_profile(&l, &p), post, None, UNCLASSIFIED)
         }
         "filter" => {
             let l = c.layout_arg(0);
-            judge(c, Ok(filter(&l)), Box::new(|r| post_filter(&l, r)), None)
+            judge(
+                c,
+                Ok(filter(&l)),
+                Box::new(|r| post_filter(&l, r)),
+                None,
+                UNCLASSIFIED,
+            )
         }
         "composition" => {
             let (a, b) = (c.layout_arg(0), c.layout_arg(1));
             let post: Post = Box::new(|r| post_composition(&a, &b, r));
-            judge(c, composition(&a, &b), post, None)
+            let wrong = composition_bug(&a, &Tiler::Layout(b.clone()));
+            judge(c, composition(&a, &b), post, None, wrong)
         }
         "composition_tiler" => replay_composition_tiler(c),
         "complement" | "complement_default" => {
@@ -656,7 +711,13 @@ fn replay(c: &Case) -> Verdict {
                 complement_default(&l)
             };
             let known = non_injective_complement(&l).or_else(|| negative_stride(&l));
-            judge(c, ours, Box::new(|r| post_complement(&l, cot, r)), known)
+            judge(
+                c,
+                ours,
+                Box::new(|r| post_complement(&l, cot, r)),
+                known,
+                UNCLASSIFIED,
+            )
         }
         "right_inverse" => {
             let l = c.layout_arg(0);
@@ -670,20 +731,23 @@ fn replay(c: &Case) -> Verdict {
                 }
             }
             let known = right_inverse_stops_early(&l);
-            judge(c, ours, Box::new(|r| post_right_inverse(&l, r)), known)
+            judge(
+                c,
+                ours,
+                Box::new(|r| post_right_inverse(&l, r)),
+                known,
+                UNCLASSIFIED,
+            )
         }
         "left_inverse" => {
             let l = c.layout_arg(0);
-            let known = if injective(&l) {
-                negative_stride(&l).or(Some(LEFT_INVERSE_FORM))
-            } else {
-                None
-            };
+            let known = negative_stride(&l).or(Some(LEFT_INVERSE_FORM));
             judge(
                 c,
                 left_inverse(&l),
                 Box::new(|r| post_left_inverse(&l, r)),
                 known,
+                UNCLASSIFIED,
             )
         }
         "logical_divide" | "zipped_divide" | "tiled_divide" => {
@@ -693,7 +757,14 @@ fn replay(c: &Case) -> Verdict {
                 "zipped_divide" => (zipped_divide(&l, &t), Form::Zipped),
                 _ => (tiled_divide(&l, &t), Form::Tiled),
             };
-            judge(c, ours, Box::new(|r| post_divide(&l, &t, r, form)), None)
+            let wrong = composition_bug(&l, &t);
+            judge(
+                c,
+                ours,
+                Box::new(|r| post_divide(&l, &t, r, form)),
+                None,
+                wrong,
+            )
         }
         "logical_product" | "zipped_product" | "tiled_product" => {
             let (a, t) = (c.layout_arg(0), c.tiler_arg(1));
@@ -707,7 +778,13 @@ fn replay(c: &Case) -> Verdict {
             } else {
                 None
             };
-            judge(c, ours, Box::new(|r| post_product(&a, &t, r, form)), known)
+            judge(
+                c,
+                ours,
+                Box::new(|r| post_product(&a, &t, r, form)),
+                known,
+                UNCLASSIFIED,
+            )
         }
         other => Verdict::Disagree(format!("unknown op {other}")),
     }
@@ -742,7 +819,7 @@ fn replay_composition_tiler(c: &Case) -> Verdict {
     let ours = composition_tiler(&a, &t);
     let post: Post = Box::new(|r| post_by_mode(&a, &t, r, false, &post_composition));
     if !tiler_shorter_than_layout(&a, &t) {
-        return judge(c, ours, post, None);
+        return judge(c, ours, post, None, composition_bug(&a, &t));
     }
     // C++ drops A's modes beyond the tiler, pycute keeps them: compare the modes both have.
     let Tiler::ByMode(items) = &t else {
@@ -762,12 +839,12 @@ fn replay_composition_tiler(c: &Case) -> Verdict {
                     Ok(()) => {
                         Verdict::Disagree(format!("tessera {r}; both meet the post-condition"))
                     }
-                    Err(_) => Verdict::KnownReferenceBug("reference breaks the post-condition"),
+                    Err(_) => Verdict::KnownReferenceBug(composition_bug(&a, &t)),
                 },
                 Err(e) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
             }
         }
-        _ => judge(c, ours, post, None),
+        _ => judge(c, ours, post, None, composition_bug(&a, &t)),
     }
 }
 
@@ -810,11 +887,17 @@ fn replay_pycute_vectors() {
     let cases = data["cases"].as_array().expect("cases");
     assert!(cases.len() > 1000, "the data file lost its cases");
     let mut by_op: BTreeMap<String, Tally> = BTreeMap::new();
+    // TESSERA_DIFF_VERBOSE=1 lists every case that is not a plain agreement.
+    let verbose = std::env::var_os("TESSERA_DIFF_VERBOSE").is_some();
     for v in cases {
         let c = Case::from_json(v);
         let t = by_op.entry(c.op.clone()).or_default();
         t.total += 1;
-        match replay(&c) {
+        let verdict = replay(&c);
+        if verbose && !matches!(verdict, Verdict::Agree | Verdict::NotImplemented) {
+            println!("{verdict:?}: {}", c.describe());
+        }
+        match verdict {
             Verdict::Agree => t.agree += 1,
             Verdict::KnownReferenceBug(why) => *t.known.entry(why).or_default() += 1,
             Verdict::ReferenceRejectsVerified => t.ref_rejects += 1,
