@@ -1,29 +1,98 @@
 //! `complement`: the layout that fills the holes of an injective layout.
 
-use crate::error::{LayoutError, Result};
+use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
+use crate::shape::Shape;
+
+use super::coalesce::{coalesced_modes, filter_zeros};
+use super::support::{ceil_div_shape, coalesce_flat, layout_from_modes};
 
 /// The complement of `L` with respect to `cotarget` (CuTe's `complement(L, cotarget)`):
-/// a layout `R` whose offsets, added to those of `L`, tile the codomain up to `cotarget`
+/// a layout `R` whose offsets, added to those of `L`, are all distinct and reach `cotarget`
 /// (an integer, or a shape whose size is the bound).
 ///
-/// Post-condition: `R`'s strides are strictly increasing, `R(j) != L(i)` unless both are 0,
-/// `(L, R)` is injective, and `size(R) * size(L) >= cotarget` rounded as CuTe does.
-/// Errors: `Inadmissible` if `L` is not injective.
+/// CuTe's algorithm: sort the modes of `filter(L)` by stride, fill the gap below each stride
+/// with a mode of `R` (`d_{k+1} / (s_k d_k)` copies, rounding down, at stride `s_k d_k`),
+/// then add a last mode of `ceil_div(cotarget, s_last d_last)` copies (for a shape cotarget
+/// CuTe's mode-by-mode `ceil_div`, which may round up further). Size-1 modes get stride 0, as
+/// in CuTe with static integers. Strides of `L` count by their absolute value (CuTe's result
+/// for negative strides is not a layout).
+///
+/// Post-condition: `R`'s strides are positive and strictly increasing; `(L, R)` is
+/// injective on its non-broadcast modes (so `R(j) != L(i)` unless both are 0); and the modes
+/// of `(filter(L), R)` sorted by stride form a chain that reaches the cotarget: the largest
+/// `extent * |stride|` is at least `size(cotarget)`.
+///
+/// Errors: `Inadmissible` if `L` is not injective, or its sorted modes interleave (a stride
+/// below the extent of the modes before it: CuTe rejects these too); `BadShape` for a
+/// cotarget below 1.
+///
+/// ```
+/// use tessera_layout::{complement, IntTuple, Layout};
+/// let p = |s: &str| s.parse::<Layout>().unwrap();
+/// let m = |s: &str| s.parse::<IntTuple>().unwrap();
+/// assert_eq!(complement(&p("4:2"), &m("24")).unwrap().to_string(), "(2,3):(1,8)");
+/// assert_eq!(complement(&p("(2,2):(1,6)"), &m("24")).unwrap().to_string(), "(3,2):(2,12)");
+/// // Not a tiling: 12 does not divide 6 * 4, the gap below stride 6 holds one copy only.
+/// assert_eq!(complement(&p("(4,2):(1,6)"), &m("14")).unwrap().to_string(), "2:12");
+/// assert!(complement(&p("(2,2):(2,3)"), &m("19")).is_err()); // not injective
+/// ```
 pub fn complement(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
-    Err(LayoutError::inadmissible(
-        "complement",
-        format!("{l}, {cotarget}"),
-        "not implemented yet",
-    ))
+    let ctx = || format!("{l}, {cotarget}");
+    Shape(cotarget.clone()).validate("complement")?;
+    complement_impl(l, cotarget).map_err(|e| e.within("complement", ctx))
 }
 
-/// `complement(L, cosize(filter(L)))`: the complement within L's own span.
+fn complement_impl(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
+    const OP: &str = "complement";
+    let mut modes: Vec<(i64, i64)> = coalesced_modes(&filter_zeros(l))
+        .into_iter()
+        .map(|(s, d)| {
+            d.checked_abs()
+                .map(|d| (s, d))
+                .ok_or_else(|| LayoutError::overflow(OP, format!("|{d}|")))
+        })
+        .collect::<Result<_>>()?;
+    // A stable sort keeps CuTe's choice (the first of equal strides) — equal strides are
+    // rejected below anyway.
+    modes.sort_by_key(|m| m.1);
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(modes.len() + 1);
+    let mut reach = 1i64;
+    for &(s, d) in &modes {
+        let gap = d / reach;
+        if gap == 0 {
+            return Err(LayoutError::inadmissible(
+                OP,
+                String::new(),
+                format!(
+                    "not injective, or its modes interleave: stride {d} is below {reach}, the extent of the modes before it"
+                ),
+            ));
+        }
+        out.push((gap, reach));
+        reach = mul(OP, s, d)?;
+    }
+    let rest = ceil_div_shape(cotarget, reach)?.product()?;
+    out.push((rest, reach));
+    let out: Vec<(i64, i64)> = coalesce_flat(out)
+        .into_iter()
+        .map(|(s, d)| if s == 1 { (1, 0) } else { (s, d) })
+        .collect();
+    layout_from_modes(OP, &out)
+}
+
+/// `complement(L, cosize(filter(L)))` (CuTe's `complement(L)`): the complement within the span
+/// of L's own image.
+///
+/// Post-condition: that of [`complement`] with that cotarget.
+///
+/// ```
+/// use tessera_layout::{complement_default, Layout};
+/// let l: Layout = "(2,2):(1,6)".parse().unwrap();
+/// assert_eq!(complement_default(&l).unwrap().to_string(), "3:2");
+/// ```
 pub fn complement_default(l: &Layout) -> Result<Layout> {
-    Err(LayoutError::inadmissible(
-        "complement",
-        l.to_string(),
-        "not implemented yet",
-    ))
+    let cotarget = IntTuple::Int(super::filter(l).cosize());
+    complement(l, &cotarget).map_err(|e| e.within("complement", || l.to_string()))
 }

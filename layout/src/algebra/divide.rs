@@ -1,32 +1,175 @@
 //! `logical_divide` and its rearrangements `zipped_divide`, `tiled_divide`, `flat_divide`.
 
 use crate::error::{LayoutError, Result};
+use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
+use super::coalesce::coalesce;
+use super::complement::complement;
+use super::composition::composition;
 use super::tiler::Tiler;
 
-fn todo_err(op: &'static str, l: &Layout, t: &Tiler) -> LayoutError {
-    LayoutError::inadmissible(op, format!("{l}, {t}"), "not implemented yet")
+/// Applies `f` mode by mode for a by-mode tiler, keeping the layout's modes beyond the tiler
+/// (CuTe's `transform_layout(layout, tiler, f)`); `_` keeps the layout; a layout tiler is
+/// handed to `f` whole.
+pub(crate) fn by_mode(
+    op: &'static str,
+    l: &Layout,
+    t: &Tiler,
+    f: &impl Fn(&Layout, &Layout) -> Result<Layout>,
+) -> Result<Layout> {
+    match t {
+        Tiler::Layout(tl) => f(l, tl),
+        Tiler::Skip => Ok(l.clone()),
+        Tiler::ByMode(ts) => {
+            if ts.len() > l.rank() {
+                return Err(LayoutError::OutOfRange {
+                    op,
+                    operand: l.to_string(),
+                    index: format!("tiler {t} of rank {}", ts.len()),
+                    rank: l.rank(),
+                });
+            }
+            let mut modes = Vec::with_capacity(l.rank());
+            for (i, m) in l.modes().enumerate() {
+                modes.push(match ts.get(i) {
+                    Some(ti) => by_mode(op, &m, ti, f)?,
+                    None => m,
+                });
+            }
+            Layout::concat(modes)
+        }
+    }
+}
+
+/// Splits the rank-2 modes that a divide or product leaves at the tiler's layout items into
+/// `(first parts, second parts + the layout's modes beyond the tiler)` (CuTe's `zip2_by`).
+pub(crate) fn zip2_by(op: &'static str, l: &Layout, guide: &Tiler) -> Result<(Layout, Layout)> {
+    match guide {
+        Tiler::ByMode(gs) => {
+            if gs.len() > l.rank() {
+                return Err(LayoutError::OutOfRange {
+                    op,
+                    operand: l.to_string(),
+                    index: format!("tiler {guide} of rank {}", gs.len()),
+                    rank: l.rank(),
+                });
+            }
+            let mut firsts = Vec::with_capacity(gs.len());
+            let mut seconds = Vec::with_capacity(l.rank());
+            for (i, m) in l.modes().enumerate() {
+                match gs.get(i) {
+                    Some(g) => {
+                        let (a, b) = zip2_by(op, &m, g)?;
+                        firsts.push(a);
+                        seconds.push(b);
+                    }
+                    None => seconds.push(m),
+                }
+            }
+            Ok((Layout::concat(firsts)?, Layout::concat(seconds)?))
+        }
+        _ => {
+            if l.is_int() || l.rank() != 2 {
+                return Err(LayoutError::inadmissible(
+                    op,
+                    String::new(),
+                    format!("mode {l} under tiler item {guide} is not rank 2 (CuTe's zip2_by)"),
+                ));
+            }
+            Ok((l.mode(0)?, l.mode(1)?))
+        }
+    }
+}
+
+/// Flattens the top-level modes of `l` one level: a tuple mode contributes its modes, an
+/// integral one itself.
+pub(crate) fn unpack(l: &Layout) -> Vec<Layout> {
+    l.modes().collect()
+}
+
+fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
+    let cotarget: IntTuple = coalesce(l).shape().as_tuple().clone();
+    let c = complement(t, &cotarget)?;
+    composition(l, &Layout::concat([t.clone(), c])?)
 }
 
 /// `L ∘ (T, complement(T, shape(coalesce(L))))` (CuTe's `logical_divide`): mode 0 indexes
-/// inside a tile, mode 1 over the tiles. A by-mode tiler divides mode by mode and keeps L's
-/// modes beyond the tiler.
+/// inside a tile `L ∘ T`, mode 1 runs over the tiles. A by-mode tiler divides mode by mode and
+/// keeps L's modes beyond the tiler; `_` keeps a mode; an integer `n` is the tiler `n:1`.
+///
+/// When the tile does not divide L, the rest mode rounds up and the last tiles overhang L's
+/// domain (`48:1 / 32:1 = (32,2):(1,32)`; offsets 48..63 are past L): CuTe does the same,
+/// and a kernel predicates those elements.
+///
+/// Post-condition (layout tiler `T`): `R` has rank 2, `shape(T)` is compatible with mode 0,
+/// and `R(i, j) == L(T(i) + C(j))` for `i < size(T)`, `j < size(C)`, where
+/// `C = complement(T, shape(coalesce(L)))`. Mode by mode for a by-mode tiler.
+///
+/// ```
+/// use tessera_layout::{logical_divide, Layout, Tiler};
+/// let l: Layout = "(4,2,3):(2,1,8)".parse().unwrap();
+/// let t: Tiler = "4:2".parse().unwrap();
+/// assert_eq!(logical_divide(&l, &t).unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
+/// let l: Layout = "(9,(4,8)):(59,(13,1))".parse().unwrap();
+/// let t: Tiler = "<3:3, (2,4):(1,8)>".parse().unwrap();
+/// assert_eq!(
+///     logical_divide(&l, &t).unwrap().to_string(),
+///     "((3,3),((2,4),(2,2))):((177,59),((13,2),(26,1)))"
+/// );
+/// ```
 pub fn logical_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    Err(todo_err("logical_divide", l, t))
+    by_mode("logical_divide", l, t, &divide_layout)
+        .map_err(|e| e.within("logical_divide", || format!("{l}, {t}")))
 }
 
-/// `((tile modes), (rest modes, L's modes beyond the tiler))` (CuTe's `zipped_divide`).
+/// `((tile modes), (rest modes, L's modes beyond the tiler))` (CuTe's `zipped_divide`): the
+/// modes of [`logical_divide`] regrouped so that mode 0 is one whole tile and mode 1 indexes
+/// the tiles. For a layout tiler it equals `logical_divide`.
+///
+/// Post-condition: the same function as `logical_divide(L, T)`, modes regrouped as stated.
+///
+/// ```
+/// use tessera_layout::{zipped_divide, Layout, Tiler};
+/// let l: Layout = "(8,6):(1,8)".parse().unwrap();
+/// let t: Tiler = "<4,3>".parse().unwrap();
+/// assert_eq!(zipped_divide(&l, &t).unwrap().to_string(), "((4,3),(2,2)):((1,8),(4,24))");
+/// ```
 pub fn zipped_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    Err(todo_err("zipped_divide", l, t))
+    let ctx = || format!("{l}, {t}");
+    let ld = logical_divide(l, t)?;
+    let (a, b) = zip2_by("zipped_divide", &ld, t).map_err(|e| e.within("zipped_divide", ctx))?;
+    Layout::concat([a, b]).map_err(|e| e.within("zipped_divide", ctx))
 }
 
-/// `((tile modes), rest modes..., L's modes beyond the tiler...)` (CuTe's `tiled_divide`).
+/// `((tile modes), rest modes..., L's modes beyond the tiler...)` (CuTe's `tiled_divide`):
+/// [`zipped_divide`] with mode 1 unpacked.
+///
+/// ```
+/// use tessera_layout::{tiled_divide, Layout, Tiler};
+/// let l: Layout = "(8,6):(1,8)".parse().unwrap();
+/// let t: Tiler = "<4,3>".parse().unwrap();
+/// assert_eq!(tiled_divide(&l, &t).unwrap().to_string(), "((4,3),2,2):((1,8),4,24)");
+/// ```
 pub fn tiled_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    Err(todo_err("tiled_divide", l, t))
+    let z = zipped_divide(l, t)?;
+    let mut modes = vec![z.mode(0)?];
+    modes.extend(unpack(&z.mode(1)?));
+    Layout::concat(modes).map_err(|e| e.within("tiled_divide", || format!("{l}, {t}")))
 }
 
-/// `(tile modes..., rest modes..., L's modes beyond the tiler...)` (CuTe's `flat_divide`).
+/// `(tile modes..., rest modes..., L's modes beyond the tiler...)` (CuTe's `flat_divide`):
+/// [`zipped_divide`] with both modes unpacked.
+///
+/// ```
+/// use tessera_layout::{flat_divide, Layout, Tiler};
+/// let l: Layout = "(8,6):(1,8)".parse().unwrap();
+/// let t: Tiler = "<4,3>".parse().unwrap();
+/// assert_eq!(flat_divide(&l, &t).unwrap().to_string(), "(4,3,2,2):(1,8,4,24)");
+/// ```
 pub fn flat_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    Err(todo_err("flat_divide", l, t))
+    let z = zipped_divide(l, t)?;
+    let mut modes = unpack(&z.mode(0)?);
+    modes.extend(unpack(&z.mode(1)?));
+    Layout::concat(modes).map_err(|e| e.within("flat_divide", || format!("{l}, {t}")))
 }

@@ -12,6 +12,7 @@ mod composition;
 mod divide;
 mod inverse;
 mod product;
+mod support;
 mod tiler;
 
 #[doc(hidden)]

@@ -1,0 +1,89 @@
+//! Small arithmetic and structural helpers shared by the algebra operations.
+
+use crate::error::{mul, LayoutError, Result};
+use crate::int_tuple::IntTuple;
+use crate::layout::Layout;
+
+/// `ceil(a / b)` for `a >= 0`, `b >= 1` (CuTe's `ceil_div` on positive integers).
+pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
+    debug_assert!(a >= 0 && b >= 1);
+    a / b + i64::from(a % b != 0)
+}
+
+/// CuTe's `ceil_div(shape, n)`: the first mode takes `ceil(s0 / n)`, what is left of `n`
+/// (`ceil(n / s0)`) divides the next mode, and so on; nested modes recurse.
+pub(crate) fn ceil_div_shape(a: &IntTuple, b: i64) -> Result<IntTuple> {
+    match a {
+        IntTuple::Int(x) => Ok(IntTuple::Int(ceil_div(*x, b))),
+        IntTuple::Tuple(ms) => {
+            let mut rest = b;
+            let mut out = Vec::with_capacity(ms.len());
+            for m in ms {
+                out.push(ceil_div_shape(m, rest)?);
+                rest = ceil_div(rest, m.product()?);
+            }
+            Ok(IntTuple::Tuple(out))
+        }
+    }
+}
+
+/// Column-major strides of `shape` starting at `start`, with CuTe's static rule that a
+/// size-1 mode gets stride 0 (CuTe's `compact_col_major(shape, start)`).
+pub(crate) fn compact_col_major(shape: &IntTuple, start: i64) -> Result<IntTuple> {
+    let mut acc = start;
+    shape.try_map_leaves(&mut |s| {
+        if s == 1 {
+            Ok(0)
+        } else {
+            let here = acc;
+            acc = mul("compact_col_major", acc, s)?;
+            Ok(here)
+        }
+    })
+}
+
+/// Drops size-1 modes and merges `s0:d0, s1:(s0*d0)` in a flat mode list.
+pub(crate) fn coalesce_flat(modes: impl IntoIterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (s, d) in modes {
+        if s == 1 {
+            continue;
+        }
+        if let Some(last) = out.last_mut() {
+            if last.0.checked_mul(last.1) == Some(d) {
+                if let Some(m) = last.0.checked_mul(s) {
+                    last.0 = m;
+                    continue;
+                }
+            }
+        }
+        out.push((s, d));
+    }
+    out
+}
+
+/// A checked layout from flat modes: none is `1:0`, one an integral layout, more a flat tuple.
+pub(crate) fn layout_from_modes(op: &'static str, modes: &[(i64, i64)]) -> Result<Layout> {
+    let l = match modes {
+        [] => Layout::new(1, 0),
+        [(s, d)] => Layout::new(*s, *d),
+        _ => Layout::new(
+            IntTuple::flat(modes.iter().map(|m| m.0)),
+            IntTuple::flat(modes.iter().map(|m| m.1)),
+        ),
+    };
+    l.map_err(|e| match e {
+        LayoutError::Overflow { operands, .. } => LayoutError::overflow(op, operands),
+        e => e,
+    })
+}
+
+/// The flat `(shape, stride)` pairs of a layout.
+pub(crate) fn flat_modes(l: &Layout) -> Vec<(i64, i64)> {
+    l.shape()
+        .leaves()
+        .iter()
+        .copied()
+        .zip(l.stride().leaves().iter().copied())
+        .collect()
+}
