@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use tessera_layout::algebra::Tiler;
+use tessera_layout::algebra::{check, Tiler};
 use tessera_layout::{
     coalesce, coalesce_profile, complement, complement_default, composition, composition_tiler,
     crd2idx, filter, idx2crd, left_inverse, logical_divide, logical_product, right_inverse,
@@ -48,6 +48,11 @@ enum Verdict {
     /// post-condition through A's extended last mode (`(4,4):(33,7) ∘ 4:37 = 4:96`). Counted
     /// as agreement.
     BothRejectLayoutExists,
+    /// tessera's answer equals pycute's (or differs for a named reason) and meets the
+    /// independent post-condition, but
+    /// `tessera_layout::algebra::check` rejects it: a bug in that checker. Counted as
+    /// agreement and listed after the summary.
+    OwnCheckRejectsAgreed(String),
     NotImplemented,
     Disagree(String),
 }
@@ -564,6 +569,36 @@ fn judge_composition(
 }
 
 // ---------------------------------------------------------------------------------------------
+// tessera's own post-condition checkers (`tessera_layout::algebra::check`), run on every
+// answer tessera gives, in addition to the independent checks above
+
+fn own_check(c: &Case, r: &Layout) -> Result<(), String> {
+    let arg_layout = |i| c.layout_arg(i);
+    match c.op.as_str() {
+        "coalesce" => check::coalesce(&arg_layout(0), r),
+        "coalesce_profile" => check::coalesce_profile(&arg_layout(0), &c.tuple_arg(1), r),
+        "filter" => check::filter(&arg_layout(0), r),
+        "composition" => check::composition(&arg_layout(0), &arg_layout(1), r),
+        "composition_tiler" => check::composition_tiler(&arg_layout(0), &c.tiler_arg(1), r),
+        "complement" => check::complement(&arg_layout(0), &c.tuple_arg(1), r),
+        "complement_default" => {
+            let l = arg_layout(0);
+            let cot = essential(&l).map_or(1, |e| e.cosize());
+            check::complement(&l, &IntTuple::Int(cot), r)
+        }
+        "right_inverse" => check::right_inverse(&arg_layout(0), r),
+        "left_inverse" => check::left_inverse(&arg_layout(0), r),
+        "logical_divide" => check::logical_divide(&arg_layout(0), &c.tiler_arg(1), r),
+        "zipped_divide" => check::zipped_divide(&arg_layout(0), &c.tiler_arg(1), r),
+        "tiled_divide" => check::tiled_divide(&arg_layout(0), &c.tiler_arg(1), r),
+        "logical_product" => check::logical_product(&arg_layout(0), &c.tiler_arg(1), r),
+        "zipped_product" => check::zipped_product(&arg_layout(0), &c.tiler_arg(1), r),
+        "tiled_product" => check::tiled_product(&arg_layout(0), &c.tiler_arg(1), r),
+        _ => Ok(()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Judging a layout-valued operation
 
 /// The reference's answer, parsed. `None` inside `Answer` when pycute printed something that
@@ -604,6 +639,18 @@ fn judge(
         Err(e) if not_implemented(&e) => return Verdict::NotImplemented,
         o => o,
     };
+    if let Ok(r) = &ours {
+        if let Err(e) = own_check(c, r) {
+            // Where the answer equals pycute's (or differs for a named reason) and meets the
+            // independent post-condition, the checker is what is wrong: recorded and listed,
+            // but not a disagreement.
+            return if (ref_matches(c, r) || known.is_some()) && post(r).is_ok() {
+                Verdict::OwnCheckRejectsAgreed(format!("tessera {r}: {e}"))
+            } else {
+                Verdict::Disagree(format!("tessera {r} fails its own check: {e}"))
+            };
+        }
+    }
     let answer = reference(c);
     let ref_valid = match &answer {
         Answer::Layout(Some(p)) => post(p).is_ok(),
@@ -1001,6 +1048,10 @@ fn replay_composition_tiler(c: &Case) -> Verdict {
     };
     match (&ours, reference(c)) {
         (Err(e), _) if not_implemented(e) => Verdict::NotImplemented,
+        (Ok(r), _) if own_check(c, r).is_err() => Verdict::Disagree(format!(
+            "tessera {r} fails its own check: {}",
+            own_check(c, r).unwrap_err()
+        )),
         (Ok(r), Answer::Layout(Some(p))) => {
             let k = items.len();
             let theirs = concat((0..k).map(|i| mode(&p, i).unwrap()).collect());
@@ -1065,6 +1116,7 @@ fn replay_pycute_vectors() {
     let mut by_op: BTreeMap<String, Tally> = BTreeMap::new();
     // TESSERA_DIFF_VERBOSE=1 lists every case that is not a plain agreement.
     let verbose = std::env::var_os("TESSERA_DIFF_VERBOSE").is_some();
+    let mut checker_bugs: Vec<String> = Vec::new();
     for v in cases {
         let c = Case::from_json(v);
         let t = by_op.entry(c.op.clone()).or_default();
@@ -1078,6 +1130,10 @@ fn replay_pycute_vectors() {
             Verdict::KnownReferenceBug(why) => *t.known.entry(why).or_default() += 1,
             Verdict::ReferenceRejectsVerified => t.ref_rejects += 1,
             Verdict::TesseraErrorJustified => t.justified += 1,
+            Verdict::OwnCheckRejectsAgreed(why) => {
+                t.agree += 1;
+                checker_bugs.push(format!("{}\n    {why}", c.describe()));
+            }
             Verdict::BothRejectLayoutExists => {
                 t.agree += 1;
                 t.reject_but_exists += 1;
@@ -1144,6 +1200,19 @@ fn replay_pycute_vectors() {
         all - tested,
         failures.len()
     );
+    if !checker_bugs.is_empty() {
+        println!(
+            "{} answers that agree with pycute are rejected by tessera_layout::algebra::check \
+             (checker bugs), first 10:\n{}",
+            checker_bugs.len(),
+            checker_bugs
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
     if !failures.is_empty() {
         let shown: Vec<_> = failures.iter().take(40).cloned().collect();
         panic!(
