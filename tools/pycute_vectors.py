@@ -254,6 +254,32 @@ DOC_PRODUCT = [
     (((2, 5), (5, 1)), (4, None)),
 ]
 
+# Worked examples of CuTe's layout-algebra documentation (inputs only; pycute computes).
+# A tiler given as a list is by-mode (one layout per mode); as a tuple it is one layout.
+DOC_CUTE_COMPOSITION_TILER = [
+    (((12, (4, 8)), (59, (13, 1))), [(3, 4), (8, 2)]),
+    (((9, (4, 8)), (59, (13, 1))), [(3, 3), ((2, 4), (1, 8))]),
+]
+DOC_CUTE_COMPLEMENT = [
+    ((4, 1), 24), ((6, 4), 24), ((4, 2), 24), (((2, 2), (1, 6)), 24), (((2, 4), (1, 6)), 24),
+    (((4, 6), (1, 4)), 24), ((4, 2), 16), (((2, 2), (1, 2)), 8),
+]
+DOC_CUTE_DIVIDE = [
+    (((4, 2, 3), (2, 1, 8)), (4, 2)),
+    (((9, (4, 8)), (59, (13, 1))), [(3, 3), ((2, 4), (1, 8))]),
+    ((48, 1), (32, 1)), (((32, 4, 4), (1, 32, 128)), (64, 1)), ((16, 1), (4, 1)),
+    (((8, 8), (1, 8)), [(2, 1), (4, 1)]),
+]
+DOC_CUTE_PRODUCT = [
+    (((2, 2), (4, 1)), (6, 1)), (((2, 2), (4, 1)), (4, 2)), (((2, 5), (5, 1)), ((3, 4), (1, 3))),
+    (((2, 2), (1, 2)), ((3, 4), (1, 3))), (((2, 5), (5, 1)), ((3, 4), (4, 1))),
+    (((2, 5), (5, 1)), [(3, 1), (4, 1)]),
+]
+
+
+def doc_tiler(spec):
+    return tuple(mk(x) for x in spec) if isinstance(spec, list) else mk(spec)
+
 
 def mk(spec):
     s, d = spec
@@ -442,6 +468,9 @@ def rand_by_mode_tiler(rng, a, per_mode, allow_short=True, allow_none=True, allo
 
 def gen_composition_tiler(rng):
     out = []
+    for a, t in DOC_CUTE_COMPOSITION_TILER:
+        a, t = mk(a), doc_tiler(t)
+        out.append(case("composition_tiler", [lay(a), tiler(t)], pc.composition, a, t))
     while len(out) < CASES_PER_OP:
         a = compact_layout(rng, max_leaves=5) if rng.random() < 0.6 else injective_layout(
             rng, max_leaves=5)
@@ -458,6 +487,9 @@ def gen_complement(rng):
         l = mk(s)
         out.append(case("complement_default", [lay(l)], pc.complement, l))
         cot = max(1, l.cosize()) * 2
+        out.append(case("complement", [lay(l), str(cot)], pc.complement, l, cot))
+    for spec, cot in DOC_CUTE_COMPLEMENT:
+        l = mk(spec)
         out.append(case("complement", [lay(l), str(cot)], pc.complement, l, cot))
     # cute-semantics.md: non-injective input (pycute gives a 0 extent), non-divisible chain
     for s, cot in [(((2, 2), (2, 3)), 19), (((4, 2), (1, 6)), 14), (((2, 2), (1, 1)), 8)]:
@@ -531,6 +563,9 @@ def divisor_tiler_layout(rng, n):
 
 def gen_divide(rng, op, f):
     out = []
+    for a, t in DOC_CUTE_DIVIDE:
+        a, t = mk(a), doc_tiler(t)
+        out.append(case(op, [lay(a), tiler(t)], f, a, t))
     while len(out) < CASES_PER_OP:
         r = rng.random()
         a = compact_layout(rng, max_leaves=5) if r < 0.55 else (
@@ -558,6 +593,9 @@ def small_product_rhs(rng, a):
 
 def gen_product(rng, op, f):
     out = []
+    for a, t in DOC_CUTE_PRODUCT:
+        a, t = mk(a), doc_tiler(t)
+        out.append(case(op, [lay(a), tiler(t)], f, a, t))
     if op == "logical_product":
         for a, b in DOC_PRODUCT:
             out.append(case(op, [lay(mk(a)), tiler(mk(b))], f, mk(a), mk(b)))
