@@ -100,7 +100,9 @@ fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
 ///
 /// When the tile does not divide L, the rest mode rounds up and the last tiles overhang L's
 /// domain (`48:1 / 32:1 = (32,2):(1,32)`; offsets 48..63 are past L): CuTe does the same,
-/// and a kernel predicates those elements.
+/// and a kernel predicates those elements. The overhang follows L's extended domain (its last
+/// mode running on); where CuTe's layout would disagree with that there (for example
+/// `(3,1):(0,-1) / 2:1`), the composition is `Inadmissible` here.
 ///
 /// Post-condition (layout tiler `T`): `R` has rank 2, `shape(T)` is compatible with mode 0,
 /// and `R(i, j) == L(T(i) + C(j))` for `i < size(T)`, `j < size(C)`, where

@@ -23,8 +23,11 @@ fn product_layout(a: &Layout, b: &Layout) -> Result<Layout> {
 /// mode; an integer `n` is `n:1`.
 ///
 /// Post-condition (layout `B`): `R` has rank 2, mode 0 is `A`, and mode 1 is `C ∘ B` with
-/// `C = complement(A, size(A)*cosize(B))` (so `R(i, j) = A(i) + C(B(j))`); if `A` and `B` are
-/// injective, so is `R`. Mode by mode for a by-mode tiler.
+/// `C = complement(A, size(A)*cosize(B))` (so `R(i, j) = A(i) + C(B(j))`). If `A` and `B` are
+/// injective, `B`'s strides are non-negative and the copies fit in A's holes
+/// (`size(C) >= cosize(B)`), `R` is injective. When A's holes are too few (its sorted strides
+/// leave gaps that do not tile, e.g. `(2,2):(2,6)` against `3:1`), C's last mode extends, as in
+/// CuTe, and copies may overlap A. Mode by mode for a by-mode tiler.
 ///
 /// ```
 /// use tessera_layout::{logical_product, Layout, Tiler};
@@ -120,7 +123,7 @@ fn zip_product(op: &'static str, a: &Layout, b: &Layout, block_first: bool) -> R
 ///
 /// Post-condition: rank `max(rank A, rank B)`; mode `i` holds mode `i` of the padded `A` and
 /// mode `i` of the copies of `logical_product`, so `R` is the same function on the same
-/// coordinates, regrouped; injective if `A` and `B` are.
+/// coordinates, regrouped; injective under the condition [`logical_product`] states.
 ///
 /// ```
 /// use tessera_layout::{blocked_product, Layout};
@@ -165,7 +168,7 @@ fn product_each(t: &IntTuple) -> Result<IntTuple> {
 /// [`blocked_product`].
 ///
 /// Post-condition: mode `i` of `R` is `(block_i, copies_i)` and the product of the extents of
-/// mode `i` is the product of mode `i` of `target_shape`; injective if the block is.
+/// mode `i` is the product of mode `i` of `target_shape`; injective if the block is compact.
 ///
 /// Errors: `Inadmissible` if the block has more modes than the target, or a block mode's size
 /// does not divide the target's (CuTe asserts the same).

@@ -1,0 +1,474 @@
+//! Property tests of the layout algebra: each strategy is named after the precondition it
+//! guarantees, and each operation's post-condition checker (`algebra::check`) runs over it.
+//! The last tests are a no-panic sweep over arbitrary (and huge) operands: whatever an
+//! operation returns for them must be an error or a layout that meets its post-condition.
+
+use proptest::prelude::*;
+use tessera_layout::algebra::check;
+use tessera_layout::*;
+
+fn cfg() -> ProptestConfig {
+    ProptestConfig::with_cases(256)
+}
+
+/// Builds a layout from flat modes, nesting the first two into one mode when `nest` is set
+/// (so that hierarchical layouts are covered).
+fn build(modes: &[(i64, i64)], nest: bool) -> Layout {
+    let leaf = |m: &(i64, i64)| Layout::int(m.0, m.1).unwrap();
+    if modes.len() == 1 {
+        return leaf(&modes[0]);
+    }
+    let mut parts: Vec<Layout> = Vec::new();
+    let mut rest = modes;
+    if nest && modes.len() >= 3 {
+        parts.push(Layout::concat([leaf(&modes[0]), leaf(&modes[1])]).unwrap());
+        rest = &modes[2..];
+    }
+    parts.extend(rest.iter().map(leaf));
+    Layout::concat(parts).unwrap()
+}
+
+/// Any layout with at most 4 leaves of extent 1..=4 (size <= 256), strides in -9..=9
+/// with 0 and negative strides common, flat or nested.
+fn any_layout() -> impl Strategy<Value = Layout> {
+    (
+        prop::collection::vec((1i64..=4, prop_oneof![Just(0i64), -9i64..=9]), 1..=4),
+        any::<bool>(),
+    )
+        .prop_map(|(modes, nest)| build(&modes, nest))
+}
+
+/// An injective layout: its modes, taken in a random order, each have a stride at least the
+/// extent of all modes before it (with random gaps) and a random sign.
+fn injective_layout() -> impl Strategy<Value = Layout> {
+    (
+        prop::collection::vec((1i64..=4, 1i64..=3, any::<bool>()), 1..=4),
+        any::<u64>(),
+        any::<bool>(),
+    )
+        .prop_map(|(spec, seed, nest)| {
+            let n = spec.len();
+            // A permutation from the seed: the order in which strides grow.
+            let mut order: Vec<usize> = (0..n).collect();
+            let mut s = seed;
+            for i in (1..n).rev() {
+                let j = (s % (i as u64 + 1)) as usize;
+                s /= i as u64 + 1;
+                order.swap(i, j);
+            }
+            let mut strides = vec![0i64; n];
+            let mut reach = 1i64;
+            for &k in &order {
+                let (ext, gap, neg) = spec[k];
+                let d = reach * gap;
+                strides[k] = if neg { -d } else { d };
+                reach = d * ext;
+            }
+            let modes: Vec<(i64, i64)> =
+                spec.iter().zip(&strides).map(|(m, &d)| (m.0, d)).collect();
+            build(&modes, nest)
+        })
+}
+
+/// A compact layout: a bijection from `[0, size)` onto `[0, size)` (positive strides, no gaps).
+fn compact_layout() -> impl Strategy<Value = Layout> {
+    (
+        prop::collection::vec(1i64..=4, 1..=4),
+        any::<u64>(),
+        any::<bool>(),
+    )
+        .prop_map(|(exts, seed, nest)| {
+            let n = exts.len();
+            let mut order: Vec<usize> = (0..n).collect();
+            let mut s = seed;
+            for i in (1..n).rev() {
+                let j = (s % (i as u64 + 1)) as usize;
+                s /= i as u64 + 1;
+                order.swap(i, j);
+            }
+            let mut strides = vec![0i64; n];
+            let mut reach = 1i64;
+            for &k in &order {
+                strides[k] = reach;
+                reach *= exts[k];
+            }
+            let modes: Vec<(i64, i64)> = exts.iter().copied().zip(strides).collect();
+            build(&modes, nest)
+        })
+}
+
+/// Extents of A's modes as composition sees them (CuTe's `coalesce_x`: size-1 modes dropped
+/// and mergeable neighbours merged, except that the last mode always stays, as it extends),
+/// with the prefix products of the extents.
+fn radix(a: &Layout) -> Vec<(i64, i64)> {
+    let leaves: Vec<(i64, i64)> = a
+        .shape()
+        .leaves()
+        .iter()
+        .copied()
+        .zip(a.stride().leaves().iter().copied())
+        .collect();
+    let (&last, front) = leaves.split_last().unwrap();
+    let mut modes = vec![(last.0.max(2), last.1)];
+    for &(s, d) in front.iter().rev() {
+        if s == 1 {
+            continue;
+        }
+        if s * d == modes[0].1 {
+            modes[0] = (s * modes[0].0, d);
+        } else {
+            modes.insert(0, (s, d));
+        }
+    }
+    let mut p = 1i64;
+    modes
+        .iter()
+        .map(|&(s, _)| {
+            let here = p;
+            p *= s;
+            (s, here)
+        })
+        .collect()
+}
+
+/// `(A, B)` with `A ∘ B` admissible: each leaf of `B` walks inside one mode of A's coalesced
+/// radix (`n` steps of `q` times the mode's index stride with `q | s` and `n * q <= s`; any
+/// `n` and `q` in A's last mode, which extends), no two leaves share a mode, and all
+/// strides of `B` have one sign; stride-0 leaves may be mixed in.
+fn admissible_composition_pair() -> impl Strategy<Value = (Layout, Layout)> {
+    pair_in_radix(false)
+}
+
+/// The generator behind [`admissible_composition_pair`]; with `dividing`, `n * q` also
+/// divides the mode's extent, so the tile and its complement fill A's modes exactly.
+fn pair_in_radix(dividing: bool) -> impl Strategy<Value = (Layout, Layout)> {
+    (
+        any_layout(),
+        prop::collection::vec(
+            (any::<u8>(), any::<u8>(), any::<u8>(), any::<bool>()),
+            1..=3,
+        ),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(move |(a, picks, neg, nest)| {
+            let rad = radix(&a);
+            let mut free: Vec<usize> = (0..rad.len()).collect();
+            let mut modes = Vec::new();
+            for (pm, pn, pq, zero) in picks {
+                if zero {
+                    modes.push((1 + i64::from(pn % 3), 0));
+                    continue;
+                }
+                if free.is_empty() {
+                    break;
+                }
+                let j = free.remove(usize::from(pm) % free.len());
+                let (s, p) = rad[j];
+                let (n, q) = if j + 1 == rad.len() {
+                    (1 + i64::from(pn % 4), 1 + i64::from(pq % 3))
+                } else {
+                    let divs: Vec<i64> = (1..=s).filter(|q| s % q == 0).collect();
+                    let q = divs[usize::from(pq) % divs.len()];
+                    if dividing {
+                        let ns: Vec<i64> = (1..=s / q).filter(|n| (s / q) % n == 0).collect();
+                        (ns[usize::from(pn) % ns.len()], q)
+                    } else {
+                        (1 + i64::from(pn) % (s / q), q)
+                    }
+                };
+                let d = q * p;
+                modes.push((n, if neg { -d } else { d }));
+            }
+            if modes.is_empty() {
+                modes.push((1, 0));
+            }
+            (a, build(&modes, nest))
+        })
+}
+
+/// `(L, T)` with `T` a layout tile that divides L: `T`'s leaves are chosen as in
+/// [`admissible_composition_pair`] within L's radix, with `n * q` dividing the extent of the
+/// mode a leaf walks in, and positive strides.
+fn divisible_pair() -> impl Strategy<Value = (Layout, Layout)> {
+    pair_in_radix(true).prop_map(|(l, t)| {
+        let (shape, stride) = t.into_parts();
+        let stride = stride.map_leaves(&mut |d| d.abs());
+        (l, Layout::new(shape.into_inner(), stride).unwrap())
+    })
+}
+
+/// A by-mode tiler for `l`: per mode `_`, or `n:d` with `n` from 1..=4 and `d` from 1..=3.
+fn by_mode_tiler(l: &Layout, picks: &[(u8, u8, u8)]) -> Tiler {
+    Tiler::ByMode(
+        (0..l.rank().min(picks.len()))
+            .map(|i| {
+                let (k, n, d) = picks[i];
+                if k % 3 == 0 {
+                    Tiler::Skip
+                } else {
+                    Tiler::Layout(Layout::int(1 + i64::from(n % 4), 1 + i64::from(d % 3)).unwrap())
+                }
+            })
+            .collect(),
+    )
+}
+
+fn assert_ok(what: &str, v: check::Verdict) -> Result<(), TestCaseError> {
+    v.map_err(|e| TestCaseError::fail(format!("{what}: {e}")))
+}
+
+/// Runs `check` on the result when the operation succeeded; an error is also acceptable.
+fn sound<T>(
+    what: &str,
+    r: Result<T>,
+    check: impl FnOnce(&T) -> check::Verdict,
+) -> Result<(), TestCaseError> {
+    match r {
+        Ok(v) => assert_ok(what, check(&v)),
+        Err(_) => Ok(()),
+    }
+}
+
+proptest! {
+    #![proptest_config(cfg())]
+
+    #[test]
+    fn coalesce_and_filter_meet_post_conditions(l in any_layout()) {
+        assert_ok("coalesce", check::coalesce(&l, &coalesce(&l)))?;
+        assert_ok("filter_zeros", check::filter_zeros(&l, &filter_zeros(&l)))?;
+        assert_ok("filter", check::filter(&l, &filter(&l)))?;
+        let profile = IntTuple::Tuple(l.shape().modes().iter().map(|m| m.repeat_like(1)).collect());
+        let r = coalesce_profile(&l, &profile).unwrap();
+        assert_ok("coalesce by mode", check::coalesce_profile(&l, &profile, &r))?;
+    }
+
+    #[test]
+    fn admissible_compositions_succeed_and_are_exact((a, b) in admissible_composition_pair()) {
+        let r = composition(&a, &b)
+            .map_err(|e| TestCaseError::fail(format!("{a} o {b}: {e}")))?;
+        assert_ok("composition", check::composition(&a, &b, &r))?;
+    }
+
+    #[test]
+    fn any_composition_is_exact_or_rejected(a in any_layout(), b in any_layout()) {
+        sound("composition", composition(&a, &b), |r| check::composition(&a, &b, r))?;
+    }
+
+    #[test]
+    fn complement_of_injective_layouts(l in injective_layout(), extra in 1i64..=3) {
+        // CuTe's complement needs the sorted modes to form a chain; injective_layout builds
+        // exactly such chains, so it must succeed.
+        let cot = IntTuple::Int(filter(&l).cosize() * extra);
+        let r = complement(&l, &cot).map_err(|e| TestCaseError::fail(format!("complement({l}, {cot}): {e}")))?;
+        assert_ok("complement", check::complement(&l, &cot, &r))?;
+        let r = complement_default(&l).unwrap();
+        let cot = IntTuple::Int(filter(&l).cosize());
+        assert_ok("complement_default", check::complement(&l, &cot, &r))?;
+    }
+
+    #[test]
+    fn complement_of_any_layout_is_sound_or_rejected(l in any_layout(), m in 1i64..=64) {
+        let cot = IntTuple::Int(m);
+        sound("complement", complement(&l, &cot), |r| check::complement(&l, &cot, r))?;
+        if !check::is_injective(&filter(&l)) {
+            prop_assert!(complement(&l, &cot).is_err(), "complement of non-injective {} succeeded", l);
+        }
+    }
+
+    #[test]
+    fn inverses(l in any_layout(), c in compact_layout()) {
+        let r = right_inverse(&l).unwrap();
+        assert_ok("right_inverse", check::right_inverse(&l, &r))?;
+        sound("left_inverse", left_inverse(&l), |r| check::left_inverse(&l, r))?;
+        // A compact layout has a full inverse both ways.
+        let r = right_inverse(&c).unwrap();
+        prop_assert_eq!(r.size(), c.size());
+        assert_ok("right_inverse compact", check::right_inverse(&c, &r))?;
+        let r = left_inverse(&c).unwrap();
+        assert_ok("left_inverse compact", check::left_inverse(&c, &r))?;
+    }
+
+    #[test]
+    fn left_inverse_of_injective_layouts(l in injective_layout()) {
+        sound("left_inverse", left_inverse(&l), |r| check::left_inverse(&l, r))?;
+        if l.stride().leaves().iter().all(|&d| d >= 0) {
+            // Chains with gaps may fail CuTe's divisibility test; gap-free ones may not.
+            let gapless = compact_like(&l);
+            if gapless {
+                let r = left_inverse(&l).map_err(|e| TestCaseError::fail(format!("{l}: {e}")))?;
+                assert_ok("left_inverse", check::left_inverse(&l, &r))?;
+            }
+        }
+    }
+
+    #[test]
+    fn divides_of_divisible_pairs((l, t) in divisible_pair()) {
+        let tiler = Tiler::Layout(t.clone());
+        let r = logical_divide(&l, &tiler)
+            .map_err(|e| TestCaseError::fail(format!("logical_divide({l}, {t}): {e}")))?;
+        assert_ok("logical_divide", check::logical_divide(&l, &tiler, &r))?;
+        let r = zipped_divide(&l, &tiler).unwrap();
+        assert_ok("zipped_divide", check::zipped_divide(&l, &tiler, &r))?;
+    }
+
+    #[test]
+    fn divides_and_products_by_mode(l in any_layout(), picks in prop::collection::vec((any::<u8>(), any::<u8>(), any::<u8>()), 1..=3)) {
+        let t = by_mode_tiler(&l, &picks);
+        sound("logical_divide", logical_divide(&l, &t), |r| check::logical_divide(&l, &t, r))?;
+        sound("zipped_divide", zipped_divide(&l, &t), |r| check::zipped_divide(&l, &t, r))?;
+        sound("tiled_divide", tiled_divide(&l, &t), |r| check::tiled_divide(&l, &t, r))?;
+        sound("flat_divide", flat_divide(&l, &t), |r| check::flat_divide(&l, &t, r))?;
+        sound("logical_product", logical_product(&l, &t), |r| check::logical_product(&l, &t, r))?;
+        sound("zipped_product", zipped_product(&l, &t), |r| check::zipped_product(&l, &t, r))?;
+        sound("tiled_product", tiled_product(&l, &t), |r| check::tiled_product(&l, &t, r))?;
+        sound("flat_product", flat_product(&l, &t), |r| check::flat_product(&l, &t, r))?;
+        sound("composition", composition_tiler(&l, &t), |r| check::composition_tiler(&l, &t, r))?;
+    }
+
+    #[test]
+    fn products_of_compact_blocks(a in compact_layout(), b in injective_layout()) {
+        // complement(A, ...) of a compact A is a single mode, so every product composes.
+        let t = Tiler::Layout(b.clone());
+        let r = logical_product(&a, &t).map_err(|e| TestCaseError::fail(format!("{a} x {b}: {e}")))?;
+        assert_ok("logical_product", check::logical_product(&a, &t, &r))?;
+        let r = blocked_product(&a, &b).map_err(|e| TestCaseError::fail(format!("{a} x {b}: {e}")))?;
+        assert_ok("blocked_product", check::blocked_product(&a, &b, &r))?;
+        let r = raked_product(&a, &b).unwrap();
+        assert_ok("raked_product", check::raked_product(&a, &b, &r))?;
+    }
+
+    #[test]
+    fn tile_to_shape_covers_multiples(a in compact_layout(), k in prop::collection::vec(1i64..=3, 4)) {
+        let target = IntTuple::Tuple(
+            a.modes().zip(&k).map(|(m, &f)| IntTuple::Int(m.size() * f)).collect(),
+        );
+        let r = tile_to_shape(&a, &target, None)
+            .map_err(|e| TestCaseError::fail(format!("tile_to_shape({a}, {target}): {e}")))?;
+        assert_ok("tile_to_shape", check::tile_to_shape(&a, &target, &r))?;
+    }
+
+    #[test]
+    fn common_layouts_recasts_and_nullspace(a in any_layout(), b in any_layout(), c in compact_layout(), n in 1i64..=4) {
+        sound("max_common_layout", max_common_layout(&a, &b), |r| check::max_common_layout(&a, &b, r))?;
+        sound("max_common_vector", max_common_vector(&a, &b), |&v| check::max_common_vector(&a, &b, v))?;
+        let r = max_common_layout(&c, &c).unwrap();
+        prop_assert_eq!(r.size(), c.size(), "a compact layout shares all of itself");
+        sound("upcast", upcast(&a, n), |r| check::upcast(&a, n, r))?;
+        sound("downcast", downcast(&a, n), |r| check::downcast(&a, n, r))?;
+        let r = nullspace(&a).unwrap();
+        assert_ok("nullspace", check::nullspace(&a, &r))?;
+        let r = make_layout_like(&a).unwrap();
+        assert_ok("make_layout_like", check::make_layout_like(&a, &r))?;
+    }
+
+    #[test]
+    fn ordered_layouts(exts in prop::collection::vec(1i64..=4, 1..=4), seed in any::<u64>()) {
+        let n = exts.len();
+        let mut order: Vec<i64> = (0..n as i64).collect();
+        let mut s = seed;
+        for i in (1..n).rev() {
+            let j = (s % (i as u64 + 1)) as usize;
+            s /= i as u64 + 1;
+            order.swap(i, j);
+        }
+        let (shape, order) = (IntTuple::flat(exts), IntTuple::flat(order));
+        let r = make_ordered_layout(&shape, &order).unwrap();
+        assert_ok("make_ordered_layout", check::make_ordered_layout(&shape, &order, &r))?;
+    }
+}
+
+/// Whether the sorted strides of `l`'s coalesced modes form a chain without gaps
+/// (`d_{k+1} == s_k d_k`, starting anywhere).
+fn compact_like(l: &Layout) -> bool {
+    let mut m: Vec<(i64, i64)> = coalesce(l)
+        .shape()
+        .leaves()
+        .iter()
+        .copied()
+        .zip(coalesce(l).stride().leaves().iter().copied())
+        .collect();
+    m.sort_by_key(|x| x.1);
+    m.windows(2).all(|w| w[1].1 == w[0].0 * w[0].1)
+}
+
+/// Large strides and extents whose products overflow `i64`.
+fn huge_layout() -> impl Strategy<Value = Layout> {
+    let big = prop_oneof![
+        Just(i64::MAX / 2),
+        Just(i64::MIN / 3),
+        Just(1i64 << 40),
+        Just(-(1i64 << 50)),
+        Just(1i64 << 62),
+        Just(i64::MIN),
+        Just(i64::MAX),
+        -3i64..=3,
+    ];
+    prop::collection::vec(
+        (
+            prop_oneof![1i64..=3, Just(1i64 << 31), Just(1i64 << 20)],
+            big,
+        ),
+        1..=3,
+    )
+    .prop_filter_map("a valid layout", |modes| {
+        let shape = IntTuple::flat(modes.iter().map(|m| m.0));
+        let stride = IntTuple::flat(modes.iter().map(|m| m.1));
+        Layout::new(shape, stride).ok()
+    })
+}
+
+/// Calls every operation; panics are what this looks for.
+fn call_everything(a: &Layout, b: &Layout, n: i64) {
+    let m = IntTuple::Int(n);
+    let t = Tiler::Layout(b.clone());
+    let shape = b.shape().as_tuple().clone();
+    let _ = coalesce(a);
+    let _ = coalesce_profile(a, &shape);
+    let _ = filter(a);
+    let _ = composition(a, b);
+    let _ = composition_tiler(a, &t);
+    let _ = composition_tiler(a, &Tiler::from_shape(&shape).unwrap());
+    let _ = complement(a, &m);
+    let _ = complement(a, &shape);
+    let _ = complement_default(a);
+    let _ = right_inverse(a);
+    let _ = left_inverse(a);
+    for t in [t.clone(), Tiler::from_shape(&shape).unwrap()] {
+        let _ = logical_divide(a, &t);
+        let _ = zipped_divide(a, &t);
+        let _ = tiled_divide(a, &t);
+        let _ = flat_divide(a, &t);
+        let _ = logical_product(a, &t);
+        let _ = zipped_product(a, &t);
+        let _ = tiled_product(a, &t);
+        let _ = flat_product(a, &t);
+    }
+    let _ = blocked_product(a, b);
+    let _ = raked_product(a, b);
+    let _ = tile_to_shape(a, &shape, None);
+    let _ = tile_to_shape(a, &shape, Some(&shape));
+    let _ = max_common_vector(a, b);
+    let _ = max_common_layout(a, b);
+    let _ = upcast(a, n);
+    let _ = downcast(a, n);
+    let _ = nullspace(a);
+    let _ = make_ordered_layout(&shape, a.stride());
+    let _ = make_layout_like(a);
+}
+
+proptest! {
+    #![proptest_config(cfg())]
+
+    #[test]
+    fn no_panic_on_small_operands(a in any_layout(), b in any_layout(), n in -2i64..=70) {
+        call_everything(&a, &b, n);
+        call_everything(&b, &a, n);
+    }
+
+    #[test]
+    fn no_panic_on_huge_operands(a in huge_layout(), b in huge_layout(), n in prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(0i64), 1i64..=5]) {
+        call_everything(&a, &b, n);
+        call_everything(&b, &a, n);
+    }
+}
