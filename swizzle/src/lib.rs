@@ -1,1 +1,29 @@
-//! placeholder
+//! # tessera-swizzle
+//!
+//! XOR swizzles (CuTe's `Swizzle<B,M,S>`), swizzled layouts (`Sw<B,M,S> o OFFSET o L`, CuTe's
+//! `ComposedLayout`) with their algebra, the **exact** extent of a swizzled layout's image,
+//! and the analyses a kernel author runs on a shared-memory tile: bank conflicts,
+//! bijectivity, the XOR-linear (F2) view, vector widths, and the standard smem atoms.
+//!
+//! ```
+//! use tessera_swizzle::{Swizzle, SwizzledLayout};
+//! let sw: Swizzle = "Sw<3,4,3>".parse().unwrap();
+//! assert_eq!(sw.apply(sw.apply(12345)), 12345);
+//! let l: SwizzledLayout = "Sw<1,0,1> o 3:1".parse().unwrap();
+//! assert_eq!(l.cosize().unwrap(), 4); // the image is {0, 1, 3}
+//! ```
+//!
+//! The tutorial chapter `docs/03_swizzles.md` explains swizzles with doctested examples.
+
+#![warn(missing_docs)]
+
+mod any;
+mod error;
+mod extent;
+mod swizzle;
+mod swizzled;
+
+pub use any::AnyLayout;
+pub use error::{Result, SwizzleError, ENUMERATION_LIMIT};
+pub use swizzle::{Swizzle, MAX_SWIZZLE_BITS};
+pub use swizzled::SwizzledLayout;
