@@ -540,6 +540,12 @@ def gen_left_inverse(rng):
         else:
             l = rand_layout(rng, max_leaves=3, max_size=32, neg=0.05, zero=0.2)
         out.append(case("left_inverse", [lay(l)], pc.left_inverse, l))
+    # Overlapping modes (not injective): `(s0,s1):(d0*k,k)` with `d0 < s1`.
+    extra = random.Random(SEED + 1000)
+    for _ in range(40):
+        s0, s1, k = extra.randint(2, 4), extra.randint(2, 8), extra.choice([1, 1, 2, 3])
+        l = Layout((s0, s1), (extra.randint(1, s1 - 1) * k, k))
+        out.append(case("left_inverse", [lay(l)], pc.left_inverse, l))
     return out
 
 
