@@ -1,1 +1,46 @@
-//! placeholder
+//! # tessera-kernels
+//!
+//! Tensor-core GEMM kernels with fused epilogues, planned with the tessera layout algebra.
+//!
+//! The pipeline: a [`GemmProblem`] and an [`Arch`] go to the planner, which derives a
+//! [`GemmPlan`] (CTA tile, warp tiling, swizzled shared-memory layouts, copy and ldmatrix
+//! partitions, pipeline depth, accumulator map) with `tessera_layout`; [`codegen`] prints the
+//! plan as a small CUDA preamble in front of the hand-written templates in `kernels/cuda/`;
+//! with the `cuda` feature, [`runtime`] compiles it with NVRTC for the device's exact target and
+//! [`gemm`] launches it. [`reference`] is the float64 CPU reference used to check it.
+//!
+//! ```
+//! use tessera_kernels::{Arch, GemmPlan, GemmProblem};
+//! let plan = GemmPlan::new(&GemmProblem::new(4096, 4096, 4096), Arch::Sm90a).unwrap();
+//! assert_eq!(plan.cta_tile, (128, 256, 32));
+//! assert!(plan.smem_bytes <= Arch::Sm90a.smem_per_block_optin());
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod arch;
+pub mod codegen;
+pub mod error;
+pub mod plan;
+pub mod problem;
+pub mod reference;
+pub mod rng;
+pub mod sm90;
+
+#[cfg(feature = "cuda")]
+pub mod bench;
+#[cfg(feature = "cuda")]
+pub mod gemm;
+#[cfg(feature = "cuda")]
+pub mod runtime;
+#[cfg(feature = "cuda")]
+pub mod verify;
+
+pub use arch::Arch;
+pub use error::{KernelError, Result};
+pub use plan::{GemmPlan, PlanOptions};
+pub use problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
+
+/// Chapter 4 of the tutorial: tiling a GEMM with the layout algebra.
+#[doc = include_str!("../../docs/04_tiling_a_gemm.md")]
+pub mod tutorial_04 {}

@@ -2,41 +2,378 @@
 
 use std::process::ExitCode;
 
+use tessera_kernels::codegen::cuda_source;
+use tessera_kernels::{Arch, DType, Epilogue, GemmPlan, GemmProblem, Major, PlanOptions};
+
+/// The problem, as given on the command line.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ProblemArgs {
+    /// Rows of A and D.
+    #[arg(long)]
+    pub m: i64,
+    /// Columns of B and D.
+    #[arg(long)]
+    pub n: i64,
+    /// The reduction extent.
+    #[arg(long)]
+    pub k: i64,
+    /// Independent products (strided batch).
+    #[arg(long, default_value_t = 1)]
+    pub batch: i64,
+    /// Input type: bf16 or fp16.
+    #[arg(long, default_value = "bf16")]
+    pub dtype: String,
+    /// Output type (C, D, bias, aux): bf16, fp16 or fp32; default: the input type.
+    #[arg(long)]
+    pub out: Option<String>,
+    /// Storage order of A (M x K): row or col.
+    #[arg(long, default_value = "row")]
+    pub a_major: String,
+    /// Storage order of B (K x N): row or col (col = nn.Linear's weight).
+    #[arg(long, default_value = "col")]
+    pub b_major: String,
+    /// Fused epilogue terms: bias, rowbias, relu, gelu, gelu_tanh, aux, c.
+    #[arg(long, default_value = "")]
+    pub epilogue: String,
+    /// Force the CTA tile, `BMxBNxBK` (e.g. 128x256x32).
+    #[arg(long)]
+    pub tile: Option<String>,
+    /// Force the pipeline depth.
+    #[arg(long)]
+    pub stages: Option<i64>,
+}
+
 /// `tessera plan ...`
 #[derive(clap::Subcommand)]
 pub enum PlanCommand {
-    /// Plan a GEMM.
-    Gemm,
+    /// Plan a GEMM: print the derived layouts, the shared-memory budget, the bank-conflict
+    /// check and (optionally) the generated CUDA source. Needs no GPU.
+    Gemm {
+        /// The problem.
+        #[command(flatten)]
+        problem: ProblemArgs,
+        /// Target: sm_80, sm_86, sm_89 or sm_90a.
+        #[arg(long, default_value = "sm_90a")]
+        arch: String,
+        /// Also print the CUDA source.
+        #[arg(long)]
+        emit_cuda: bool,
+        /// Print only the complete CUDA source, exactly as NVRTC compiles it.
+        #[arg(long)]
+        emit_cuda_only: bool,
+    },
 }
 
 /// `tessera run ...`
 #[derive(clap::Subcommand)]
 pub enum RunCommand {
-    /// Run and verify a GEMM on the GPU.
-    Gemm,
+    /// Run a GEMM on the GPU on random data and verify it against the float64 reference.
+    Gemm {
+        /// The problem.
+        #[command(flatten)]
+        problem: ProblemArgs,
+        /// Seed of the random data (default: fresh).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
 }
 
 /// `tessera bench ...`
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
-    /// Benchmark GEMMs against cuBLAS / cuBLASLt.
-    Gemm,
+    /// Time our GEMM against cuBLAS (plain) and cuBLASLt (same fused epilogue), interleaved.
+    Gemm {
+        /// Write the rows as JSON to this file.
+        #[arg(long)]
+        json: Option<std::path::PathBuf>,
+        /// Only 4096³ and 8192³.
+        #[arg(long)]
+        quick: bool,
+        /// Shapes, `MxNxK` separated by commas (default: the standard list).
+        #[arg(long)]
+        shapes: Option<String>,
+        /// Epilogues separated by `;` (terms as in `plan gemm --epilogue`; `none` = plain).
+        #[arg(long)]
+        epilogues: Option<String>,
+        /// Timed rounds per contender.
+        #[arg(long, default_value_t = 9)]
+        rounds: usize,
+        /// Force the CTA tile of our kernel, `BMxBNxBK`.
+        #[arg(long)]
+        tile: Option<String>,
+        /// Force the pipeline depth of our kernel.
+        #[arg(long)]
+        stages: Option<i64>,
+    },
+}
+
+fn parse_triple(s: &str) -> Result<(i64, i64, i64), String> {
+    let v: Vec<i64> = s
+        .split('x')
+        .map(|t| t.trim().parse::<i64>().map_err(|e| format!("`{s}`: {e}")))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [a, b, c] => Ok((a, b, c)),
+        _ => Err(format!("`{s}`: expected AxBxC")),
+    }
+}
+
+fn plan_options(tile: &Option<String>, stages: Option<i64>) -> Result<PlanOptions, String> {
+    Ok(PlanOptions {
+        tile: tile.as_deref().map(parse_triple).transpose()?,
+        stages,
+    })
+}
+
+fn problem(a: &ProblemArgs) -> Result<GemmProblem, String> {
+    let input: DType = a.dtype.parse().map_err(|e| format!("{e}"))?;
+    let output = match &a.out {
+        Some(o) => o.parse().map_err(|e| format!("{e}"))?,
+        None => input,
+    };
+    Ok(GemmProblem {
+        m: a.m,
+        n: a.n,
+        k: a.k,
+        batch: a.batch,
+        input,
+        output,
+        a_major: a.a_major.parse::<Major>().map_err(|e| format!("{e}"))?,
+        b_major: a.b_major.parse::<Major>().map_err(|e| format!("{e}"))?,
+        epilogue: Epilogue::parse(&a.epilogue).map_err(|e| format!("{e}"))?,
+    })
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(1)
 }
 
 /// Runs `tessera plan`.
-pub fn plan(_cmd: PlanCommand) -> ExitCode {
-    eprintln!("error: plan: not built yet");
-    ExitCode::from(1)
+pub fn plan(cmd: PlanCommand) -> ExitCode {
+    let PlanCommand::Gemm {
+        problem: pa,
+        arch,
+        emit_cuda,
+        emit_cuda_only,
+    } = cmd;
+    let p = match problem(&pa) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let arch: Arch = match arch.parse() {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let opts = match plan_options(&pa.tile, pa.stages) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let plan = match GemmPlan::with_options(&p, arch, opts) {
+        Ok(pl) => pl,
+        Err(e) => return fail(e),
+    };
+    if emit_cuda_only {
+        print!("{}", cuda_source(&plan));
+        return ExitCode::SUCCESS;
+    }
+    print!("{plan}");
+    if emit_cuda {
+        println!();
+        print!("{}", cuda_source(&plan));
+    }
+    ExitCode::SUCCESS
 }
 
 /// Runs `tessera run`.
+#[cfg(feature = "cuda")]
+pub fn run(cmd: RunCommand) -> ExitCode {
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::rng::Rng;
+    use tessera_kernels::runtime::Runtime;
+    use tessera_kernels::verify::check_plan;
+
+    let RunCommand::Gemm { problem: pa, seed } = cmd;
+    let p = match problem(&pa) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let rt = match Runtime::new(0) {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let opts = match plan_options(&pa.tile, pa.stages) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let plan = match GemmPlan::with_options(&p, rt.arch(), opts) {
+        Ok(pl) => pl,
+        Err(e) => return fail(e),
+    };
+    println!(
+        "device {} ({}), NVRTC {:?}",
+        rt.device_name(),
+        rt.arch(),
+        rt.nvrtc()
+    );
+    print!("{plan}");
+    let seed = seed.unwrap_or_else(Rng::fresh_seed);
+    match check_plan(&rt, &plan, GemmStrides::tight(&p), seed) {
+        Ok(r) => {
+            println!("{r}");
+            if r.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            }
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Runs `tessera run` (built without the `cuda` feature).
+#[cfg(not(feature = "cuda"))]
 pub fn run(_cmd: RunCommand) -> ExitCode {
-    eprintln!("error: run: not built yet");
-    ExitCode::from(1)
+    fail("run: this tessera was built without the `cuda` feature")
 }
 
 /// Runs `tessera bench`.
+#[cfg(feature = "cuda")]
+pub fn bench(cmd: BenchCommand) -> ExitCode {
+    use tessera_kernels::bench::{run_bench, standard_epilogues, standard_shapes, BenchConfig};
+    use tessera_kernels::runtime::Runtime;
+
+    let BenchCommand::Gemm {
+        json,
+        quick,
+        shapes,
+        epilogues,
+        rounds,
+        tile,
+        stages,
+    } = cmd;
+    let shapes = match shapes {
+        Some(s) => match s
+            .split(',')
+            .map(parse_triple)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(v) => v,
+            Err(e) => return fail(e),
+        },
+        None if quick => vec![(4096, 4096, 4096), (8192, 8192, 8192)],
+        None => standard_shapes(),
+    };
+    let epilogues = match epilogues {
+        Some(s) => match s
+            .split(';')
+            .map(Epilogue::parse)
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(v) => v,
+            Err(e) => return fail(e),
+        },
+        None => standard_epilogues(),
+    };
+    if epilogues.first().map(|e| e.is_plain()) != Some(true) {
+        return fail(
+            "the first epilogue must be the plain GEMM (`none`): fused rows are compared with it",
+        );
+    }
+    let plan = match plan_options(&tile, stages) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let rt = match Runtime::new(0) {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let cfg = BenchConfig {
+        shapes,
+        epilogues,
+        rounds,
+        plan,
+        ..BenchConfig::default()
+    };
+    println!(
+        "device {} ({}, {} SMs), seed {}, {} rounds, interleaved ours/vendor, median per GEMM",
+        rt.device_name(),
+        rt.arch(),
+        rt.sm_count(),
+        cfg.seed,
+        cfg.rounds
+    );
+    let header = format!(
+        "{:>20} {:>16} {:>10} {:>10} {:>6} {:>8} {:>9}  {:<20} {}",
+        "shape",
+        "epilogue",
+        "ours TF/s",
+        "vendor TF/s",
+        "ratio",
+        "vs plain",
+        "rel diff",
+        "vendor",
+        "ours range ms"
+    );
+    println!("{header}");
+    let line = |r: &tessera_kernels::bench::BenchRow| {
+        format!(
+            "{:>20} {:>16} {:>10.1} {:>10.1} {:>6.3} {:>8.3} {:>9.2e}  {:<20} {:.3}-{:.3}",
+            format!("{}x{}x{}", r.m, r.n, r.k),
+            r.epilogue,
+            r.ours_tflops,
+            r.vendor_tflops,
+            r.ratio,
+            r.over_plain,
+            r.rel_diff,
+            r.vendor,
+            r.ours_range.0,
+            r.ours_range.1
+        )
+    };
+    let rows = match run_bench(&rt, &cfg, |r| println!("{}", line(r))) {
+        Ok(rows) => rows,
+        Err(e) => return fail(e),
+    };
+    if let Some(path) = json {
+        let v: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "m": r.m, "n": r.n, "k": r.k, "epilogue": r.epilogue, "kernel": r.kernel,
+                    "vendor": r.vendor, "ours_ms": r.ours_ms, "vendor_ms": r.vendor_ms,
+                    "ours_tflops": r.ours_tflops, "vendor_tflops": r.vendor_tflops,
+                    "ratio": r.ratio, "over_plain": r.over_plain, "rel_diff": r.rel_diff,
+                    "ours_min_ms": r.ours_range.0, "ours_max_ms": r.ours_range.1,
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "device": rt.device_name(), "arch": rt.arch().to_string(), "seed": cfg.seed,
+            "rounds": cfg.rounds, "rows": v,
+        });
+        if let Err(e) = std::fs::write(&path, format!("{doc:#}\n")) {
+            return fail(format!("writing {}: {e}", path.display()));
+        }
+    }
+    // Short summary last: the plain rows.
+    println!("\nsummary (plain GEMM, ours vs cuBLAS):");
+    println!("{header}");
+    for r in rows.iter().filter(|r| r.epilogue == "none") {
+        println!("{}", line(r));
+    }
+    let bad: Vec<_> = rows.iter().filter(|r| !(r.rel_diff < 2e-2)).collect();
+    if !bad.is_empty() {
+        return fail(format!(
+            "{} rows differ from the vendor's result by 2e-2 or more",
+            bad.len()
+        ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `tessera bench` (built without the `cuda` feature).
+#[cfg(not(feature = "cuda"))]
 pub fn bench(_cmd: BenchCommand) -> ExitCode {
-    eprintln!("error: bench: not built yet");
-    ExitCode::from(1)
+    fail("bench: this tessera was built without the `cuda` feature")
 }

@@ -1,0 +1,128 @@
+// tessera: device helpers for the sm80-class GEMM: shared-memory addresses, cp.async,
+// ldmatrix, mma.sync m16n8k16, and 16-bit float conversions.
+//
+// The source is self-contained (no #include): 16-bit floats are carried as raw bits
+// (tessera_b16) and converted with PTX `cvt`, so NVRTC needs no CUDA headers for it.
+
+typedef unsigned short tessera_b16;
+
+// The shared-state-space address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned tessera_smem_addr(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// 16-byte asynchronous global -> shared copy; when `in_bounds` is false nothing is read and
+// the 16 destination bytes are zero-filled (src-size 0).
+__device__ __forceinline__ void tessera_cp_async16(unsigned dst, const void* src, bool in_bounds) {
+  int n = in_bounds ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
+}
+
+__device__ __forceinline__ void tessera_cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int N>
+__device__ __forceinline__ void tessera_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Four 8x8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j.
+__device__ __forceinline__ void tessera_ldsm_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// As tessera_ldsm_x4, each matrix transposed on the way (for MN-major operands).
+__device__ __forceinline__ void tessera_ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// D = A * B + D, m16n8k16, A row-major fragment, B column-major fragment, fp32 accumulate.
+template <int ELEM>
+__device__ __forceinline__ void tessera_mma_16816(float (&d)[4], const unsigned (&a)[4],
+                                                  unsigned b0, unsigned b1) {
+  if (ELEM == 0) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Element types of the epilogue tensors (C, D, bias, aux): 0 = bf16, 1 = fp16, 2 = fp32.
+__device__ __forceinline__ float tessera_b16_to_f32(tessera_b16 h, int dtype) {
+  if (dtype == 0) return __uint_as_float(((unsigned)h) << 16);
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
+__device__ __forceinline__ tessera_b16 tessera_f32_to_b16(float f, int dtype) {
+  tessera_b16 h;
+  if (dtype == 0) {
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  } else {
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  }
+  return h;
+}
+
+// Packs (lo, hi) into two 16-bit floats, lo in the low half.
+__device__ __forceinline__ unsigned tessera_pack2(float lo, float hi, int dtype) {
+  unsigned r;
+  if (dtype == 0) {
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  } else {
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  }
+  return r;
+}
+
+__device__ __forceinline__ float tessera_load(const void* p, long long i, int dtype) {
+  if (dtype == 2) return static_cast<const float*>(p)[i];
+  return tessera_b16_to_f32(static_cast<const tessera_b16*>(p)[i], dtype);
+}
+
+__device__ __forceinline__ void tessera_store(void* p, long long i, float v, int dtype) {
+  if (dtype == 2) {
+    static_cast<float*>(p)[i] = v;
+  } else {
+    static_cast<tessera_b16*>(p)[i] = tessera_f32_to_b16(v, dtype);
+  }
+}
+
+// Stores elements i and i+1; the caller guarantees both exist and i is even.
+__device__ __forceinline__ void tessera_store2(void* p, long long i, float v0, float v1, int dtype) {
+  if (dtype == 2) {
+    struct alignas(8) F2 { float x, y; };
+    *reinterpret_cast<F2*>(static_cast<float*>(p) + i) = F2{v0, v1};
+  } else {
+    *reinterpret_cast<unsigned*>(static_cast<tessera_b16*>(p) + i) = tessera_pack2(v0, v1, dtype);
+  }
+}
+
+// Activations: 0 none, 1 ReLU, 2 GELU (erf), 3 GELU (tanh approximation, as cuBLASLt).
+__device__ __forceinline__ float tessera_activate(float x, int act) {
+  if (act == 1) return fmaxf(x, 0.0f);
+  if (act == 2) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  if (act == 3) {
+    float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+  }
+  return x;
+}
+
+__device__ __forceinline__ long long tessera_dtype_bytes(int dtype) { return dtype == 2 ? 4 : 2; }

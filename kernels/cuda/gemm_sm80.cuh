@@ -1,0 +1,310 @@
+// tessera: the sm80-class GEMM mainloop and fused epilogue.
+//
+// D[b] = act(alpha * A[b] B[b] + beta * C[b] + bias)   (aux[b] = the pre-activation)
+//
+// Multistage cp.async (global -> shared, 16 bytes per copy, zero-filled outside the problem),
+// ldmatrix (shared -> registers), mma.sync m16n8k16 with fp32 accumulators, and an epilogue
+// that goes through a per-warp fp32 scratch in shared memory so that its global accesses run
+// along rows. Everything shape-dependent comes from the generated
+// preamble above this file (the plan): tile sizes, warp tiling, stages, the swizzled
+// shared-memory layouts smem_a_offset / smem_b_offset, the copy partitions copy_a_coord /
+// copy_b_coord, the ldmatrix partitions ldsm_a_coord / ldsm_b_coord and the accumulator map
+// acc_coord. Operand tiles are addressed in logical (mn, k) coordinates; the layouts decide
+// where an element lives.
+
+struct TesseraGemmParams {
+  const tessera_b16* a;
+  const tessera_b16* b;
+  const void* c;
+  void* d;
+  const void* bias;
+  void* aux;
+  long long lda, ldb, ldc, ldd, ldaux;
+  long long batch_a, batch_b, batch_c, batch_d, batch_bias, batch_aux;
+  int m, n, k, tiles_m, tiles_n;
+  float alpha, beta;
+  int act;        // 0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh)
+  int bias_mode;  // 0 none, 1 one value per row of D (length M), 2 per column (length N)
+  int out_dtype;  // of C, D, bias, aux: 0 bf16, 1 fp16, 2 fp32
+  int flags;      // kFlag* below
+};
+
+static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
+static_assert(kBM == kWarpsM * kWarpTileM && kBN == kWarpsN * kWarpTileN, "warps cover the CTA tile");
+static_assert(kMmaN % 2 == 0, "B fragments are loaded two n8 atoms at a time");
+
+constexpr int kFlagAVec = 1;     // A may be copied in 16-byte vectors (checked on the host)
+constexpr int kFlagBVec = 2;     // B likewise
+constexpr int kFlagStorePair = 4;  // D, C, aux rows may be accessed two elements at a time
+constexpr int kFlagAux = 8;      // write the pre-activation to aux
+constexpr int kFlagReadC = 16;   // beta != 0: read C
+
+// Per-thread state of one operand's global -> shared copy. The plan guarantees the copy
+// partition is affine in the iteration index: iteration i of thread t copies the vector at
+// (mn0 + i * kStepMN, k0 + i * kStepK), which lands at shared offset soff + i * kSmemStep.
+template <int kTileMN, bool kKMajor, int kIters, int kStepMN, int kStepK, int kSmemStep>
+struct TesseraCopy {
+  const tessera_b16* g;  // global address of iteration 0 in k-tile 0
+  long long g_iter;      // elements between iterations
+  long long g_ktile;     // elements between k-tiles
+  unsigned soff;         // shared byte offset of iteration 0 inside a stage
+  unsigned mn_ok;        // bit i: iteration i is inside the problem along MN
+  int k0;                // k of iteration 0 inside a k-tile
+
+  __device__ __forceinline__ void init(const tessera_b16* base, long long ld, int mn_tile0,
+                                       int mn_extent, int mn, int k, int soff_elems) {
+    k0 = k;
+    const int gmn = mn_tile0 + mn;
+    g = base + (kKMajor ? gmn * ld + k : k * ld + gmn);
+    g_iter = kKMajor ? kStepMN * ld + kStepK : kStepK * ld + kStepMN;
+    g_ktile = kKMajor ? kBK : kBK * ld;
+    soff = 2u * soff_elems;
+    mn_ok = 0;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i)
+      if (gmn + i * kStepMN < mn_extent) mn_ok |= 1u << i;
+  }
+
+  // 16-byte cp.async of every vector of k-tile kt into the stage at shared address `stage`.
+  __device__ __forceinline__ void issue(unsigned stage, int kt, int k_extent, const tessera_b16* any) const {
+    const tessera_b16* src = g + kt * g_ktile;
+    const int krem = k_extent - kt * kBK - k0;  // vectors with k offset below this are inside
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const bool in = ((mn_ok >> i) & 1u) && i * kStepK < krem;
+      tessera_cp_async16(stage + soff + i * kSmemStep * 2, in ? src + i * g_iter : any, in);
+    }
+  }
+};
+
+// Unaligned operand: element-wise synchronous copy of one (kTileMN x kBK) tile, contiguous mode
+// fastest, zero outside the problem.
+template <int kTileMN, bool kKMajor, typename Offset>
+__device__ __noinline__ void tessera_copy_slow(tessera_b16* s, const tessera_b16* g, long long ld,
+                                               int mn0, int k0, int mn_extent, int k_extent,
+                                               int tid, Offset offset) {
+  for (int e = tid; e < kTileMN * kBK; e += kThreads) {
+    const int mn = kKMajor ? e / kBK : e % kTileMN;
+    const int k = kKMajor ? e % kBK : e / kTileMN;
+    const int gmn = mn0 + mn, gk = k0 + k;
+    tessera_b16 v = 0;
+    if (gmn < mn_extent && gk < k_extent) v = g[kKMajor ? gmn * ld + gk : gk * ld + gmn];
+    s[offset(mn, k)] = v;
+  }
+}
+
+struct TesseraSmemA {
+  __device__ __forceinline__ int operator()(int mn, int k) const { return smem_a_offset(mn, k); }
+};
+struct TesseraSmemB {
+  __device__ __forceinline__ int operator()(int mn, int k) const { return smem_b_offset(mn, k); }
+};
+
+// One output element pair (row, col), (row, col + 1) of the fused epilogue.
+__device__ __forceinline__ void tessera_epilogue_pair(const TesseraGemmParams& p, const void* c,
+                                                      void* d, const void* bias, void* aux,
+                                                      int row, int col, float v0, float v1) {
+  const int dt = p.out_dtype;
+  float v[2] = {v0, v1};
+  const bool pair = (p.flags & kFlagStorePair) && col + 1 < p.n;
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int cc = col + e;
+    float x = p.alpha * v[e];
+    if (cc < p.n) {
+      if (p.flags & kFlagReadC) x += p.beta * tessera_load(c, row * p.ldc + cc, dt);
+      if (p.bias_mode == 1) x += tessera_load(bias, row, dt);
+      if (p.bias_mode == 2) x += tessera_load(bias, cc, dt);
+    }
+    v[e] = x;
+  }
+  if (p.flags & kFlagAux) {
+    if (pair) {
+      tessera_store2(aux, row * p.ldaux + col, v[0], v[1], dt);
+    } else {
+      for (int e = 0; e < 2; ++e)
+        if (col + e < p.n) tessera_store(aux, row * p.ldaux + col + e, v[e], dt);
+    }
+  }
+  v[0] = tessera_activate(v[0], p.act);
+  v[1] = tessera_activate(v[1], p.act);
+  if (pair) {
+    tessera_store2(d, row * p.ldd + col, v[0], v[1], dt);
+  } else {
+    for (int e = 0; e < 2; ++e)
+      if (col + e < p.n) tessera_store(d, row * p.ldd + col + e, v[e], dt);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const TesseraGemmParams p) {
+  extern __shared__ __align__(128) unsigned char tessera_smem[];
+  tessera_b16* sA = reinterpret_cast<tessera_b16*>(tessera_smem);
+  tessera_b16* sB = sA + kStages * kSmemAElems;
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  int warp_m, warp_n;
+  warp_coord(tid >> 5, warp_m, warp_n);
+
+  // CTA raster: groups of kGroupM tile-rows walk N together so that their A and B tiles
+  // stay in L2.
+  int tile_m, tile_n;
+  {
+    const int bid = blockIdx.x;
+    const int per_group = kGroupM * p.tiles_n;
+    const int first_m = (bid / per_group) * kGroupM;
+    const int rows = min(p.tiles_m - first_m, kGroupM);
+    tile_m = first_m + (bid % per_group) % rows;
+    tile_n = (bid % per_group) / rows;
+  }
+  const long long batch = blockIdx.z;
+  const tessera_b16* A = p.a + batch * p.batch_a;
+  const tessera_b16* B = p.b + batch * p.batch_b;
+  const int m0 = tile_m * kBM, n0 = tile_n * kBN;
+  const bool a_vec = p.flags & kFlagAVec, b_vec = p.flags & kFlagBVec;
+  const int ktiles = (p.k + kBK - 1) / kBK;
+  const unsigned sA_u = tessera_smem_addr(tessera_smem);
+  const unsigned sB_u = sA_u + kStages * kSmemAElems * 2;
+
+  TesseraCopy<kBM, kAKMajor, kCopyItersA, kCopyAStepMN, kCopyAStepK, kCopyASmemStep> copy_a;
+  TesseraCopy<kBN, kBKMajor, kCopyItersB, kCopyBStepMN, kCopyBStepK, kCopyBSmemStep> copy_b;
+  {
+    int mn, k;
+    copy_a_coord(tid, 0, mn, k);
+    copy_a.init(A, p.lda, m0, p.m, mn, k, smem_a_offset(mn, k));
+    copy_b_coord(tid, 0, mn, k);
+    copy_b.init(B, p.ldb, n0, p.n, mn, k, smem_b_offset(mn, k));
+  }
+  auto load_stage = [&](int stage, int kt) {
+    if (a_vec) {
+      copy_a.issue(sA_u + stage * kSmemAElems * 2, kt, p.k, A);
+    } else {
+      tessera_copy_slow<kBM, kAKMajor>(sA + stage * kSmemAElems, A, p.lda, m0, kt * kBK, p.m, p.k,
+                                       tid, TesseraSmemA{});
+    }
+    if (b_vec) {
+      copy_b.issue(sB_u + stage * kSmemBElems * 2, kt, p.k, B);
+    } else {
+      tessera_copy_slow<kBN, kBKMajor>(sB + stage * kSmemBElems, B, p.ldb, n0, kt * kBK, p.n, p.k,
+                                       tid, TesseraSmemB{});
+    }
+  };
+
+  // ldmatrix addresses: the plan guarantees offset(lane + step) = offset(lane) ^ offset(step)
+  // for every warp, lane and (atom, k-step), so each address is one XOR with a constant.
+  unsigned a_lane, b_lane;
+  {
+    int mn, k;
+    ldsm_a_coord(lane, mn, k);
+    a_lane = smem_a_offset(mn + warp_m * kWarpTileM, k);
+    ldsm_b_coord(lane, mn, k);
+    b_lane = smem_b_offset(mn + warp_n * kWarpTileN, k);
+  }
+
+  float acc[kMmaM][kMmaN][4];
+#pragma unroll
+  for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+  unsigned af[2][kMmaM][4];
+  unsigned bf[2][kMmaN][2];
+  auto load_frags = [&](int buf, unsigned a_stage, unsigned b_stage, int kk) {
+#pragma unroll
+    for (int i = 0; i < kMmaM; ++i) {
+      const unsigned addr = a_stage + 2u * (a_lane ^ smem_a_offset(i * 16, kk));
+      if (kAKMajor) {
+        tessera_ldsm_x4(af[buf][i], addr);
+      } else {
+        tessera_ldsm_x4_trans(af[buf][i], addr);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kMmaN; j += 2) {
+      const unsigned addr = b_stage + 2u * (b_lane ^ smem_b_offset(j * 8, kk));
+      unsigned r[4];
+      if (kBKMajor) {
+        tessera_ldsm_x4(r, addr);
+      } else {
+        tessera_ldsm_x4_trans(r, addr);
+      }
+      bf[buf][j][0] = r[0];
+      bf[buf][j][1] = r[1];
+      bf[buf][j + 1][0] = r[2];
+      bf[buf][j + 1][1] = r[3];
+    }
+  };
+
+  // Prologue: stages 0 .. kStages-2 in flight, one commit group each (possibly empty).
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < ktiles) load_stage(s, s);
+    tessera_cp_async_commit();
+  }
+
+  for (int kt = 0; kt < ktiles; ++kt) {
+    // Tile kt has landed, and every warp is done with the stage refilled below (read at kt-1).
+    tessera_cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int stage = kt % kStages;
+    const unsigned a_stage = sA_u + stage * kSmemAElems * 2;
+    const unsigned b_stage = sB_u + stage * kSmemBElems * 2;
+    load_frags(0, a_stage, b_stage, 0);
+    {
+      const int next = kt + kStages - 1;
+      if (next < ktiles) load_stage(next % kStages, next);
+      tessera_cp_async_commit();
+    }
+    // Fragments double-buffered: step kk+1 is read from shared memory while step kk multiplies.
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      if (kk + 1 < kBK / 16) load_frags((kk + 1) & 1, a_stage, b_stage, (kk + 1) * 16);
+#pragma unroll
+      for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+        for (int j = 0; j < kMmaN; ++j)
+          tessera_mma_16816<kElem>(acc[i][j], af[kk & 1][i], bf[kk & 1][j][0], bf[kk & 1][j][1]);
+    }
+  }
+  // Drain the (empty) trailing groups; after the barrier the pipeline's shared memory is free.
+  tessera_cp_async_wait<0>();
+  __syncthreads();
+
+  // Epilogue, 16 accumulator rows of a warp at a time: registers -> the warp's fp32 scratch
+  // (through the accumulator map) -> each lane takes column pairs of one row, so global
+  // accesses of C, D and aux are contiguous along rows and the element code exists once.
+  constexpr int kScratchLd = kWarpTileN + 8;  // + 8 floats: the fragment stores are conflict-free
+  float* scratch = reinterpret_cast<float*>(tessera_smem) + (tid >> 5) * (16 * kScratchLd);
+  const char* C = p.c ? static_cast<const char*>(p.c) + batch * p.batch_c * tessera_dtype_bytes(p.out_dtype) : nullptr;
+  char* D = static_cast<char*>(p.d) + batch * p.batch_d * tessera_dtype_bytes(p.out_dtype);
+  const char* bias = p.bias ? static_cast<const char*>(p.bias) + batch * p.batch_bias * tessera_dtype_bytes(p.out_dtype) : nullptr;
+  char* aux = p.aux ? static_cast<char*>(p.aux) + batch * p.batch_aux * tessera_dtype_bytes(p.out_dtype) : nullptr;
+#pragma unroll
+  for (int i = 0; i < kMmaM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; r += 2) {
+        int row, col;
+        acc_coord(lane, r, row, col);
+        float* q = scratch + row * kScratchLd + j * 8 + col;
+        q[0] = acc[i][j][r];
+        q[1] = acc[i][j][r + 1];
+      }
+    __syncwarp();
+    const int row0 = m0 + warp_m * kWarpTileM + i * 16;
+    const int col0 = n0 + warp_n * kWarpTileN;
+#pragma unroll 2
+    for (int q = lane; q < 16 * kWarpTileN / 2; q += 32) {
+      const int rr = q / (kWarpTileN / 2);
+      const int cc = (q % (kWarpTileN / 2)) * 2;
+      const int row = row0 + rr, col = col0 + cc;
+      if (row < p.m && col < p.n)
+        tessera_epilogue_pair(p, C, D, bias, aux, row, col, scratch[rr * kScratchLd + cc],
+                              scratch[rr * kScratchLd + cc + 1]);
+    }
+    __syncwarp();
+  }
+}

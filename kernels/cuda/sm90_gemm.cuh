@@ -1,0 +1,201 @@
+// tessera: the sm_90a GEMM: TMA loads into an mbarrier ring, wgmma, warp specialization and a
+// persistent grid.
+//
+// D[b] = act(alpha * A[b] B[b] + beta * C[b] + bias)   (aux[b] = the pre-activation)
+//
+// A is M x K and B is given as N x K, both K-major (nn.Linear's x @ w^T). The CTA has one
+// producer warpgroup (one thread issues every TMA load, the others idle at a lowered register
+// budget) and kConsumers consumer warpgroups, each owning 64 rows of the kBM x kBN tile with a
+// 64 x kBN fp32 accumulator in registers. Stages of the ring are handed over with two
+// mbarriers each: `full` (producer -> consumers, completed by the TMA transaction bytes) and
+// `empty` (consumers -> producer, one arrival per consumer warp). CTAs are persistent: CTA i
+// takes tiles i, i + gridDim.x, ... in the grouped order of tessera_sm90_tile, and the
+// producer runs ahead into the next tile while the consumers run the epilogue.
+//
+// Everything shape-dependent comes from the generated preamble above this file: tile sizes,
+// stages, the stage sizes in bytes, the wgmma descriptors' constant parts and k-step advance
+// (derived from the shared-memory layouts), the wgmma wrapper and the accumulator map
+// tessera_acc_row / tessera_acc_col.
+
+struct TesseraSm90Params {
+  void* d;
+  const void* c;
+  const void* bias;
+  void* aux;
+  long long ldc, ldd, ldaux;
+  long long batch_c, batch_d, batch_bias, batch_aux;
+  int m, n, k, batch;
+  int tiles_m, tiles_n, group_m;
+  float alpha, beta;
+  int act;        // 0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh)
+  int bias_mode;  // 0 none, 1 one value per row of D (length M), 2 per column (length N)
+  int out_dtype;  // of C, D, bias, aux: 0 bf16, 1 fp16, 2 fp32
+  int flags;      // kSm90Flag* below
+};
+
+constexpr int kSm90FlagStorePair = 1;  // D, C, aux rows may be accessed two elements at a time
+constexpr int kSm90FlagAux = 2;        // write the pre-activation to aux
+constexpr int kSm90FlagReadC = 4;      // beta != 0: read C
+
+static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
+static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
+static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
+
+// Tile `tile` of the persistent order -> (batch, tile row, tile column). Within a batch, tile
+// rows go in groups of group_m; a group is walked column by column, so consecutive tiles
+// (running at the same time on neighbouring SMs) share B columns and a few A rows in L2.
+__device__ __forceinline__ void tessera_sm90_tile(int tile, const TesseraSm90Params& p, int& b,
+                                                  int& tm, int& tn) {
+  const int per_batch = p.tiles_m * p.tiles_n;
+  b = tile / per_batch;
+  const int r = tile - b * per_batch;
+  const int group_size = p.group_m * p.tiles_n;
+  const int g = r / group_size;
+  const int first_m = g * p.group_m;
+  const int rows = min(p.tiles_m - first_m, p.group_m);
+  const int in_group = r - g * group_size;
+  tm = first_m + in_group % rows;
+  tn = in_group / rows;
+}
+
+// Pre-activation of one element: alpha * acc + beta * C + bias.
+__device__ __forceinline__ float tessera_sm90_pre(const TesseraSm90Params& p, float acc, int b,
+                                                  int row, int col) {
+  float x = p.alpha * acc;
+  if (p.flags & kSm90FlagReadC) {
+    x += p.beta * tessera_load(p.c, (long long)b * p.batch_c + (long long)row * p.ldc + col,
+                               p.out_dtype);
+  }
+  if (p.bias_mode == 1) {
+    x += tessera_load(p.bias, (long long)b * p.batch_bias + row, p.out_dtype);
+  } else if (p.bias_mode == 2) {
+    x += tessera_load(p.bias, (long long)b * p.batch_bias + col, p.out_dtype);
+  }
+  return x;
+}
+
+// Writes accumulator elements (row, col) and (row, col + 1) through the epilogue.
+__device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, int b, int row,
+                                                   int col, float v0, float v1) {
+  if (row >= p.m || col >= p.n) return;
+  const bool second = col + 1 < p.n;
+  const float x0 = tessera_sm90_pre(p, v0, b, row, col);
+  const float x1 = second ? tessera_sm90_pre(p, v1, b, row, col + 1) : 0.0f;
+  const long long di = (long long)b * p.batch_d + (long long)row * p.ldd + col;
+  const long long ai = (long long)b * p.batch_aux + (long long)row * p.ldaux + col;
+  const bool pair = second && (p.flags & kSm90FlagStorePair);
+  if (p.flags & kSm90FlagAux) {
+    if (pair) {
+      tessera_store2(p.aux, ai, x0, x1, p.out_dtype);
+    } else {
+      tessera_store(p.aux, ai, x0, p.out_dtype);
+      if (second) tessera_store(p.aux, ai + 1, x1, p.out_dtype);
+    }
+  }
+  const float y0 = tessera_activate(x0, p.act);
+  const float y1 = tessera_activate(x1, p.act);
+  if (pair) {
+    tessera_store2(p.d, di, y0, y1, p.out_dtype);
+  } else {
+    tessera_store(p.d, di, y0, p.out_dtype);
+    if (second) tessera_store(p.d, di + 1, y1, p.out_dtype);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
+                 const __grid_constant__ TesseraTmaMap tma_b, const TesseraSm90Params p) {
+  extern __shared__ unsigned char tessera_smem_raw[];
+  // The 128-byte swizzle repeats every 1024 bytes and the wgmma descriptors carry no base
+  // offset, so every stage starts on a 1024-byte boundary (the launch adds 1024 bytes of slack).
+  const unsigned base = (tessera_smem_addr(tessera_smem_raw) + 1023u) & ~1023u;
+  const unsigned smem_a = base;
+  const unsigned smem_b = smem_a + kStages * kStageBytesA;
+  const unsigned bars = smem_b + kStages * kStageBytesB;
+  // full[s] at bars + 8 s, empty[s] at bars + 8 (kStages + s).
+  const int wg = threadIdx.x / 128;
+  const int t = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      tessera_mbar_init(bars + 8 * s, 1);
+      tessera_mbar_init(bars + 8 * (kStages + s), kConsumers * 4);
+    }
+    tessera_fence_barrier_init();
+  }
+  __syncthreads();
+
+  const int k_tiles = (p.k + kBK - 1) / kBK;
+  const int total = p.tiles_m * p.tiles_n * p.batch;
+
+  if (wg == 0) {
+    // Producer warpgroup.
+    tessera_setmaxnreg_dec<kProducerRegs>();
+    if (t == 0) {
+      int stage = 0;
+      unsigned phase = 0;
+      for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+        int b, tm, tn;
+        tessera_sm90_tile(tile, p, b, tm, tn);
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          const unsigned full = bars + 8 * stage;
+          tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+          tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+          tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+          tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    // Consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the tile.
+    tessera_setmaxnreg_inc<kConsumerRegs>();
+    const int cw = wg - 1;
+    const int lane = t % 32;
+    float acc[kAccRegs];
+    int stage = 0;
+    unsigned phase = 0;
+    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+      int b, tm, tn;
+      tessera_sm90_tile(tile, p, b, tm, tn);
+      int prev = 0;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        tessera_mbar_wait(bars + 8 * stage, phase);
+        const unsigned a_addr = smem_a + stage * kStageBytesA + cw * kConsumerBytesA;
+        const unsigned b_addr = smem_b + stage * kStageBytesB;
+        tessera_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          tessera_wgmma(acc, tessera_wgmma_desc(a_addr + kk * kKStepBytesA, kDescHiA),
+                        tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
+                        (kt > 0 || kk > 0) ? 1 : 0);
+        }
+        tessera_wgmma_commit();
+        if (kt > 0) {
+          // The group of the previous stage is done: hand that stage back to the producer.
+          tessera_wgmma_wait<1>();
+          if (lane == 0) tessera_mbar_arrive(bars + 8 * (kStages + prev));
+        }
+        prev = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      tessera_wgmma_wait<0>();
+      if (lane == 0) tessera_mbar_arrive(bars + 8 * (kStages + prev));
+#pragma unroll
+      for (int i = 0; i < kAccRegs; ++i) tessera_fence_operand(acc[i]);
+
+      const int row0 = tm * kBM + cw * 64;
+      const int col0 = tn * kBN;
+#pragma unroll
+      for (int i = 0; i < kAccRegs; i += 2) {
+        tessera_sm90_store(p, b, row0 + tessera_acc_row(t, i), col0 + tessera_acc_col(t, i),
+                           acc[i], acc[i + 1]);
+      }
+    }
+  }
+}

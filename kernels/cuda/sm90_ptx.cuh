@@ -1,0 +1,100 @@
+// tessera: sm_90a device helpers as inline PTX: mbarriers, TMA tensor loads, wgmma brackets,
+// register reallocation, proxy fences. Self-contained: no <cuda.h>, no CCCL.
+//
+// Every shared-memory operand is a 32-bit shared-state-space address (tessera_smem_addr in
+// common.cuh).
+
+// A CUtensorMap as the driver encodes it (128 opaque bytes). Passed by value as a
+// `const __grid_constant__` kernel parameter, so the TMA unit reads it from parameter space and
+// no tensormap fence is needed.
+struct alignas(64) TesseraTmaMap {
+  unsigned long long opaque[16];
+};
+
+__device__ __forceinline__ void tessera_mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Makes the barrier initializations visible to the async proxy (the TMA unit) and to the
+// other threads once followed by __syncthreads.
+__device__ __forceinline__ void tessera_fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Arrives once and adds `bytes` to the transaction count the current phase waits for.
+__device__ __forceinline__ void tessera_mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void tessera_mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Whether the phase of parity `parity` has completed (a freshly initialized barrier counts
+// its phase of parity 1 as completed, so a producer's first wait on an empty slot passes).
+__device__ __forceinline__ bool tessera_mbar_try_wait(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+
+__device__ __forceinline__ void tessera_mbar_wait(unsigned bar, unsigned parity) {
+  while (!tessera_mbar_try_wait(bar, parity)) {
+  }
+}
+
+// One TMA box of a 3-D tensor map (coordinates innermost first) into shared memory at `dst`;
+// completion is signalled on `bar` as transaction bytes. Elements outside the tensor are
+// written as zeros and still counted.
+__device__ __forceinline__ void tessera_tma_load_3d(unsigned dst, const TesseraTmaMap* map,
+                                                    unsigned bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+// wgmma brackets: a fence before the first wgmma that touches registers written otherwise,
+// a commit closing a group, a wait for all but N groups.
+__device__ __forceinline__ void tessera_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void tessera_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void tessera_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Keeps the compiler from moving reads or writes of `r` across a wgmma wait.
+__device__ __forceinline__ void tessera_fence_operand(float& r) {
+  asm volatile("" : "+f"(r)::"memory");
+}
+
+// The 64-bit shared-memory matrix descriptor of wgmma: the start address (bits 0-13, in 16-byte
+// units) over the constant high part (leading and stride byte offsets, swizzle mode) that the
+// planner derived from the shared-memory layout.
+__device__ __forceinline__ unsigned long long tessera_wgmma_desc(unsigned addr,
+                                                                 unsigned long long hi) {
+  return hi | (unsigned long long)((addr & 0x3FFFFu) >> 4);
+}
+
+template <int kRegs>
+__device__ __forceinline__ void tessera_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+template <int kRegs>
+__device__ __forceinline__ void tessera_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}

@@ -1,0 +1,380 @@
+//! The GEMM benchmark: our kernel against cuBLAS (plain) and cuBLASLt (same fused epilogue),
+//! interleaved in one process (ours, vendor, ours, vendor, ...), after warm-up, medians of
+//! repeated timed batches, on random data.
+//!
+//! Operands are nn.Linear's: `X` row-major M x K, `W` stored N x K (B column-major), `Y`
+//! row-major M x N in bf16, bias per output feature (per column of Y). cuBLAS is column-major,
+//! so it computes `Yᵀ = W Xᵀ` (m = N, n = M, `transa = T`), the usual row-major trick.
+
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::cublaslt::{Activation as LtAct, CudaBlasLT, Matmul, MatmulConfig};
+use cudarc::driver::sys::CUevent_flags;
+use half::bf16;
+
+use crate::error::{KernelError, Result};
+use crate::gemm::{DeviceBuf, GemmArgs, GemmKernel};
+use crate::plan::{GemmPlan, PlanOptions};
+use crate::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
+use crate::reference::GemmStrides;
+use crate::rng::Rng;
+use crate::runtime::{driver_err, Runtime};
+
+/// The standard shapes: 4096³, 8192³ and LLM shapes M ∈ {4096, 8192} x (N, K) ∈
+/// {(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096)}.
+pub fn standard_shapes() -> Vec<(i64, i64, i64)> {
+    let mut v = vec![(4096, 4096, 4096), (8192, 8192, 8192)];
+    for m in [4096, 8192] {
+        for (n, k) in [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096)] {
+            if (m, n, k) != (4096, 4096, 4096) {
+                v.push((m, n, k));
+            }
+        }
+    }
+    v
+}
+
+/// The epilogues benchmarked: plain (against cuBLAS), bias+ReLU and bias+GELU(tanh)
+/// (against cuBLASLt's RELU_BIAS and GELU_BIAS).
+pub fn standard_epilogues() -> Vec<Epilogue> {
+    let mk = |act| Epilogue {
+        act,
+        bias: BiasMode::PerCol,
+        ..Epilogue::default()
+    };
+    vec![
+        Epilogue::default(),
+        mk(Activation::Relu),
+        mk(Activation::GeluTanh),
+    ]
+}
+
+/// Benchmark settings.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// `(M, N, K)` shapes.
+    pub shapes: Vec<(i64, i64, i64)>,
+    /// Epilogues (plain, or a bias per column with ReLU or GELU(tanh), which cuBLASLt has).
+    pub epilogues: Vec<Epilogue>,
+    /// Timed rounds (each round times every contender once); the median is reported.
+    pub rounds: usize,
+    /// Target duration of one timed batch of launches, milliseconds.
+    pub batch_ms: f64,
+    /// Planner overrides for our kernel.
+    pub plan: PlanOptions,
+    /// Seed of the random data.
+    pub seed: u64,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            shapes: standard_shapes(),
+            epilogues: standard_epilogues(),
+            rounds: 9,
+            batch_ms: 20.0,
+            plan: PlanOptions::default(),
+            seed: Rng::fresh_seed(),
+        }
+    }
+}
+
+/// One line of the result table.
+#[derive(Clone, Debug)]
+pub struct BenchRow {
+    /// M.
+    pub m: i64,
+    /// N.
+    pub n: i64,
+    /// K.
+    pub k: i64,
+    /// The epilogue.
+    pub epilogue: String,
+    /// Our kernel's name.
+    pub kernel: String,
+    /// The vendor call (`cublasGemmEx`, `cublasLt RELU_BIAS`, ...).
+    pub vendor: String,
+    /// Our median time per GEMM, ms.
+    pub ours_ms: f64,
+    /// The vendor's median time per GEMM, ms.
+    pub vendor_ms: f64,
+    /// Our TFLOP/s.
+    pub ours_tflops: f64,
+    /// The vendor's TFLOP/s.
+    pub vendor_tflops: f64,
+    /// ours / vendor throughput.
+    pub ratio: f64,
+    /// Our time over our plain GEMM's time for the same shape (1.0 for the plain row).
+    pub over_plain: f64,
+    /// Relative Frobenius difference between our D and the vendor's on sampled rows.
+    pub rel_diff: f64,
+    /// Min and max of our timed batches (per GEMM, ms): the spread.
+    pub ours_range: (f64, f64),
+}
+
+#[derive(Clone, Copy)]
+enum Who {
+    Ours(usize),
+    Vendor(usize),
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn blas_err<E: std::fmt::Debug>(op: &'static str) -> impl FnOnce(E) -> KernelError {
+    move |e| KernelError::Blas {
+        op,
+        msg: format!("{e:?}"),
+    }
+}
+
+struct Bufs {
+    x: DeviceBuf,
+    w: DeviceBuf,
+    bias: DeviceBuf,
+}
+
+/// Runs the benchmark, calling `progress` after each row.
+pub fn run_bench(
+    rt: &Runtime,
+    cfg: &BenchConfig,
+    mut progress: impl FnMut(&BenchRow),
+) -> Result<Vec<BenchRow>> {
+    for e in &cfg.epilogues {
+        let lt_ok = e.bias == BiasMode::PerCol
+            && matches!(
+                e.act,
+                Activation::None | Activation::Relu | Activation::GeluTanh
+            )
+            && !e.aux
+            && e.beta == 0.0;
+        if !e.is_plain() && !lt_ok {
+            return Err(KernelError::invalid(
+                "bench",
+                format!("epilogue `{e}` has no cuBLASLt counterpart (plain, bias, bias,relu, bias,gelu_tanh)"),
+            ));
+        }
+    }
+    let max_n = cfg.shapes.iter().map(|s| s.1).max().unwrap_or(1);
+    let max_mk = cfg.shapes.iter().map(|s| s.0 * s.2).max().unwrap_or(1);
+    let max_nk = cfg.shapes.iter().map(|s| s.1 * s.2).max().unwrap_or(1);
+    let max_mn = cfg.shapes.iter().map(|s| s.0 * s.1).max().unwrap_or(1);
+    let mut rng = Rng::new(cfg.seed);
+    let b = Bufs {
+        x: DeviceBuf::upload(rt, DType::Bf16, &rng.vec(max_mk as usize, -1.0, 1.0))?,
+        w: DeviceBuf::upload(rt, DType::Bf16, &rng.vec(max_nk as usize, -1.0, 1.0))?,
+        bias: DeviceBuf::upload(rt, DType::Bf16, &rng.vec(max_n as usize, -1.0, 1.0))?,
+    };
+    let mut ours = DeviceBuf::poisoned(rt, DType::Bf16, max_mn as usize)?;
+    let mut vendor = DeviceBuf::poisoned(rt, DType::Bf16, max_mn as usize)?;
+    let blas = CudaBlas::new(rt.stream().clone()).map_err(blas_err("cublasCreate"))?;
+    let lt = CudaBlasLT::new(rt.stream().clone()).map_err(blas_err("cublasLtCreate"))?;
+    let mut rows = Vec::new();
+    for &(m, n, k) in &cfg.shapes {
+        let mut kernels = Vec::new();
+        for e in &cfg.epilogues {
+            let mut p = GemmProblem::new(m, n, k);
+            p.a_major = Major::Row;
+            p.b_major = Major::Col;
+            p.epilogue = *e;
+            let plan = GemmPlan::with_options(&p, rt.arch(), cfg.plan)?;
+            kernels.push(GemmKernel::new(rt, &plan)?);
+        }
+        let launch_ours = |i: usize, d: &DeviceBuf| -> Result<()> {
+            let p = kernels[i].plan().problem;
+            let args = GemmArgs {
+                a: &b.x,
+                b: &b.w,
+                c: None,
+                d,
+                bias: Some(&b.bias),
+                aux: None,
+                strides: GemmStrides::tight(&p),
+            };
+            kernels[i].launch(rt, &args).map(|_| ())
+        };
+        let eps = &cfg.epilogues;
+        // Warm-up, and a correctness comparison of each pair on sampled rows.
+        let mut rel = Vec::new();
+        for i in 0..eps.len() {
+            ours.poison_range(rt, 0, (m * n) as usize)?;
+            vendor.poison_range(rt, 0, (m * n) as usize)?;
+            launch_ours(i, &ours)?;
+            vendor_launch(&blas, &lt, &eps[i], (m, n, k), &b, &mut vendor)?;
+            rt.stream().synchronize().map_err(driver_err("warm-up"))?;
+            rel.push(sampled_rel_diff(rt, &ours, &vendor, m, n)?);
+        }
+        // Batch size from one timed launch of the plain vendor GEMM.
+        let t1 = time_batch(rt, 1, |_| {
+            vendor_launch(&blas, &lt, &eps[0], (m, n, k), &b, &mut vendor)
+        })?;
+        let inner = ((cfg.batch_ms / t1.max(1e-3)).ceil() as usize).clamp(1, 200);
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); 2 * eps.len()];
+        for _round in 0..cfg.rounds {
+            for i in 0..eps.len() {
+                for who in [Who::Ours(i), Who::Vendor(i)] {
+                    let (slot, t) = match who {
+                        Who::Ours(i) => (2 * i, time_batch(rt, inner, |_| launch_ours(i, &ours))?),
+                        Who::Vendor(i) => (
+                            2 * i + 1,
+                            time_batch(rt, inner, |_| {
+                                vendor_launch(&blas, &lt, &eps[i], (m, n, k), &b, &mut vendor)
+                            })?,
+                        ),
+                    };
+                    times[slot].push(t / inner as f64);
+                }
+            }
+        }
+        let flops = 2.0 * m as f64 * n as f64 * k as f64;
+        let plain_ms = median(&mut times[0].clone());
+        for (i, e) in cfg.epilogues.iter().enumerate() {
+            let ours = &mut times[2 * i].clone();
+            let ours_ms = median(ours);
+            let vendor_ms = median(&mut times[2 * i + 1].clone());
+            let row = BenchRow {
+                m,
+                n,
+                k,
+                epilogue: e.to_string(),
+                kernel: kernels[i].plan().kernel_name(),
+                vendor: vendor_name(e).to_string(),
+                ours_ms,
+                vendor_ms,
+                ours_tflops: flops / ours_ms / 1e9,
+                vendor_tflops: flops / vendor_ms / 1e9,
+                ratio: vendor_ms / ours_ms,
+                over_plain: ours_ms / plain_ms,
+                rel_diff: rel[i],
+                ours_range: (ours[0], ours[ours.len() - 1]),
+            };
+            progress(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+fn vendor_name(e: &Epilogue) -> &'static str {
+    match (e.bias, e.act) {
+        (BiasMode::None, _) => "cublasGemmEx",
+        (_, Activation::Relu) => "cublasLt RELU_BIAS",
+        (_, Activation::GeluTanh) => "cublasLt GELU_BIAS",
+        _ => "cublasLt BIAS",
+    }
+}
+
+fn vendor_launch(
+    blas: &CudaBlas,
+    lt: &CudaBlasLT,
+    e: &Epilogue,
+    (m, n, k): (i64, i64, i64),
+    b: &Bufs,
+    d: &mut DeviceBuf,
+) -> Result<()> {
+    // SAFETY: the buffers hold at least max(M K), max(N K), max(N), max(M N) bf16 elements
+    // (sized over every shape of the run), and the views below are of those lengths.
+    unsafe {
+        let x =
+            b.x.data
+                .transmute::<bf16>((m * k) as usize)
+                .ok_or_else(|| KernelError::invalid("bench", "X view"))?;
+        let w =
+            b.w.data
+                .transmute::<bf16>((n * k) as usize)
+                .ok_or_else(|| KernelError::invalid("bench", "W view"))?;
+        let bias = b
+            .bias
+            .data
+            .transmute::<bf16>(n as usize)
+            .ok_or_else(|| KernelError::invalid("bench", "bias view"))?;
+        let mut dv = d
+            .data
+            .transmute_mut::<bf16>((m * n) as usize)
+            .ok_or_else(|| KernelError::invalid("bench", "D view"))?;
+        if e.is_plain() {
+            let cfg = GemmConfig {
+                transa: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_T,
+                transb: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
+                m: n as i32,
+                n: m as i32,
+                k: k as i32,
+                alpha: bf16::ONE,
+                lda: k as i32,
+                ldb: k as i32,
+                beta: bf16::ZERO,
+                ldc: n as i32,
+            };
+            blas.gemm(cfg, &w, &x, &mut dv)
+                .map_err(blas_err("cublasGemmEx"))
+        } else {
+            let cfg = MatmulConfig {
+                transa: true,
+                transb: false,
+                transc: false,
+                m: n as u64,
+                n: m as u64,
+                k: k as u64,
+                alpha: 1.0,
+                lda: k,
+                ldb: k,
+                beta: 0.0,
+                ldc: n,
+                stride_a: None,
+                stride_b: None,
+                stride_c: None,
+                stride_bias: None,
+                batch_size: None,
+            };
+            let act = match e.act {
+                Activation::Relu => Some(LtAct::Relu),
+                Activation::GeluTanh => Some(LtAct::Gelu),
+                _ => None,
+            };
+            lt.matmul(cfg, &w, &x, &mut dv, Some(&bias), act.as_ref())
+                .map_err(blas_err("cublasLtMatmul"))
+        }
+    }
+}
+
+/// Milliseconds for `inner` calls of `f` between two events on the stream.
+fn time_batch(rt: &Runtime, inner: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    let ctx = rt.context();
+    let e0 = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(driver_err("cuEventCreate"))?;
+    let e1 = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .map_err(driver_err("cuEventCreate"))?;
+    e0.record(rt.stream())
+        .map_err(driver_err("cuEventRecord"))?;
+    for i in 0..inner {
+        f(i)?;
+    }
+    e1.record(rt.stream())
+        .map_err(driver_err("cuEventRecord"))?;
+    e1.synchronize().map_err(driver_err("cuEventSynchronize"))?;
+    e0.elapsed_ms(&e1)
+        .map(|t| t as f64)
+        .map_err(driver_err("cuEventElapsedTime"))
+}
+
+/// Relative Frobenius difference of two row-major M x N results over rows at the start,
+/// middle and end.
+fn sampled_rel_diff(rt: &Runtime, a: &DeviceBuf, b: &DeviceBuf, m: i64, n: i64) -> Result<f64> {
+    let rows = 16.min(m);
+    let (mut num, mut den) = (0f64, 0f64);
+    for start in [0, (m - rows) / 2, m - rows] {
+        let x = a.download_range(rt, (start * n) as usize, (rows * n) as usize)?;
+        let y = b.download_range(rt, (start * n) as usize, (rows * n) as usize)?;
+        for (p, q) in x.iter().zip(&y) {
+            if !p.is_finite() || !q.is_finite() {
+                return Ok(f64::INFINITY);
+            }
+            num += (p - q) * (p - q);
+            den += q * q;
+        }
+    }
+    Ok(num.sqrt() / den.sqrt().max(f64::MIN_POSITIVE))
+}

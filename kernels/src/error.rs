@@ -1,0 +1,133 @@
+//! The one error type of `tessera-kernels`.
+
+/// What went wrong while planning, compiling, launching or checking a kernel.
+///
+/// Every variant names the operation (`op`) and carries its operands, so a message reads like
+/// `gemm: lda = 7 is smaller than K = 8 for row-major A`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KernelError {
+    /// The problem cannot be run as asked (a zero extent, a leading dimension below the
+    /// extent it must cover, a buffer too small, an option that does not apply).
+    #[error("{op}: {msg}")]
+    InvalidProblem {
+        /// The operation.
+        op: &'static str,
+        /// What is wrong, with the operands.
+        msg: String,
+    },
+    /// An operand is not aligned as the chosen kernel path needs.
+    #[error("{op}: {operand} is misaligned: {msg}")]
+    Misaligned {
+        /// The operation.
+        op: &'static str,
+        /// Which operand (A, B, C, D, bias, aux).
+        operand: &'static str,
+        /// The requirement that fails, with the values.
+        msg: String,
+    },
+    /// The target cannot run this path (compute capability below 8.0, not enough shared
+    /// memory for two pipeline stages, ...).
+    #[error("{op}: unsupported target {arch}: {msg}")]
+    UnsupportedArch {
+        /// The operation.
+        op: &'static str,
+        /// The target, e.g. `sm_75`.
+        arch: String,
+        /// Why.
+        msg: String,
+    },
+    /// A layout-algebra step of the planner failed.
+    #[error("{op}: layout algebra: {source}")]
+    Layout {
+        /// The planning step.
+        op: &'static str,
+        /// The algebra's error.
+        #[source]
+        source: tessera_layout::LayoutError,
+    },
+    /// A shared-memory layout of the plan has bank conflicts where the plan needs none.
+    #[error("{op}: {layout} has {conflicts} bank conflicts for {access}")]
+    BankConflicts {
+        /// The planning step.
+        op: &'static str,
+        /// The layout, in CuTe notation.
+        layout: String,
+        /// The access pattern checked.
+        access: String,
+        /// Extra wavefronts counted.
+        conflicts: i64,
+    },
+    /// NVRTC could not be loaded (no libnvrtc on the library path).
+    #[error("{op}: NVRTC is not available: {msg}")]
+    NvrtcUnavailable {
+        /// The operation.
+        op: &'static str,
+        /// Why, with the library names searched.
+        msg: String,
+    },
+    /// NVRTC rejected the source. The message holds the log, the options and the source.
+    #[error("{op}: NVRTC failed ({status}) for kernel `{kernel}`\n--- options ---\n{options}\n--- log ---\n{log}\n--- source ---\n{source_text}")]
+    Compile {
+        /// The operation.
+        op: &'static str,
+        /// The kernel's name.
+        kernel: String,
+        /// NVRTC's status.
+        status: String,
+        /// The options passed, one per line.
+        options: String,
+        /// NVRTC's program log.
+        log: String,
+        /// The complete source compiled, with line numbers.
+        source_text: String,
+    },
+    /// The CUDA driver reported an error.
+    #[error("{op}: CUDA driver error: {msg}")]
+    Driver {
+        /// The operation (`cuModuleLoadData`, `launch tessera_gemm`, ...).
+        op: &'static str,
+        /// The driver's message.
+        msg: String,
+    },
+    /// cuBLAS or cuBLASLt reported an error.
+    #[error("{op}: {msg}")]
+    Blas {
+        /// The operation.
+        op: &'static str,
+        /// The library's message.
+        msg: String,
+    },
+    /// No CUDA device is present (or the driver library cannot be loaded).
+    #[error("{op}: no CUDA device: {msg}")]
+    NoDevice {
+        /// The operation.
+        op: &'static str,
+        /// Why.
+        msg: String,
+    },
+    /// A verification against the reference failed.
+    #[error("{op}: {msg}")]
+    Verification {
+        /// The operation.
+        op: &'static str,
+        /// The failing comparison, with the numbers.
+        msg: String,
+    },
+}
+
+/// `Result` with [`KernelError`].
+pub type Result<T> = std::result::Result<T, KernelError>;
+
+impl KernelError {
+    pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
+        KernelError::InvalidProblem {
+            op,
+            msg: msg.into(),
+        }
+    }
+
+    pub(crate) fn layout(op: &'static str) -> impl FnOnce(tessera_layout::LayoutError) -> Self {
+        move |source| KernelError::Layout { op, source }
+    }
+}

@@ -1,0 +1,463 @@
+//! Launching the planned GEMM: device buffers, argument checks and the launch itself.
+
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use crate::codegen::cuda_source;
+use crate::error::{KernelError, Result};
+use crate::plan::GemmPlan;
+use crate::problem::{BiasMode, DType, GemmProblem, Major};
+use crate::reference::GemmStrides;
+use crate::runtime::{driver_err, Runtime};
+
+/// A device buffer of `len` elements of `dtype`.
+pub struct DeviceBuf {
+    /// Element type.
+    pub dtype: DType,
+    /// Elements.
+    pub len: usize,
+    /// The bytes.
+    pub data: CudaSlice<u8>,
+}
+
+impl DeviceBuf {
+    /// Uploads `values`, rounded to `dtype`.
+    pub fn upload(rt: &Runtime, dtype: DType, values: &[f32]) -> Result<DeviceBuf> {
+        let bytes = to_bytes(dtype, values);
+        let data = rt
+            .stream()
+            .clone_htod(&bytes)
+            .map_err(driver_err("cuMemcpyHtoD"))?;
+        Ok(DeviceBuf {
+            dtype,
+            len: values.len(),
+            data,
+        })
+    }
+
+    /// A buffer of `len` elements, every byte 0xFF: NaN in bf16, fp16 and fp32 alike, so an
+    /// element the kernel does not write stays NaN.
+    pub fn poisoned(rt: &Runtime, dtype: DType, len: usize) -> Result<DeviceBuf> {
+        let bytes = vec![0xFFu8; len * dtype.bytes() as usize];
+        let data = rt
+            .stream()
+            .clone_htod(&bytes)
+            .map_err(driver_err("cuMemcpyHtoD"))?;
+        Ok(DeviceBuf { dtype, len, data })
+    }
+
+    /// Fills the buffer with 0xFF bytes again.
+    pub fn poison(&mut self, rt: &Runtime) -> Result<()> {
+        let bytes = vec![0xFFu8; self.len * self.dtype.bytes() as usize];
+        rt.stream()
+            .memcpy_htod(&bytes, &mut self.data)
+            .map_err(driver_err("cuMemcpyHtoD"))
+    }
+
+    /// Sets elements `start .. start + len` to 0xFF bytes (NaN).
+    pub fn poison_range(&mut self, rt: &Runtime, start: usize, len: usize) -> Result<()> {
+        let eb = self.dtype.bytes() as usize;
+        let bytes = vec![0xFFu8; len * eb];
+        let mut view = self.data.slice_mut(start * eb..(start + len) * eb);
+        rt.stream()
+            .memcpy_htod(&bytes, &mut view)
+            .map_err(driver_err("cuMemcpyHtoD"))
+    }
+
+    /// Downloads elements `start .. start + len` as float64.
+    pub fn download_range(&self, rt: &Runtime, start: usize, len: usize) -> Result<Vec<f64>> {
+        let eb = self.dtype.bytes() as usize;
+        let view = self.data.slice(start * eb..(start + len) * eb);
+        let bytes = rt
+            .stream()
+            .clone_dtoh(&view)
+            .map_err(driver_err("cuMemcpyDtoH"))?;
+        Ok(from_bytes(self.dtype, &bytes))
+    }
+
+    /// Downloads the values as float64.
+    pub fn download(&self, rt: &Runtime) -> Result<Vec<f64>> {
+        let bytes = rt
+            .stream()
+            .clone_dtoh(&self.data)
+            .map_err(driver_err("cuMemcpyDtoH"))?;
+        Ok(from_bytes(self.dtype, &bytes))
+    }
+
+    /// The raw device address.
+    pub fn ptr(&self, rt: &Runtime) -> u64 {
+        let (p, _sync) = self.data.device_ptr(rt.stream());
+        p
+    }
+}
+
+fn to_bytes(dtype: DType, values: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * dtype.bytes() as usize);
+    for &v in values {
+        match dtype {
+            DType::Bf16 => out.extend_from_slice(&half::bf16::from_f32(v).to_bits().to_le_bytes()),
+            DType::F16 => out.extend_from_slice(&half::f16::from_f32(v).to_bits().to_le_bytes()),
+            DType::F32 => out.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+    out
+}
+
+fn from_bytes(dtype: DType, bytes: &[u8]) -> Vec<f64> {
+    match dtype {
+        DType::Bf16 => bytes
+            .chunks_exact(2)
+            .map(|c| half::bf16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64())
+            .collect(),
+        DType::F16 => bytes
+            .chunks_exact(2)
+            .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64())
+            .collect(),
+        DType::F32 => bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+    }
+}
+
+/// The operands of one launch.
+pub struct GemmArgs<'a> {
+    /// A (M x K per batch).
+    pub a: &'a DeviceBuf,
+    /// B (K x N per batch).
+    pub b: &'a DeviceBuf,
+    /// C, read when beta != 0.
+    pub c: Option<&'a DeviceBuf>,
+    /// D.
+    pub d: &'a DeviceBuf,
+    /// Bias, when the epilogue has one.
+    pub bias: Option<&'a DeviceBuf>,
+    /// Aux (pre-activation), when the epilogue writes it.
+    pub aux: Option<&'a DeviceBuf>,
+    /// Strides.
+    pub strides: GemmStrides,
+}
+
+/// The kernel's parameter block; field order and types match `TesseraGemmParams` in
+/// `kernels/cuda/gemm_sm80.cuh`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GemmParams {
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    bias: u64,
+    aux: u64,
+    lda: i64,
+    ldb: i64,
+    ldc: i64,
+    ldd: i64,
+    ldaux: i64,
+    batch_a: i64,
+    batch_b: i64,
+    batch_c: i64,
+    batch_d: i64,
+    batch_bias: i64,
+    batch_aux: i64,
+    m: i32,
+    n: i32,
+    k: i32,
+    tiles_m: i32,
+    tiles_n: i32,
+    alpha: f32,
+    beta: f32,
+    act: i32,
+    bias_mode: i32,
+    out_dtype: i32,
+    flags: i32,
+}
+
+// SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field on the device.
+unsafe impl DeviceRepr for GemmParams {}
+
+const FLAG_A_VEC: i32 = 1;
+const FLAG_B_VEC: i32 = 2;
+const FLAG_STORE_PAIR: i32 = 4;
+const FLAG_AUX: i32 = 8;
+const FLAG_READ_C: i32 = 16;
+
+/// How each operand will be moved, as decided by [`GemmKernel::check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessPaths {
+    /// A copied with 16-byte cp.async (else element by element).
+    pub a_vec: bool,
+    /// B copied with 16-byte cp.async.
+    pub b_vec: bool,
+    /// D / C / aux accessed two elements at a time.
+    pub store_pair: bool,
+}
+
+/// A compiled plan, ready to launch on problems with the plan's types, orders and epilogue.
+pub struct GemmKernel {
+    plan: GemmPlan,
+    func: cudarc::driver::CudaFunction,
+}
+
+fn need(op: &'static str, name: &str, buf: &DeviceBuf, dtype: DType, elems: i64) -> Result<()> {
+    if buf.dtype != dtype {
+        return Err(KernelError::invalid(
+            op,
+            format!("{name} is {} but the problem needs {dtype}", buf.dtype),
+        ));
+    }
+    if (buf.len as i64) < elems {
+        return Err(KernelError::invalid(
+            op,
+            format!(
+                "{name} holds {} elements, the problem with these strides reaches {elems}",
+                buf.len
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_ld(op: &'static str, name: &str, ld: i64, min: i64, what: &str) -> Result<()> {
+    if ld < min {
+        return Err(KernelError::invalid(
+            op,
+            format!("{name} = {ld} is smaller than {what} = {min}"),
+        ));
+    }
+    Ok(())
+}
+
+impl GemmKernel {
+    /// Compiles `plan` for the runtime's device (cached by source).
+    pub fn new(rt: &Runtime, plan: &GemmPlan) -> Result<GemmKernel> {
+        if plan.arch != rt.arch() {
+            return Err(KernelError::UnsupportedArch {
+                op: "GemmKernel::new",
+                arch: rt.arch().to_string(),
+                msg: format!("the plan targets {}", plan.arch),
+            });
+        }
+        let func = rt.function(&cuda_source(plan), &plan.kernel_name(), plan.smem_bytes)?;
+        Ok(GemmKernel {
+            plan: plan.clone(),
+            func,
+        })
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &GemmPlan {
+        &self.plan
+    }
+
+    /// Registers per thread and local (spill) bytes of the compiled kernel.
+    pub fn resources(&self) -> Result<(i32, i32)> {
+        let regs = self
+            .func
+            .num_regs()
+            .map_err(driver_err("cuFuncGetAttribute"))?;
+        let local = self
+            .func
+            .local_size_bytes()
+            .map_err(driver_err("cuFuncGetAttribute"))?;
+        Ok((regs, local))
+    }
+
+    /// Checks the arguments against the plan's problem and decides the access paths.
+    pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        let op = "gemm";
+        let p: &GemmProblem = &self.plan.problem;
+        let s = &args.strides;
+        let (a_rows, a_inner, a_name) = match p.a_major {
+            Major::Row => (p.m, p.k, "K (row-major A)"),
+            Major::Col => (p.k, p.m, "M (column-major A)"),
+        };
+        let (b_rows, b_inner, b_name) = match p.b_major {
+            Major::Row => (p.k, p.n, "N (row-major B)"),
+            Major::Col => (p.n, p.k, "K (column-major B)"),
+        };
+        check_ld(op, "lda", s.lda, a_inner, a_name)?;
+        check_ld(op, "ldb", s.ldb, b_inner, b_name)?;
+        check_ld(op, "ldd", s.ldd, p.n, "N")?;
+        need(
+            op,
+            "A",
+            args.a,
+            p.input,
+            GemmStrides::extent(p.batch, s.batch_a, a_rows, s.lda, a_inner),
+        )?;
+        need(
+            op,
+            "B",
+            args.b,
+            p.input,
+            GemmStrides::extent(p.batch, s.batch_b, b_rows, s.ldb, b_inner),
+        )?;
+        need(
+            op,
+            "D",
+            args.d,
+            p.output,
+            GemmStrides::extent(p.batch, s.batch_d, p.m, s.ldd, p.n),
+        )?;
+        let e = p.epilogue;
+        match (e.beta != 0.0, args.c) {
+            (true, Some(c)) => {
+                check_ld(op, "ldc", s.ldc, p.n, "N")?;
+                need(
+                    op,
+                    "C",
+                    c,
+                    p.output,
+                    GemmStrides::extent(p.batch, s.batch_c, p.m, s.ldc, p.n),
+                )?;
+            }
+            (true, None) => return Err(KernelError::invalid(op, "beta != 0 but no C given")),
+            (false, _) => {}
+        }
+        match (e.bias, args.bias) {
+            (BiasMode::None, _) => {}
+            (mode, Some(bias)) => {
+                let len = if mode == BiasMode::PerRow { p.m } else { p.n };
+                need(
+                    op,
+                    "bias",
+                    bias,
+                    p.output,
+                    (p.batch - 1) * s.batch_bias + len,
+                )?;
+            }
+            (_, None) => {
+                return Err(KernelError::invalid(
+                    op,
+                    "the epilogue has a bias but none is given",
+                ))
+            }
+        }
+        match (e.aux, args.aux) {
+            (false, _) => {}
+            (true, Some(aux)) => {
+                check_ld(op, "ldaux", s.ldaux, p.n, "N")?;
+                need(
+                    op,
+                    "aux",
+                    aux,
+                    p.output,
+                    GemmStrides::extent(p.batch, s.batch_aux, p.m, s.ldaux, p.n),
+                )?;
+            }
+            (true, None) => {
+                return Err(KernelError::invalid(
+                    op,
+                    "the epilogue writes aux but no aux buffer is given",
+                ))
+            }
+        }
+        let in_bytes = p.input.bytes();
+        let vec_ok = |ptr: u64, inner: i64, ld: i64, batch: i64| {
+            let per = 16 / in_bytes;
+            ptr % 16 == 0 && inner % per == 0 && ld % per == 0 && (p.batch == 1 || batch % per == 0)
+        };
+        let a_vec = vec_ok(args.a.ptr(rt), a_inner, s.lda, s.batch_a);
+        let b_vec = vec_ok(args.b.ptr(rt), b_inner, s.ldb, s.batch_b);
+        let pair_bytes = 2 * p.output.bytes() as u64;
+        let pair_ok = |buf: Option<&DeviceBuf>, ld: i64, batch: i64| match buf {
+            None => true,
+            Some(b) => {
+                b.ptr(rt) % pair_bytes == 0 && ld % 2 == 0 && (p.batch == 1 || batch % 2 == 0)
+            }
+        };
+        let store_pair = pair_ok(Some(args.d), s.ldd, s.batch_d)
+            && (e.beta == 0.0 || pair_ok(args.c, s.ldc, s.batch_c))
+            && (!e.aux || pair_ok(args.aux, s.ldaux, s.batch_aux));
+        Ok(AccessPaths {
+            a_vec,
+            b_vec,
+            store_pair,
+        })
+    }
+
+    /// Checks the arguments and launches on the runtime's stream (asynchronously).
+    pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        let paths = self.check(rt, args)?;
+        let p = &self.plan.problem;
+        let e = p.epilogue;
+        let s = &args.strides;
+        let (tiles_m, tiles_n) = self.plan.grid_tiles();
+        let mut flags = 0;
+        if paths.a_vec {
+            flags |= FLAG_A_VEC;
+        }
+        if paths.b_vec {
+            flags |= FLAG_B_VEC;
+        }
+        if paths.store_pair {
+            flags |= FLAG_STORE_PAIR;
+        }
+        if e.aux {
+            flags |= FLAG_AUX;
+        }
+        if e.beta != 0.0 {
+            flags |= FLAG_READ_C;
+        }
+        let params = GemmParams {
+            a: args.a.ptr(rt),
+            b: args.b.ptr(rt),
+            c: if e.beta != 0.0 {
+                args.c.map(|c| c.ptr(rt)).unwrap_or(0)
+            } else {
+                0
+            },
+            d: args.d.ptr(rt),
+            bias: if e.bias != BiasMode::None {
+                args.bias.map(|b| b.ptr(rt)).unwrap_or(0)
+            } else {
+                0
+            },
+            aux: if e.aux {
+                args.aux.map(|b| b.ptr(rt)).unwrap_or(0)
+            } else {
+                0
+            },
+            lda: s.lda,
+            ldb: s.ldb,
+            ldc: s.ldc,
+            ldd: s.ldd,
+            ldaux: s.ldaux,
+            batch_a: s.batch_a,
+            batch_b: s.batch_b,
+            batch_c: s.batch_c,
+            batch_d: s.batch_d,
+            batch_bias: s.batch_bias,
+            batch_aux: s.batch_aux,
+            m: p.m as i32,
+            n: p.n as i32,
+            k: p.k as i32,
+            tiles_m: tiles_m as i32,
+            tiles_n: tiles_n as i32,
+            alpha: e.alpha,
+            beta: e.beta,
+            act: e.act.code(),
+            bias_mode: e.bias.code(),
+            out_dtype: p.output.code(),
+            flags,
+        };
+        let grid_x = tiles_m * tiles_n;
+        if grid_x > i32::MAX as i64 {
+            return Err(KernelError::invalid(
+                "gemm",
+                format!("{grid_x} CTAs exceed the grid limit"),
+            ));
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (grid_x as u32, 1, p.batch as u32),
+            block_dim: (self.plan.threads as u32, 1, 1),
+            shared_mem_bytes: self.plan.smem_bytes as u32,
+        };
+        let mut builder = rt.stream().launch_builder(&self.func);
+        builder.arg(&params);
+        // SAFETY: `check` verified every buffer covers what the kernel reads and writes for
+        // these strides, types and extents; the parameter block mirrors the device struct.
+        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_gemm"))?;
+        Ok(paths)
+    }
+}

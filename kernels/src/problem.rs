@@ -1,0 +1,374 @@
+//! A GEMM problem: extents, element types, storage orders and the fused epilogue.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{KernelError, Result};
+
+/// Element type of a matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// bfloat16.
+    Bf16,
+    /// IEEE half.
+    F16,
+    /// IEEE single.
+    F32,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn bytes(self) -> i64 {
+        match self {
+            DType::Bf16 | DType::F16 => 2,
+            DType::F32 => 4,
+        }
+    }
+
+    /// The code the kernel's epilogue uses (0 bf16, 1 fp16, 2 fp32).
+    pub fn code(self) -> i32 {
+        match self {
+            DType::Bf16 => 0,
+            DType::F16 => 1,
+            DType::F32 => 2,
+        }
+    }
+
+    /// Unit roundoff (half an ulp at 1.0).
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            DType::Bf16 => 2f64.powi(-8),
+            DType::F16 => 2f64.powi(-11),
+            DType::F32 => 2f64.powi(-24),
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DType::Bf16 => "bf16",
+            DType::F16 => "fp16",
+            DType::F32 => "fp32",
+        })
+    }
+}
+
+impl FromStr for DType {
+    type Err = KernelError;
+    fn from_str(s: &str) -> Result<DType> {
+        match s {
+            "bf16" => Ok(DType::Bf16),
+            "fp16" | "f16" => Ok(DType::F16),
+            "fp32" | "f32" => Ok(DType::F32),
+            _ => Err(KernelError::invalid(
+                "DType::from_str",
+                format!("unknown dtype `{s}` (bf16, fp16, fp32)"),
+            )),
+        }
+    }
+}
+
+/// Storage order of a matrix seen as `rows x cols`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Major {
+    /// Row-major: the column index is contiguous, `ld` separates rows.
+    Row,
+    /// Column-major: the row index is contiguous, `ld` separates columns.
+    Col,
+}
+
+impl fmt::Display for Major {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Major::Row => "row",
+            Major::Col => "col",
+        })
+    }
+}
+
+impl FromStr for Major {
+    type Err = KernelError;
+    fn from_str(s: &str) -> Result<Major> {
+        match s {
+            "row" | "r" => Ok(Major::Row),
+            "col" | "c" => Ok(Major::Col),
+            _ => Err(KernelError::invalid(
+                "Major::from_str",
+                format!("unknown order `{s}` (row, col)"),
+            )),
+        }
+    }
+}
+
+/// The activation of the fused epilogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activation {
+    /// Identity.
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// `0.5 x (1 + erf(x / sqrt 2))`.
+    GeluErf,
+    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, cuBLASLt's GELU.
+    GeluTanh,
+}
+
+impl Activation {
+    /// The code the kernel uses.
+    pub fn code(self) -> i32 {
+        match self {
+            Activation::None => 0,
+            Activation::Relu => 1,
+            Activation::GeluErf => 2,
+            Activation::GeluTanh => 3,
+        }
+    }
+
+    /// Applies the activation in float64 (the reference).
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            Activation::None => x,
+            Activation::Relu => x.max(0.0),
+            Activation::GeluErf => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+            Activation::GeluTanh => {
+                let u = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                0.5 * x * (1.0 + u.tanh())
+            }
+        }
+    }
+}
+
+/// Where the bias vector broadcasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BiasMode {
+    /// No bias.
+    None,
+    /// One value per row of D (length M), broadcast along each row.
+    PerRow,
+    /// One value per column of D (length N), broadcast down each column (nn.Linear's bias).
+    PerCol,
+}
+
+impl BiasMode {
+    /// The code the kernel uses.
+    pub fn code(self) -> i32 {
+        match self {
+            BiasMode::None => 0,
+            BiasMode::PerRow => 1,
+            BiasMode::PerCol => 2,
+        }
+    }
+}
+
+/// The fused epilogue `D = act(alpha * acc + beta * C + bias)`, `aux = alpha * acc + beta * C + bias`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Epilogue {
+    /// The activation.
+    pub act: Activation,
+    /// The bias broadcast.
+    pub bias: BiasMode,
+    /// Whether the pre-activation is written to an aux matrix (for the backward pass).
+    pub aux: bool,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// Scale of C; C is not read when it is 0.
+    pub beta: f32,
+}
+
+impl Default for Epilogue {
+    fn default() -> Self {
+        Epilogue {
+            act: Activation::None,
+            bias: BiasMode::None,
+            aux: false,
+            alpha: 1.0,
+            beta: 0.0,
+        }
+    }
+}
+
+impl Epilogue {
+    /// Parses a comma-separated list: `bias` (per column, as nn.Linear), `rowbias`, `relu`,
+    /// `gelu` (erf), `gelu_tanh`, `aux`, `c` (beta = 1). Empty or `none` is the plain GEMM.
+    ///
+    /// ```
+    /// use tessera_kernels::{Activation, BiasMode, Epilogue};
+    /// let e = Epilogue::parse("bias,gelu,aux").unwrap();
+    /// assert_eq!((e.bias, e.act, e.aux), (BiasMode::PerCol, Activation::GeluErf, true));
+    /// assert_eq!(e.to_string(), "bias,gelu,aux");
+    /// assert!(Epilogue::parse("relu,gelu").is_err());
+    /// ```
+    pub fn parse(s: &str) -> Result<Epilogue> {
+        let mut e = Epilogue::default();
+        let mut acts = 0;
+        for word in s
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty() && *w != "none")
+        {
+            match word {
+                "bias" | "colbias" => e.bias = BiasMode::PerCol,
+                "rowbias" => e.bias = BiasMode::PerRow,
+                "relu" => (e.act, acts) = (Activation::Relu, acts + 1),
+                "gelu" | "gelu_erf" => (e.act, acts) = (Activation::GeluErf, acts + 1),
+                "gelu_tanh" => (e.act, acts) = (Activation::GeluTanh, acts + 1),
+                "aux" => e.aux = true,
+                "c" | "beta" => e.beta = 1.0,
+                _ => {
+                    return Err(KernelError::invalid(
+                        "Epilogue::parse",
+                        format!("unknown epilogue term `{word}` in `{s}` (bias, rowbias, relu, gelu, gelu_tanh, aux, c)"),
+                    ))
+                }
+            }
+        }
+        if acts > 1 {
+            return Err(KernelError::invalid(
+                "Epilogue::parse",
+                format!("more than one activation in `{s}`"),
+            ));
+        }
+        Ok(e)
+    }
+
+    /// Whether this is the plain GEMM (`D = alpha * acc`).
+    pub fn is_plain(&self) -> bool {
+        self.act == Activation::None && self.bias == BiasMode::None && !self.aux && self.beta == 0.0
+    }
+}
+
+impl fmt::Display for Epilogue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut words = Vec::new();
+        if self.beta != 0.0 {
+            words.push("c");
+        }
+        match self.bias {
+            BiasMode::None => {}
+            BiasMode::PerRow => words.push("rowbias"),
+            BiasMode::PerCol => words.push("bias"),
+        }
+        match self.act {
+            Activation::None => {}
+            Activation::Relu => words.push("relu"),
+            Activation::GeluErf => words.push("gelu"),
+            Activation::GeluTanh => words.push("gelu_tanh"),
+        }
+        if self.aux {
+            words.push("aux");
+        }
+        if words.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&words.join(","))
+        }
+    }
+}
+
+/// A (strided-batched) GEMM: `D[b] (M x N) = epilogue(A[b] (M x K) * B[b] (K x N))`.
+///
+/// D, C and aux are row-major with the output type; bias has the output type too.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmProblem {
+    /// Rows of A and D.
+    pub m: i64,
+    /// Columns of B and D.
+    pub n: i64,
+    /// The reduction extent.
+    pub k: i64,
+    /// Number of independent products.
+    pub batch: i64,
+    /// Element type of A and B (bf16 or fp16).
+    pub input: DType,
+    /// Element type of C, D, bias and aux.
+    pub output: DType,
+    /// Storage order of A (M x K).
+    pub a_major: Major,
+    /// Storage order of B (K x N).
+    pub b_major: Major,
+    /// The fused epilogue.
+    pub epilogue: Epilogue,
+}
+
+impl GemmProblem {
+    /// A row-major A times a column-major B (nn.Linear's `x @ w.T`), bf16 in and out, no
+    /// epilogue, batch 1.
+    pub fn new(m: i64, n: i64, k: i64) -> GemmProblem {
+        GemmProblem {
+            m,
+            n,
+            k,
+            batch: 1,
+            input: DType::Bf16,
+            output: DType::Bf16,
+            a_major: Major::Row,
+            b_major: Major::Col,
+            epilogue: Epilogue::default(),
+        }
+    }
+
+    /// Floating-point operations: `2 M N K batch`.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64 * self.batch as f64
+    }
+
+    /// Checks the extents and types.
+    pub fn validate(&self) -> Result<()> {
+        let op = "GemmProblem::validate";
+        for (name, v) in [
+            ("M", self.m),
+            ("N", self.n),
+            ("K", self.k),
+            ("batch", self.batch),
+        ] {
+            if v < 1 {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{name} = {v} must be at least 1"),
+                ));
+            }
+            if v > i32::MAX as i64 {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{name} = {v} exceeds 2^31 - 1"),
+                ));
+            }
+        }
+        if self.batch > 65_535 {
+            return Err(KernelError::invalid(
+                op,
+                format!("batch = {} exceeds the grid's z limit 65535", self.batch),
+            ));
+        }
+        if self.input == DType::F32 {
+            return Err(KernelError::invalid(
+                op,
+                "inputs must be bf16 or fp16 (the MMA is m16n8k16 on 16-bit floats)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for GemmProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}x{}x{}{} {}->{} A {}-major, B {}-major, epilogue {}",
+            self.m,
+            self.n,
+            self.k,
+            if self.batch > 1 {
+                format!(" batch {}", self.batch)
+            } else {
+                String::new()
+            },
+            self.input,
+            self.output,
+            self.a_major,
+            self.b_major,
+            self.epilogue
+        )
+    }
+}

