@@ -9,8 +9,12 @@ pub use tessera_kernels as kernels;
 pub use tessera_layout as layout;
 pub use tessera_swizzle as swizzle;
 
+pub mod expr;
+
 /// The tutorial. Every example is a doctest, so `cargo test --doc` runs the whole book.
 pub mod tutorial {
     #[doc = include_str!("../docs/01_layouts.md")]
     pub mod ch01_layouts {}
+    #[doc = include_str!("../docs/02_algebra.md")]
+    pub mod ch02_algebra {}
 }

@@ -1,16 +1,107 @@
 //! `tessera eval`: the layout calculator.
+//!
+//! The language is documented in `tessera::expr`; this file is the command-line contract:
+//! one expression prints one line; `-` reads one expression per line from standard input and
+//! prints exactly one line for each, an error line in place of a failed one.
 
+use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
+
+use tessera::expr::{self, Error};
+
+/// What `tessera eval --help` says after the options: the language in brief.
+const AFTER_HELP: &str = "\
+Literals: integers 12; int tuples (1,(2,3)); layouts SHAPE:STRIDE such as ((2,4),3):((1,8),2);
+by-mode tilers <3:3,(2,4):(1,8),_,4> (items: layouts, shapes, `_`); swizzles Sw<3,4,3>;
+swizzled layouts Sw<3,4,3> o 0 o (8,64):(64,1) (the offset is optional).
+Calls: name(arg, ...) with CuTe's names and argument order, e.g. size(L), get(L,i,j),
+composition(A,B), complement(L,24), logical_divide(L,<4,8>), eval(L,5), offsets(L).
+Spaces are allowed between tokens.
+
+Output: one line; layouts in CuTe notation without spaces, integers in decimal, tuples
+(1,(1,2)), lists [0,1,2], booleans true/false.
+
+Errors: a line `error: OPERATION: MESSAGE`. With one expression it is printed on standard
+output (so the output is always one line) and also on standard error, unless both are the
+same terminal; the exit status is 2 for a syntax error (malformed literal, unknown function),
+1 for an error of an operation (inadmissible composition, wrong arguments, ...).
+With `-`, every input line gets exactly one output line, errors included, and the exit
+status is 0.";
 
 /// Arguments of `tessera eval`.
 #[derive(clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct EvalArgs {
-    /// The expression, or `-` to read one expression per line from standard input.
-    pub expr: String,
+    /// The expression, or `-` to read one expression per line from standard input. Several
+    /// words are joined with spaces, so the expression need not be quoted as one argument.
+    #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+    pub expr: Vec<String>,
 }
 
 /// Runs `tessera eval`.
-pub fn run(_args: EvalArgs) -> ExitCode {
-    eprintln!("error: eval: not built yet");
-    ExitCode::from(1)
+pub fn run(args: EvalArgs) -> ExitCode {
+    if args.expr.len() == 1 && args.expr[0] == "-" {
+        return run_stdin();
+    }
+    let src = args.expr.join(" ");
+    match expr::evaluate(&src) {
+        Ok(v) => {
+            // A closed pipe is not worth a panic; nothing useful is left to do then.
+            let _ = writeln!(io::stdout(), "{v}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let line = error_line(&e);
+            let _ = writeln!(io::stdout(), "{line}");
+            if !(io::stdout().is_terminal() && io::stderr().is_terminal()) {
+                let _ = writeln!(io::stderr(), "{line}");
+            }
+            ExitCode::from(exit_status(&e))
+        }
+    }
+}
+
+/// The line printed for an error: `error: ` and the error, which starts with the operation.
+fn error_line(e: &Error) -> String {
+    // A message quotes the input; keep the answer on one line whatever the input held.
+    let msg = e.to_string().replace(['\n', '\r'], " ");
+    format!("error: {msg}")
+}
+
+fn exit_status(e: &Error) -> u8 {
+    if e.is_syntax() {
+        2
+    } else {
+        1
+    }
+}
+
+/// `tessera eval -`: one output line per input line, in order.
+fn run_stdin() -> ExitCode {
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match input.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = writeln!(io::stderr(), "error: eval: reading standard input: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let text = match expr::evaluate(line.trim_end_matches(['\n', '\r'])) {
+            Ok(v) => v.to_string(),
+            Err(e) => error_line(&e),
+        };
+        // Flush per line so a caller that writes one expression and waits gets its answer.
+        if writeln!(out, "{text}").and_then(|_| out.flush()).is_err() {
+            break;
+        }
+    }
+    ExitCode::SUCCESS
 }

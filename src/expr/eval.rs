@@ -1,0 +1,528 @@
+//! Evaluating an [`Expr`]: every call name dispatched to the library function of that name.
+
+use tessera_layout::{self as tl, IntTuple, Layout, Tiler};
+
+use super::parse::Expr;
+use super::tuple;
+use super::value::{self, Value};
+use super::Error;
+
+/// The functions of the language and how each is called (`L` a layout, `T` a tiler, `S` a
+/// shape, `i` an integer, `[...]` optional).
+pub const FUNCTIONS: &[(&str, &str)] = &[
+    ("size", "size(L[, i, ...])"),
+    ("rank", "rank(L[, i, ...])"),
+    ("depth", "depth(L[, i, ...])"),
+    ("shape", "shape(L[, i, ...])"),
+    ("stride", "stride(L[, i, ...])"),
+    ("cosize", "cosize(L[, i, ...])"),
+    ("coshape", "coshape(L[, i, ...])"),
+    ("get", "get(L, i[, j, ...])"),
+    ("select", "select(L, i, ...)"),
+    ("take", "take(L, begin, end)"),
+    ("group", "group(L, begin, end)"),
+    ("flatten", "flatten(L)"),
+    ("append", "append(L, M)"),
+    ("prepend", "prepend(L, M)"),
+    ("replace", "replace(L, i, M)"),
+    (
+        "make_layout",
+        "make_layout(L0, L1, ...) | make_layout(S) | make_layout(S, D)",
+    ),
+    ("col_major", "col_major(S)"),
+    ("row_major", "row_major(S)"),
+    (
+        "make_ordered_layout",
+        "make_ordered_layout(S, order) | make_ordered_layout(L)",
+    ),
+    ("make_layout_like", "make_layout_like(L)"),
+    ("coalesce", "coalesce(L[, profile])"),
+    ("filter", "filter(L)"),
+    ("filter_zeros", "filter_zeros(L)"),
+    (
+        "composition",
+        "composition(A, B)  (B a layout, tiler, shape or integer)",
+    ),
+    ("complement", "complement(L[, cotarget])"),
+    ("right_inverse", "right_inverse(L)"),
+    ("left_inverse", "left_inverse(L)"),
+    ("logical_divide", "logical_divide(L, T)"),
+    ("zipped_divide", "zipped_divide(L, T)"),
+    ("tiled_divide", "tiled_divide(L, T)"),
+    ("flat_divide", "flat_divide(L, T)"),
+    ("logical_product", "logical_product(A, T)"),
+    ("zipped_product", "zipped_product(A, T)"),
+    ("tiled_product", "tiled_product(A, T)"),
+    ("flat_product", "flat_product(A, T)"),
+    ("blocked_product", "blocked_product(A, B)"),
+    ("raked_product", "raked_product(A, B)"),
+    ("tile_to_shape", "tile_to_shape(L, S[, order])"),
+    ("max_common_vector", "max_common_vector(A, B)"),
+    ("max_common_layout", "max_common_layout(A, B)"),
+    ("upcast", "upcast(L, n)"),
+    ("downcast", "downcast(L, n)"),
+    ("nullspace", "nullspace(L)"),
+    ("idx2crd", "idx2crd(i, S)"),
+    (
+        "crd2idx",
+        "crd2idx(coord, L) | crd2idx(L, coord) | crd2idx(coord, S[, D])",
+    ),
+    ("eval", "eval(L, i) | eval(L, coord)"),
+    ("offsets", "offsets(L)"),
+];
+
+/// The most offsets `offsets(L)` lists; larger layouts are an error rather than a line of
+/// gigabytes.
+const MAX_OFFSETS: i64 = 1 << 20;
+
+impl Expr {
+    /// Evaluates the expression.
+    pub fn eval(&self) -> Result<Value, Error> {
+        match self {
+            Expr::Lit(v) => Ok(v.clone()),
+            Expr::Tuple(items) => value::tuple_from(eval_all(items)?),
+            Expr::Layout(s, d) => value::layout_from(s.eval()?, d.eval()?),
+            Expr::Tiler(items) => value::tiler_from(
+                items
+                    .iter()
+                    .map(|i| i.as_ref().map(Expr::eval).transpose())
+                    .collect::<Result<_, _>>()?,
+            ),
+            Expr::Swizzled {
+                swizzle,
+                offset,
+                layout,
+            } => value::swizzled_from(
+                swizzle.eval()?,
+                offset.as_ref().map(|o| o.eval()).transpose()?,
+                layout.eval()?,
+            ),
+            Expr::Call { name, args } => call(
+                name,
+                Args {
+                    op: name,
+                    vals: eval_all(args)?,
+                },
+            ),
+        }
+    }
+}
+
+fn eval_all(items: &[Expr]) -> Result<Vec<Value>, Error> {
+    items.iter().map(Expr::eval).collect()
+}
+
+/// The evaluated arguments of one call, with typed accessors whose errors name the call.
+struct Args {
+    op: &'static str,
+    vals: Vec<Value>,
+}
+
+impl Args {
+    fn usage(&self) -> &'static str {
+        FUNCTIONS
+            .iter()
+            .find(|(n, _)| *n == self.op)
+            .map_or("", |(_, u)| u)
+    }
+
+    fn len(&self) -> usize {
+        self.vals.len()
+    }
+
+    /// Checks `min <= len <= max`.
+    fn count(&self, min: usize, max: usize) -> Result<(), Error> {
+        let n = self.len();
+        if (min..=max).contains(&n) {
+            return Ok(());
+        }
+        let expected = match (min, max) {
+            (a, b) if a == b => format!("{a}"),
+            (a, usize::MAX) => format!("at least {a}"),
+            (a, b) => format!("{a} to {b}"),
+        };
+        Err(Error::call(
+            self.op,
+            format!(
+                "expects {expected} argument{}, got {n}; usage: {}",
+                if expected == "1" { "" } else { "s" },
+                self.usage()
+            ),
+        ))
+    }
+
+    fn wrong(&self, i: usize, expected: &str) -> Error {
+        let v = &self.vals[i];
+        Error::call(
+            self.op,
+            format!(
+                "argument {} is {} `{v}`, expected {expected}; usage: {}",
+                i + 1,
+                v.kind(),
+                self.usage()
+            ),
+        )
+    }
+
+    /// Argument `i` as a layout; an int tuple is its column-major layout.
+    fn layout(&self, i: usize) -> Result<Layout, Error> {
+        match &self.vals[i] {
+            Value::Layout(l) => Ok(l.clone()),
+            Value::IntTuple(t) => Ok(Layout::col_major(t.clone())?),
+            _ => Err(self.wrong(i, "a layout")),
+        }
+    }
+
+    fn tuple(&self, i: usize) -> Result<IntTuple, Error> {
+        match &self.vals[i] {
+            Value::IntTuple(t) => Ok(t.clone()),
+            _ => Err(self.wrong(i, "an integer or int tuple")),
+        }
+    }
+
+    /// Argument `i` as a shape: an int tuple, or the shape of a layout.
+    fn shape(&self, i: usize) -> Result<IntTuple, Error> {
+        match &self.vals[i] {
+            Value::IntTuple(t) => Ok(t.clone()),
+            Value::Layout(l) => Ok(l.shape().as_tuple().clone()),
+            _ => Err(self.wrong(i, "a shape")),
+        }
+    }
+
+    fn int(&self, i: usize) -> Result<i64, Error> {
+        match &self.vals[i] {
+            Value::IntTuple(IntTuple::Int(v)) => Ok(*v),
+            _ => Err(self.wrong(i, "an integer")),
+        }
+    }
+
+    fn index(&self, i: usize) -> Result<usize, Error> {
+        match &self.vals[i] {
+            Value::IntTuple(IntTuple::Int(v)) if *v >= 0 => {
+                usize::try_from(*v).map_err(|_| self.wrong(i, "a mode index"))
+            }
+            _ => Err(self.wrong(i, "a non-negative integer mode index")),
+        }
+    }
+
+    fn indices(&self, from: usize) -> Result<Vec<usize>, Error> {
+        (from..self.len()).map(|i| self.index(i)).collect()
+    }
+
+    /// Argument `i` as a tiler: a layout (1-D), a shape (by-mode, CuTe's shape tiler), or a
+    /// `<...>` tiler.
+    fn tiler(&self, i: usize) -> Result<Tiler, Error> {
+        match &self.vals[i] {
+            Value::Layout(l) => Ok(Tiler::Layout(l.clone())),
+            Value::IntTuple(t) => Ok(Tiler::from_shape(t)?),
+            Value::Tiler(t) => Ok(t.clone()),
+            _ => Err(self.wrong(i, "a layout, shape or tiler")),
+        }
+    }
+}
+
+fn call(name: &'static str, a: Args) -> Result<Value, Error> {
+    match name {
+        "size" | "rank" | "depth" | "shape" | "stride" | "cosize" | "coshape" => structure(a),
+        "get" => {
+            a.count(2, usize::MAX)?;
+            let path = a.indices(1)?;
+            get_path(&a, &path)
+        }
+        "select" => {
+            a.count(1, usize::MAX)?;
+            let idx = a.indices(1)?;
+            match &a.vals[0] {
+                Value::IntTuple(t) => Ok(Value::IntTuple(tuple::select(t, &idx)?)),
+                _ => Ok(Value::Layout(a.layout(0)?.select(&idx)?)),
+            }
+        }
+        "take" | "group" => {
+            a.count(3, 3)?;
+            let (b, e) = (a.index(1)?, a.index(2)?);
+            match (&a.vals[0], name) {
+                (Value::IntTuple(t), "take") => Ok(Value::IntTuple(tuple::take(t, b, e)?)),
+                (Value::IntTuple(t), _) => Ok(Value::IntTuple(tuple::group(t, b, e)?)),
+                (_, "take") => Ok(Value::Layout(a.layout(0)?.take(b, e)?)),
+                _ => Ok(Value::Layout(a.layout(0)?.group(b, e)?)),
+            }
+        }
+        "flatten" => {
+            a.count(1, 1)?;
+            match &a.vals[0] {
+                Value::IntTuple(t) => Ok(Value::IntTuple(t.flatten())),
+                _ => Ok(Value::Layout(a.layout(0)?.flatten())),
+            }
+        }
+        "append" | "prepend" => {
+            a.count(2, 2)?;
+            let front = name == "prepend";
+            if let (Value::IntTuple(t), Value::IntTuple(m)) = (&a.vals[0], &a.vals[1]) {
+                let r = if front {
+                    tuple::prepend(t, m)
+                } else {
+                    tuple::append(t, m)
+                };
+                return Ok(Value::IntTuple(r));
+            }
+            let (l, m) = (a.layout(0)?, a.layout(1)?);
+            let r = if front { l.prepend(&m)? } else { l.append(&m)? };
+            Ok(Value::Layout(r))
+        }
+        "replace" => {
+            a.count(3, 3)?;
+            let i = a.index(1)?;
+            if let (Value::IntTuple(t), Value::IntTuple(m)) = (&a.vals[0], &a.vals[2]) {
+                return Ok(Value::IntTuple(tuple::replace(t, i, m)?));
+            }
+            Ok(Value::Layout(a.layout(0)?.replace(i, &a.layout(2)?)?))
+        }
+        "make_layout" => make_layout(a),
+        "col_major" | "row_major" => {
+            a.count(1, 1)?;
+            let s = a.shape(0)?;
+            let l = if name == "col_major" {
+                Layout::col_major(s)?
+            } else {
+                Layout::row_major(s)?
+            };
+            Ok(Value::Layout(l))
+        }
+        "make_ordered_layout" => {
+            a.count(1, 2)?;
+            let (s, o) = if a.len() == 1 {
+                let l = a.layout(0)?;
+                (l.shape().as_tuple().clone(), l.stride().as_tuple().clone())
+            } else {
+                (a.shape(0)?, a.tuple(1)?)
+            };
+            Ok(Value::Layout(tl::make_ordered_layout(&s, &o)?))
+        }
+        "make_layout_like" => unary(a, tl::make_layout_like),
+        "coalesce" => {
+            a.count(1, 2)?;
+            let l = a.layout(0)?;
+            let r = match a.len() {
+                1 => tl::coalesce(&l),
+                _ => tl::coalesce_profile(&l, &a.tuple(1)?)?,
+            };
+            // CuTe's coalesce of a shape is a shape.
+            Ok(match &a.vals[0] {
+                Value::IntTuple(_) => Value::IntTuple(r.shape().as_tuple().clone()),
+                _ => Value::Layout(r),
+            })
+        }
+        "filter" => unary(a, |l| Ok(tl::filter(l))),
+        "filter_zeros" => unary(a, |l| Ok(tl::filter_zeros(l))),
+        "composition" => {
+            a.count(2, 2)?;
+            let l = a.layout(0)?;
+            let r = match a.tiler(1)? {
+                Tiler::Layout(b) => tl::composition(&l, &b)?,
+                t => tl::composition_tiler(&l, &t)?,
+            };
+            Ok(Value::Layout(r))
+        }
+        "complement" => {
+            a.count(1, 2)?;
+            let l = a.layout(0)?;
+            let r = match a.len() {
+                1 => tl::complement_default(&l)?,
+                _ => tl::complement(&l, &a.tuple(1)?)?,
+            };
+            Ok(Value::Layout(r))
+        }
+        "right_inverse" => unary(a, tl::right_inverse),
+        "left_inverse" => unary(a, tl::left_inverse),
+        "nullspace" => unary(a, tl::nullspace),
+        "logical_divide" => by_tiler(a, tl::logical_divide),
+        "zipped_divide" => by_tiler(a, tl::zipped_divide),
+        "tiled_divide" => by_tiler(a, tl::tiled_divide),
+        "flat_divide" => by_tiler(a, tl::flat_divide),
+        "logical_product" => by_tiler(a, tl::logical_product),
+        "zipped_product" => by_tiler(a, tl::zipped_product),
+        "tiled_product" => by_tiler(a, tl::tiled_product),
+        "flat_product" => by_tiler(a, tl::flat_product),
+        "blocked_product" => binary(a, tl::blocked_product),
+        "raked_product" => binary(a, tl::raked_product),
+        "max_common_layout" => binary(a, tl::max_common_layout),
+        "max_common_vector" => {
+            a.count(2, 2)?;
+            let n = tl::max_common_vector(&a.layout(0)?, &a.layout(1)?)?;
+            Ok(Value::int(n))
+        }
+        "tile_to_shape" => {
+            a.count(2, 3)?;
+            let l = a.layout(0)?;
+            let s = a.shape(1)?;
+            let order = if a.len() == 3 {
+                Some(a.tuple(2)?)
+            } else {
+                None
+            };
+            Ok(Value::Layout(tl::tile_to_shape(&l, &s, order.as_ref())?))
+        }
+        "upcast" | "downcast" => {
+            a.count(2, 2)?;
+            let l = a.layout(0)?;
+            let n = a.int(1)?;
+            let r = if name == "upcast" {
+                tl::upcast(&l, n)?
+            } else {
+                tl::downcast(&l, n)?
+            };
+            Ok(Value::Layout(r))
+        }
+        "idx2crd" => {
+            a.count(2, 2)?;
+            Ok(Value::IntTuple(tl::idx2crd(&a.tuple(0)?, &a.shape(1)?)?))
+        }
+        "crd2idx" => crd2idx(a),
+        "eval" => {
+            a.count(2, 2)?;
+            let l = a.layout(0)?;
+            let r = match a.tuple(1)? {
+                IntTuple::Int(i) => l.call(i)?,
+                c => l.eval(&c)?,
+            };
+            Ok(Value::int(r))
+        }
+        "offsets" => {
+            a.count(1, 1)?;
+            let l = a.layout(0)?;
+            if l.size() > MAX_OFFSETS {
+                return Err(Error::call(
+                    "offsets",
+                    format!(
+                        "{l} has {} offsets; at most {MAX_OFFSETS} are listed",
+                        l.size()
+                    ),
+                ));
+            }
+            Ok(Value::List(l.offsets()))
+        }
+        // The parser only lets names of `FUNCTIONS` through; a name listed there but not
+        // dispatched here is caught by the test that calls every function.
+        other => Err(Error::call(other, "is not implemented")),
+    }
+}
+
+fn unary(a: Args, f: impl Fn(&Layout) -> tl::Result<Layout>) -> Result<Value, Error> {
+    a.count(1, 1)?;
+    Ok(Value::Layout(f(&a.layout(0)?)?))
+}
+
+fn binary(a: Args, f: impl Fn(&Layout, &Layout) -> tl::Result<Layout>) -> Result<Value, Error> {
+    a.count(2, 2)?;
+    Ok(Value::Layout(f(&a.layout(0)?, &a.layout(1)?)?))
+}
+
+fn by_tiler(a: Args, f: impl Fn(&Layout, &Tiler) -> tl::Result<Layout>) -> Result<Value, Error> {
+    a.count(2, 2)?;
+    Ok(Value::Layout(f(&a.layout(0)?, &a.tiler(1)?)?))
+}
+
+/// `get(x, path...)` on a layout, an int tuple or a tiler.
+fn get_path(a: &Args, path: &[usize]) -> Result<Value, Error> {
+    match &a.vals[0] {
+        Value::IntTuple(t) => Ok(Value::IntTuple(tuple::get(t, path)?)),
+        Value::Layout(l) => Ok(Value::Layout(l.get(path)?)),
+        Value::Tiler(t) => {
+            let mut cur = t;
+            for &i in path {
+                cur = match cur {
+                    Tiler::ByMode(items) => items.get(i),
+                    _ => None,
+                }
+                .ok_or_else(|| {
+                    Error::call("get", format!("index {i} out of range for tiler {cur}"))
+                })?;
+            }
+            Ok(match cur {
+                Tiler::ByMode(_) | Tiler::Skip => Value::Tiler(cur.clone()),
+                Tiler::Layout(l) => Value::Layout(l.clone()),
+            })
+        }
+        _ => Err(a.wrong(0, "a layout, int tuple or tiler")),
+    }
+}
+
+/// `size`, `rank`, `depth`, `shape`, `stride`, `cosize`, `coshape`, with an optional mode path.
+fn structure(a: Args) -> Result<Value, Error> {
+    a.count(1, usize::MAX)?;
+    let target = if a.len() > 1 {
+        get_path(&a, &a.indices(1)?)?
+    } else {
+        a.vals[0].clone()
+    };
+    let int = |v: usize| Value::int(i64::try_from(v).unwrap_or(i64::MAX));
+    match (a.op, &target) {
+        ("size", Value::IntTuple(t)) => Ok(Value::int(t.product()?)),
+        ("rank", Value::IntTuple(t)) => Ok(int(t.rank())),
+        ("depth", Value::IntTuple(t)) => Ok(int(t.depth())),
+        ("shape", Value::IntTuple(t)) => Ok(Value::IntTuple(t.clone())),
+        ("rank", Value::Tiler(Tiler::ByMode(items))) => Ok(int(items.len())),
+        (_, Value::Layout(_) | Value::IntTuple(_)) => {
+            let l = Args {
+                op: a.op,
+                vals: vec![target],
+            }
+            .layout(0)?;
+            Ok(match a.op {
+                "size" => Value::int(l.size()),
+                "rank" => int(l.rank()),
+                "depth" => int(l.depth()),
+                "shape" => Value::IntTuple(l.shape().as_tuple().clone()),
+                "stride" => Value::IntTuple(l.stride().as_tuple().clone()),
+                "cosize" => Value::int(l.cosize()),
+                _ => Value::IntTuple(l.coshape()),
+            })
+        }
+        _ => Err(Error::call(
+            a.op,
+            format!(
+                "argument is {} `{target}`, expected a layout or int tuple; usage: {}",
+                target.kind(),
+                a.usage()
+            ),
+        )),
+    }
+}
+
+/// `make_layout(S)`, `make_layout(S, D)`, `make_layout(L)`, `make_layout(L0, L1, ...)`.
+fn make_layout(a: Args) -> Result<Value, Error> {
+    a.count(1, usize::MAX)?;
+    match (a.len(), &a.vals[0], a.vals.get(1)) {
+        (1, Value::IntTuple(s), _) => Ok(Value::Layout(Layout::col_major(s.clone())?)),
+        (1, Value::Layout(l), _) => Ok(Value::Layout(l.clone())),
+        (2, Value::IntTuple(s), Some(Value::IntTuple(d))) => {
+            Ok(Value::Layout(Layout::new(s.clone(), d.clone())?))
+        }
+        _ => {
+            let modes = (0..a.len())
+                .map(|i| a.layout(i))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Value::Layout(Layout::concat(modes)?))
+        }
+    }
+}
+
+/// `crd2idx(coord, L)`, `crd2idx(L, coord)`, `crd2idx(coord, S)` (column-major strides) and
+/// `crd2idx(coord, S, D)`.
+fn crd2idx(a: Args) -> Result<Value, Error> {
+    a.count(2, 3)?;
+    let (coord, l) = match (&a.vals[0], &a.vals[1]) {
+        _ if a.len() == 3 => {
+            let l = Layout::new(a.tuple(1)?, a.tuple(2)?)?;
+            (a.tuple(0)?, l)
+        }
+        (Value::Layout(l), _) => (a.tuple(1)?, l.clone()),
+        (_, Value::Layout(l)) => (a.tuple(0)?, l.clone()),
+        _ => (a.tuple(0)?, Layout::col_major(a.tuple(1)?)?),
+    };
+    Ok(Value::int(tl::crd2idx(
+        &coord,
+        l.shape().as_tuple(),
+        l.stride().as_tuple(),
+    )?))
+}

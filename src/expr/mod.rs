@@ -1,0 +1,157 @@
+//! The expression language of `tessera eval`: a calculator for the layout algebra.
+//!
+//! An expression is a literal or a call `name(arg, ...)`; arguments are expressions, so calls
+//! nest. [`evaluate`] parses and evaluates one expression; [`Value`]'s `Display` is the text
+//! `tessera eval` prints.
+//!
+//! # Literals
+//!
+//! | text | value |
+//! |---|---|
+//! | `12`, `-3` | an integer |
+//! | `(1,(2,3))`, `(3)`, `()` | an int tuple (`(3)` is a rank-1 tuple, not the integer 3) |
+//! | `((2,4),3):((1,8),2)`, `8:1` | a layout `SHAPE:STRIDE` |
+//! | `<3:3,(2,4):(1,8),_,4>` | a by-mode tiler: items are layouts, shapes (an integer `n` is `n:1`, a tuple is a by-mode tiler of its modes), nested tilers, or `_` (leave the mode alone) |
+//! | `Sw<3,4,3>` | a swizzle `Sw<B,M,S>` |
+//! | `Sw<3,4,3> o 8 o (8,64):(64,1)`, `Sw<3,4,3> o (8,64):(64,1)` | a swizzled layout `SWIZZLE o OFFSET o LAYOUT` (the offset defaults to 0) |
+//!
+//! Spaces are allowed anywhere between tokens. Tuple elements, the parts of a layout and the
+//! items of a tiler may themselves be calls: `(size(4:1),2)`, `shape(L):stride(L)`.
+//!
+//! # Calls
+//!
+//! The names are CuTe's, and so is the argument order:
+//!
+//! - structure: `size rank depth shape stride cosize coshape` (each takes an optional mode path:
+//!   `size(L, 1)` is `size(get(L, 1))`), `get(L, i, j, ...)` (mode `i`, then its mode `j`),
+//!   `select(L, i, j, ...)`, `take(L, begin, end)`, `group(L, begin, end)`, `flatten(L)`,
+//!   `append(L, M)`, `prepend(L, M)`, `replace(L, i, M)`; these accept int tuples too
+//!   (`size((2,3))` is 6, `get((2,(3,4)),1,0)` is 3);
+//! - construction: `make_layout(L0, L1, ...)` (concatenation of modes; one int tuple gives the
+//!   column-major layout of that shape, two int tuples are a shape and a stride), `col_major(S)`,
+//!   `row_major(S)`, `make_ordered_layout(S, order)`, `make_layout_like(L)`;
+//! - algebra: `coalesce(L[, profile])`, `filter(L)`, `filter_zeros(L)`, `composition(A, B)`,
+//!   `complement(L[, cotarget])`, `right_inverse(L)`, `left_inverse(L)`,
+//!   `logical_divide zipped_divide tiled_divide flat_divide logical_product zipped_product
+//!   tiled_product flat_product` (`(L, T)`), `blocked_product(A, B)`, `raked_product(A, B)`,
+//!   `tile_to_shape(L, S[, order])`, `max_common_vector(A, B)`, `max_common_layout(A, B)`,
+//!   `upcast(L, n)`, `downcast(L, n)`, `nullspace(L)`;
+//! - evaluation: `eval(L, i)` (the offset `L(i)` of an integer or a coordinate), `offsets(L)`
+//!   (the list `[L(0),...,L(size-1)]`), `crd2idx(coord, L)` (also `crd2idx(L, coord)`,
+//!   `crd2idx(coord, shape)` with column-major strides, and `crd2idx(coord, shape, stride)`),
+//!   `idx2crd(i, shape)` (a layout in place of the shape stands for its shape);
+//! - swizzles: `eval(Sw<B,M,S>, x)` applies the swizzle to `x`; `yyy_mask(Sw)`, `zzz_mask(Sw)`,
+//!   `make_swizzle(Ymask, Zmask)`; on swizzled layouts `eval`, `offsets`, `cosize` (the exact
+//!   extent of the image), `cosize_inner` (CuTe C++'s value: the cosize of the inner layout),
+//!   `bank_conflicts(L, elem_bytes)` (printed `WAVEFRONTS/IDEAL`), `is_bijective(L)`.
+//!
+//! Where a layout is expected, an int tuple stands for its column-major layout (`(4,8)` is
+//! `(4,8):(1,4)`), except as the second operand of `composition`, the divides and the
+//! products: there a shape is a by-mode tiler, as in CuTe (`(4,8)` is `<4:1,8:1>`).
+//!
+//! # Output
+//!
+//! Layouts in CuTe notation with no spaces (`(4,8):(1,4)`), integers in decimal, int tuples
+//! `(1,(1,2))`, tilers `<3:3,_,4:1>`, lists `[0,1,2]`, booleans `true`/`false`, swizzles
+//! `Sw<3,4,3>`, swizzled layouts `Sw<3,4,3> o 0 o (8,64):(64,1)`.
+//!
+//! # Errors
+//!
+//! A malformed literal, an unknown function name or a misplaced token is a syntax error
+//! ([`Error::is_syntax`]); everything else (an inadmissible composition, a wrong number or
+//! kind of arguments to a known function, an index out of range) is an error of the operation.
+//! An error's `Display` starts with the name of the operation (`parse` for syntax errors).
+//!
+//! ```
+//! use tessera::expr::evaluate;
+//! let show = |s: &str| evaluate(s).unwrap().to_string();
+//! assert_eq!(show("size((2,3))"), "6");
+//! assert_eq!(show("coalesce((2,(1,6)):(1,(6,2)))"), "12:1");
+//! assert_eq!(show("composition((6,4):(4,1), (4,6):(6,1))"), "(4,6):(1,4)");
+//! assert_eq!(show("logical_divide(8:1, 4)"), "(4,2):(1,4)");
+//! assert_eq!(show("offsets((2,2):(2,1))"), "[0,2,1,3]");
+//! assert_eq!(show("get(((2,4),3):((1,8),2), 0, 1)"), "4:8");
+//! assert!(evaluate("composition((4,6,8):(2,3,5), 6:3)").is_err_and(|e| !e.is_syntax()));
+//! assert!(evaluate("size(2:1").is_err_and(|e| e.is_syntax()));
+//! assert!(evaluate("no_such_function(2:1)").is_err_and(|e| e.is_syntax()));
+//! ```
+
+mod eval;
+mod parse;
+mod tuple;
+mod value;
+
+use std::fmt;
+
+use tessera_layout::LayoutError;
+
+pub use eval::FUNCTIONS;
+pub use parse::{parse, Expr};
+pub use value::Value;
+
+/// Why an expression has no value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A syntax error (`LayoutError::Parse`) or an error of a layout operation.
+    Layout(LayoutError),
+    /// A known function called with the wrong number or kind of arguments, or an operation of
+    /// the calculator itself (a tuple element that is not an int tuple, a list too long to
+    /// print) that failed.
+    Call {
+        /// The function called.
+        op: &'static str,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+impl Error {
+    /// Whether this is a syntax error of the expression (as opposed to an error of an
+    /// operation): `tessera eval` exits with 2 for these and 1 for the others.
+    pub fn is_syntax(&self) -> bool {
+        match self {
+            Error::Layout(e) => e.is_parse(),
+            Error::Call { .. } => false,
+        }
+    }
+
+    /// The name of the operation that failed (`"parse"` for syntax errors).
+    pub fn op(&self) -> &'static str {
+        match self {
+            Error::Layout(e) => e.op(),
+            Error::Call { op, .. } => op,
+        }
+    }
+
+    pub(crate) fn call(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Call {
+            op,
+            msg: msg.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Layout(e) => write!(f, "{e}"),
+            Error::Call { op, msg } => write!(f, "{op}: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<LayoutError> for Error {
+    fn from(e: LayoutError) -> Self {
+        Error::Layout(e)
+    }
+}
+
+/// Parses and evaluates one expression.
+///
+/// Never panics; see the [module documentation](self) for the language.
+pub fn evaluate(src: &str) -> Result<Value, Error> {
+    parse(src)?.eval()
+}
