@@ -19,6 +19,7 @@ mod error;
 mod int_tuple;
 mod layout;
 mod parse;
+mod print;
 mod shape;
 
 pub use algebra::{
@@ -32,4 +33,5 @@ pub use error::{LayoutError, Result};
 pub use int_tuple::{compatible, congruent, weakly_congruent, IntTuple, Leaves};
 pub use layout::{crd2idx, idx2crd, is_coord_of, Layout};
 pub use parse::Cursor;
+pub use print::{num_digits, print_grid, print_layout};
 pub use shape::{Coord, Shape, Stride};
