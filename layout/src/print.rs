@@ -23,15 +23,17 @@ pub fn num_digits(x: i64) -> usize {
 /// ```
 /// use tessera_layout::{print_layout, Layout};
 /// let l: Layout = "(2,3):(3,1)".parse().unwrap();
-/// assert_eq!(print_layout(&l).unwrap(), "\
-/// (2,3):(3,1)
-///       0   1   2 
-///     +---+---+---+
-///  0  | 0 | 1 | 2 |
-///     +---+---+---+
-///  1  | 3 | 4 | 5 |
-///     +---+---+---+
-/// ");
+/// let expected = [
+///     "(2,3):(3,1)",
+///     "      0   1   2 ",
+///     "    +---+---+---+",
+///     " 0  | 0 | 1 | 2 |",
+///     "    +---+---+---+",
+///     " 1  | 3 | 4 | 5 |",
+///     "    +---+---+---+",
+///     "",
+/// ];
+/// assert_eq!(print_layout(&l).unwrap(), expected.join("\n"));
 /// ```
 pub fn print_layout(l: &Layout) -> Result<String> {
     if l.rank() != 2 {
