@@ -25,7 +25,6 @@ pub mod plan;
 pub mod problem;
 pub mod reference;
 pub mod rng;
-pub mod sm90;
 
 #[cfg(feature = "cuda")]
 pub mod bench;
