@@ -198,3 +198,21 @@ impl FromStr for AnyLayout {
         Ok(l)
     }
 }
+
+/// Whether `l` (plain or swizzled) is a bijection from `[0, size)` onto the contiguous range
+/// of its image bounds: see [`AnyLayout::is_bijective`].
+///
+/// ```
+/// use tessera_swizzle::{is_bijective, SwizzledLayout};
+/// let l: SwizzledLayout = "Sw<2,0,-2> o 16:1".parse().unwrap();
+/// assert!(is_bijective(&l).unwrap());
+/// ```
+pub fn is_bijective<L: Clone + Into<AnyLayout>>(l: &L) -> Result<bool> {
+    l.clone().into().is_bijective()
+}
+
+/// Whether `l` (plain or swizzled) maps distinct indices to distinct offsets: see
+/// [`AnyLayout::is_injective`].
+pub fn is_injective<L: Clone + Into<AnyLayout>>(l: &L) -> Result<bool> {
+    l.clone().into().is_injective()
+}

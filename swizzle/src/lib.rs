@@ -18,12 +18,16 @@
 #![warn(missing_docs)]
 
 mod any;
+mod bank;
 mod error;
 mod extent;
 mod swizzle;
 mod swizzled;
 
-pub use any::AnyLayout;
+pub use any::{is_bijective, is_injective, AnyLayout};
+pub use bank::{
+    bank_conflicts, vectorization, BankConflicts, Vectorization, BANKS, WAVEFRONT_BYTES,
+};
 pub use error::{Result, SwizzleError, ENUMERATION_LIMIT};
 pub use swizzle::{Swizzle, MAX_SWIZZLE_BITS};
 pub use swizzled::SwizzledLayout;
