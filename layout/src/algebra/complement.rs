@@ -3,10 +3,8 @@
 use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
-use crate::shape::Shape;
 
-use super::coalesce::{coalesced_modes, filter_zeros};
-use super::support::{ceil_div_shape, coalesce_flat, layout_from_modes};
+use super::support::{ceil_div, ceil_div_shape, coalesce_flat, layout_from_modes};
 
 /// The complement of `L` with respect to `cotarget` (CuTe's `complement(L, cotarget)`):
 /// a layout `R` whose offsets, added to those of `L`, are all distinct and reach `cotarget`
@@ -40,13 +38,25 @@ use super::support::{ceil_div_shape, coalesce_flat, layout_from_modes};
 /// ```
 pub fn complement(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
     let ctx = || format!("{l}, {cotarget}");
-    Shape(cotarget.clone()).validate("complement")?;
+    if cotarget.leaves().iter().any(|&m| m < 1) {
+        return Err(LayoutError::BadShape {
+            op: "complement",
+            shape: cotarget.to_string(),
+        });
+    }
     complement_impl(l, cotarget).map_err(|e| e.within("complement", ctx))
 }
 
 fn complement_impl(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
     const OP: &str = "complement";
-    let mut modes: Vec<(i64, i64)> = coalesced_modes(&filter_zeros(l))
+    // filter(L): stride-0 modes count as extent 1; then coalesce.
+    let leaves = l
+        .shape()
+        .leaves()
+        .into_iter()
+        .zip(l.stride().leaves())
+        .map(|(s, d)| (if d == 0 { 1 } else { s }, d));
+    let mut modes: Vec<(i64, i64)> = coalesce_flat(leaves)
         .into_iter()
         .map(|(s, d)| {
             d.checked_abs()
@@ -73,7 +83,10 @@ fn complement_impl(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
         out.push((gap, reach));
         reach = mul(OP, s, d)?;
     }
-    let rest = ceil_div_shape(cotarget, reach)?.product()?;
+    let rest = match cotarget {
+        IntTuple::Int(m) => ceil_div(*m, reach),
+        t => ceil_div_shape(t, reach)?.product()?,
+    };
     out.push((rest, reach));
     let out: Vec<(i64, i64)> = coalesce_flat(out)
         .into_iter()

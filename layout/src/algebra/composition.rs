@@ -21,7 +21,9 @@ use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
-use super::support::{ceil_div, flat_modes};
+use smallvec::SmallVec;
+
+use super::support::{ceil_div, checked_layout, concat};
 use super::tiler::Tiler;
 
 /// Largest `size(B)` for which a composition that fails the cheap exactness test is verified
@@ -31,31 +33,37 @@ const BRUTE_FORCE_LIMIT: i64 = 1 << 14;
 /// CuTe's `coalesce_x`: flat modes of `a` that give the same function on every index,
 /// also past `size(a)`. Only the last mode absorbs the quotient, so its extent is not used;
 /// a trailing size-1 mode is kept as the last mode.
-fn coalesce_x(a: &Layout) -> Vec<(i64, i64)> {
-    let modes = flat_modes(a);
-    let (&(last_s, last_d), front) = modes.split_last().expect("a layout has a leaf");
+fn coalesce_x(a: &Layout) -> Modes {
+    let (ss, ds) = (a.shape().leaves(), a.stride().leaves());
+    let n = ss.len();
     // The last mode absorbs everything past the others, whatever its extent: give it
     // extent 2 if it is 1 so that it is not dropped (CuTe does the same).
-    let mut out: Vec<(i64, i64)> = vec![(last_s.max(2), last_d)];
-    for &(s, d) in front.iter().rev() {
+    let mut rev: Modes = Modes::new();
+    rev.push((ss[n - 1].max(2), ds[n - 1]));
+    for k in (0..n - 1).rev() {
+        let (s, d) = (ss[k], ds[k]);
         if s == 1 {
             continue;
         }
-        let front_mode = out[0];
-        if s.checked_mul(d) == Some(front_mode.1) {
-            out[0] = (s.saturating_mul(front_mode.0), d);
+        let front = rev.last_mut().expect("non-empty");
+        if s.checked_mul(d) == Some(front.1) {
+            *front = (s.saturating_mul(front.0), d);
         } else {
-            out.insert(0, (s, d));
+            rev.push((s, d));
         }
     }
-    out
+    rev.reverse();
+    rev
 }
+
+/// Flat `(extent, stride)` modes, inline up to 8.
+type Modes = SmallVec<[(i64, i64); 8]>;
 
 /// Per-mode digit budget of the composition of A with the leaves of B seen so far.
 struct Digits {
     /// For each mode of A but the last, the sum over B's leaves of the largest digit the leaf
     /// can put in that mode.
-    sum: Vec<i64>,
+    sum: SmallVec<[i64; 8]>,
     /// Whether a leaf with a positive / negative nonzero step was seen.
     pos: bool,
     neg: bool,
@@ -90,8 +98,8 @@ fn compose_leaf(
     let sign = d.signum();
     let (rmodes, last) = a.split_at(a.len() - 1);
     let last_d = last[0].1;
-    let mut shapes: Vec<i64> = Vec::new();
-    let mut strides: Vec<i64> = Vec::new();
+    let mut shapes: SmallVec<[i64; 8]> = SmallVec::new();
+    let mut strides: SmallVec<[i64; 8]> = SmallVec::new();
     let mut rest_shape = n;
     let mut rest_stride = d;
     for (k, &(s, sd)) in rmodes.iter().enumerate() {
@@ -211,21 +219,34 @@ fn compose_tree(
 /// assert!(composition(&p("(4,6,8):(2,3,5)"), &p("6:3")).is_err());
 /// ```
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
-    let ctx = || format!("{a} o {b}");
+    composition_parts(a, b.shape(), b.stride(), || Ok(b.clone()))
+        .map_err(|e| e.within("composition", || format!("{a} o {b}")))
+}
+
+/// [`composition`] with `B` given as a congruent shape and stride (the divides compose with a
+/// `B` they assemble, and need not validate it unless the result must be verified point by
+/// point, when `make_b` builds it). Errors are labelled `composition` without operands.
+pub(crate) fn composition_parts(
+    a: &Layout,
+    b_shape: &IntTuple,
+    b_stride: &IntTuple,
+    make_b: impl FnOnce() -> Result<Layout>,
+) -> Result<Layout> {
+    const OP: &str = "composition";
     let flat = coalesce_x(a);
     let mut digits = Digits {
-        sum: vec![0; flat.len() - 1],
+        sum: smallvec::smallvec![0; flat.len() - 1],
         pos: false,
         neg: false,
     };
-    let (shape, stride) = compose_tree(&flat, b.shape(), b.stride(), &mut digits)
-        .map_err(|e| e.within("composition", ctx))?;
-    let r = Layout::new(shape, stride).map_err(|e| e.within("composition", ctx))?;
+    let (shape, stride) = compose_tree(&flat, b_shape, b_stride, &mut digits)?;
+    let r = checked_layout(OP, shape, stride)?;
     let carry_free =
         !(digits.pos && digits.neg) && digits.sum.iter().zip(&flat).all(|(&sum, &(s, _))| sum < s);
-    if !carry_free && b.shape().leaf_count() > 1 {
-        verify_pointwise(a, b, &r)
-            .map_err(|reason| LayoutError::inadmissible("composition", ctx(), reason))?;
+    if !carry_free && b_shape.leaf_count() > 1 {
+        let b = make_b()?;
+        verify_pointwise(a, &b, &r)
+            .map_err(|reason| LayoutError::inadmissible(OP, String::new(), reason))?;
     }
     Ok(r)
 }
@@ -287,7 +308,8 @@ pub fn composition_tiler(a: &Layout, t: &Tiler) -> Result<Layout> {
                 .map(|(ti, ai)| composition_tiler(&ai, ti))
                 .collect::<Result<Vec<_>>>()
                 .map_err(|e| e.within("composition", || format!("{a} o {t}")))?;
-            Layout::concat(modes).map_err(|e| e.within("composition", || format!("{a} o {t}")))
+            concat("composition", modes)
+                .map_err(|e| e.within("composition", || format!("{a} o {t}")))
         }
     }
 }

@@ -4,9 +4,10 @@ use crate::error::{LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
-use super::coalesce::coalesce;
+use super::coalesce::coalesced_modes;
 use super::complement::complement;
-use super::composition::composition;
+use super::composition::composition_parts;
+use super::support::concat;
 use super::tiler::Tiler;
 
 /// Applies `f` mode by mode for a by-mode tiler, keeping the layout's modes beyond the tiler
@@ -37,7 +38,7 @@ pub(crate) fn by_mode(
                     None => m,
                 });
             }
-            Layout::concat(modes)
+            concat(op, modes)
         }
     }
 }
@@ -67,7 +68,7 @@ pub(crate) fn zip2_by(op: &'static str, l: &Layout, guide: &Tiler) -> Result<(La
                     None => seconds.push(m),
                 }
             }
-            Ok((Layout::concat(firsts)?, Layout::concat(seconds)?))
+            Ok((concat(op, firsts)?, concat(op, seconds)?))
         }
         _ => {
             if l.is_int() || l.rank() != 2 {
@@ -89,9 +90,20 @@ pub(crate) fn unpack(l: &Layout) -> Vec<Layout> {
 }
 
 fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
-    let cotarget: IntTuple = coalesce(l).shape().as_tuple().clone();
+    // shape(coalesce(L)), without building the coalesced layout.
+    let modes = coalesced_modes(l);
+    let cotarget = match modes.as_slice() {
+        [] => IntTuple::Int(1),
+        [(s, _)] => IntTuple::Int(*s),
+        _ => IntTuple::flat(modes.iter().map(|m| m.0)),
+    };
     let c = complement(t, &cotarget)?;
-    composition(l, &Layout::concat([t.clone(), c])?)
+    let (cs, cd) = c.into_parts();
+    let b_shape = IntTuple::Tuple(vec![t.shape().as_tuple().clone(), cs.into_inner()]);
+    let b_stride = IntTuple::Tuple(vec![t.stride().as_tuple().clone(), cd.into_inner()]);
+    composition_parts(l, &b_shape, &b_stride, || {
+        Layout::new(b_shape.clone(), b_stride.clone())
+    })
 }
 
 /// `L ∘ (T, complement(T, shape(coalesce(L))))` (CuTe's `logical_divide`): mode 0 indexes
@@ -141,7 +153,7 @@ pub fn zipped_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
     let ctx = || format!("{l}, {t}");
     let ld = logical_divide(l, t)?;
     let (a, b) = zip2_by("zipped_divide", &ld, t).map_err(|e| e.within("zipped_divide", ctx))?;
-    Layout::concat([a, b]).map_err(|e| e.within("zipped_divide", ctx))
+    concat("zipped_divide", [a, b]).map_err(|e| e.within("zipped_divide", ctx))
 }
 
 /// `((tile modes), rest modes..., L's modes beyond the tiler...)` (CuTe's `tiled_divide`):
@@ -157,7 +169,7 @@ pub fn tiled_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
     let z = zipped_divide(l, t)?;
     let mut modes = vec![z.mode(0)?];
     modes.extend(unpack(&z.mode(1)?));
-    Layout::concat(modes).map_err(|e| e.within("tiled_divide", || format!("{l}, {t}")))
+    concat("tiled_divide", modes).map_err(|e| e.within("tiled_divide", || format!("{l}, {t}")))
 }
 
 /// `(tile modes..., rest modes..., L's modes beyond the tiler...)` (CuTe's `flat_divide`):
@@ -173,5 +185,5 @@ pub fn flat_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
     let z = zipped_divide(l, t)?;
     let mut modes = unpack(&z.mode(0)?);
     modes.extend(unpack(&z.mode(1)?));
-    Layout::concat(modes).map_err(|e| e.within("flat_divide", || format!("{l}, {t}")))
+    concat("flat_divide", modes).map_err(|e| e.within("flat_divide", || format!("{l}, {t}")))
 }

@@ -6,15 +6,17 @@ use crate::layout::Layout;
 
 use super::common::make_ordered_layout;
 use super::complement::complement;
-use super::composition::composition;
+use super::composition::composition_parts;
 use super::divide::{by_mode, unpack, zip2_by};
 use super::support::compact_col_major;
+use super::support::concat;
 use super::tiler::Tiler;
 
 fn product_layout(a: &Layout, b: &Layout) -> Result<Layout> {
     let bound = crate::error::mul("logical_product", a.size(), b.cosize())?;
     let c = complement(a, &IntTuple::Int(bound))?;
-    Layout::concat([a.clone(), composition(&c, b)?])
+    let cb = composition_parts(&c, b.shape(), b.stride(), || Ok(b.clone()))?;
+    concat("logical_product", [a.clone(), cb])
 }
 
 /// `(A, complement(A, size(A)*cosize(B)) ∘ B)` (CuTe's `logical_product`): mode 0 is `A`,
@@ -56,7 +58,7 @@ pub fn zipped_product(a: &Layout, b: &Tiler) -> Result<Layout> {
     let ctx = || format!("{a}, {b}");
     let lp = logical_product(a, b)?;
     let (x, y) = zip2_by("zipped_product", &lp, b).map_err(|e| e.within("zipped_product", ctx))?;
-    Layout::concat([x, y]).map_err(|e| e.within("zipped_product", ctx))
+    concat("zipped_product", [x, y]).map_err(|e| e.within("zipped_product", ctx))
 }
 
 /// `((A modes), product modes...)` (CuTe's `tiled_product`): [`zipped_product`] with mode 1

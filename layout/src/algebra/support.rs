@@ -64,18 +64,78 @@ pub(crate) fn coalesce_flat(modes: impl IntoIterator<Item = (i64, i64)>) -> Vec<
 
 /// A checked layout from flat modes: none is `1:0`, one an integral layout, more a flat tuple.
 pub(crate) fn layout_from_modes(op: &'static str, modes: &[(i64, i64)]) -> Result<Layout> {
-    let l = match modes {
-        [] => Layout::new(1, 0),
-        [(s, d)] => Layout::new(*s, *d),
-        _ => Layout::new(
+    match modes {
+        [] => Ok(Layout::from_parts_unchecked(
+            IntTuple::Int(1),
+            IntTuple::Int(0),
+        )),
+        [(s, d)] => checked_layout(op, IntTuple::Int(*s), IntTuple::Int(*d)),
+        _ => checked_layout(
+            op,
             IntTuple::flat(modes.iter().map(|m| m.0)),
             IntTuple::flat(modes.iter().map(|m| m.1)),
         ),
+    }
+}
+
+/// A layout from a shape and a stride that the caller built congruent: checks, in one pass
+/// over the leaves, what [`Layout::new`] checks besides congruence (extents at least 1, size
+/// and image bounds within `i64`). The algebra builds many small layouts; this keeps that
+/// cheap.
+pub(crate) fn checked_layout(
+    op: &'static str,
+    shape: IntTuple,
+    stride: IntTuple,
+) -> Result<Layout> {
+    debug_assert!(crate::int_tuple::congruent(&shape, &stride));
+    let ok = {
+        let (ss, ds) = (shape.leaves(), stride.leaves());
+        let mut size = 1i64;
+        let (mut lo, mut hi) = (0i64, 0i64);
+        let mut ok = Some(());
+        for (&s, &d) in ss.iter().zip(ds.iter()) {
+            if s < 1 {
+                return Err(LayoutError::BadShape {
+                    op,
+                    shape: shape.to_string(),
+                });
+            }
+            let step = (|| {
+                size = size.checked_mul(s)?;
+                let ext = (s - 1).checked_mul(d)?;
+                if ext < 0 {
+                    lo = lo.checked_add(ext)?;
+                } else {
+                    hi = hi.checked_add(ext)?;
+                }
+                Some(())
+            })();
+            if step.is_none() {
+                ok = None;
+                break;
+            }
+        }
+        ok.and_then(|_| hi.checked_sub(lo)?.checked_add(1))
+            .is_some()
     };
-    l.map_err(|e| match e {
-        LayoutError::Overflow { operands, .. } => LayoutError::overflow(op, operands),
-        e => e,
-    })
+    if ok {
+        Ok(Layout::from_parts_unchecked(shape, stride))
+    } else {
+        Err(LayoutError::overflow(op, format!("{shape}:{stride}")))
+    }
+}
+
+/// The layout whose modes are `modes` (CuTe's `make_layout(L0, L1, ...)`), checked as
+/// [`checked_layout`].
+pub(crate) fn concat(op: &'static str, modes: impl IntoIterator<Item = Layout>) -> Result<Layout> {
+    let (shapes, strides): (Vec<_>, Vec<_>) = modes
+        .into_iter()
+        .map(|l| {
+            let (s, d) = l.into_parts();
+            (s.into_inner(), d.into_inner())
+        })
+        .unzip();
+    checked_layout(op, IntTuple::Tuple(shapes), IntTuple::Tuple(strides))
 }
 
 /// The flat `(shape, stride)` pairs of a layout.
