@@ -145,7 +145,11 @@ impl Args {
             self.op,
             format!(
                 "expects {expected} argument{}, got {n}; usage: {}",
-                if expected == "1" { "" } else { "s" },
+                if min == 1 && (max == 1 || max == usize::MAX) {
+                    ""
+                } else {
+                    "s"
+                },
                 self.usage()
             ),
         ))

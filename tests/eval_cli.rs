@@ -1,0 +1,547 @@
+//! `tessera eval`, run as a program: the command-line contract of the calculator.
+//!
+//! Every expected answer below is worked out by hand from CuTe's definitions (the derivation
+//! is in the comment beside it where it is not a one-liner), or is an example of CuTe's own
+//! documentation; none was produced by running the code under test.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use proptest::prelude::*;
+use tessera::expr::{evaluate, Value, FUNCTIONS};
+
+fn tessera() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+}
+
+fn run(args: &[&str]) -> Output {
+    tessera().args(args).output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8 output")
+}
+
+/// `tessera eval EXPR` prints `expected` on one line and exits 0.
+#[track_caller]
+fn ok(expr: &str, expected: &str) {
+    let o = run(&["eval", expr]);
+    assert_eq!(
+        (stdout(&o).as_str(), o.status.code()),
+        (format!("{expected}\n").as_str(), Some(0)),
+        "tessera eval '{expr}' (stderr: {})",
+        stderr(&o)
+    );
+}
+
+/// `tessera eval EXPR` fails with `code` and an error line that starts with `error: {op}:`.
+#[track_caller]
+fn fails(expr: &str, code: i32, op: &str) {
+    let o = run(&["eval", expr]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(code), "tessera eval '{expr}': {out}");
+    assert_eq!(out.lines().count(), 1, "one line for '{expr}': {out}");
+    assert!(
+        out.starts_with(&format!("error: {op}: ")),
+        "tessera eval '{expr}' printed {out:?}, expected `error: {op}: ...`"
+    );
+    assert!(
+        stderr(&o).contains(out.trim_end()),
+        "the error line also goes to stderr for '{expr}'"
+    );
+}
+
+/// Runs `tessera eval -` with `input` on standard input.
+fn run_stdin(input: &str) -> Output {
+    let mut child = tessera()
+        .args(["eval", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("the binary finishes")
+}
+
+#[test]
+fn structure_queries() {
+    // ((2,4),3):((1,8),2): size 2*4*3, two top modes, depth 2.
+    ok("size(((2,4),3):((1,8),2))", "24");
+    ok("size((2,3))", "6");
+    ok("size(5)", "5");
+    ok("size(((2,4),3):((1,8),2), 0)", "8");
+    ok("rank(((2,4),3):((1,8),2))", "2");
+    ok("rank(8:1)", "1");
+    ok("rank((2,3,4))", "3");
+    ok("rank(((2,4),3):((1,8),2), 0)", "2");
+    ok("depth(((2,4),3):((1,8),2))", "2");
+    ok("depth(8:1)", "0");
+    ok("depth((1,(2,3)))", "2");
+    ok("shape(((2,4),3):((1,8),2))", "((2,4),3)");
+    ok("shape(((2,4),3):((1,8),2), 0)", "(2,4)");
+    ok("stride(((2,4),3):((1,8),2))", "((1,8),2)");
+    ok("stride(((2,4),3):((1,8),2), 0, 1)", "8");
+    // cosize = 1 + sum (s-1)|d|: 1 + 1 + 24 + 4.
+    ok("cosize(((2,4),3):((1,8),2))", "30");
+    // Negative strides: the span of the image, not L(size-1)+1.
+    ok("cosize(4:-1)", "4");
+    ok("cosize((4,8):(1,-4))", "32");
+    ok("cosize(8:0)", "1");
+    // coshape: (s-1)|d|+1 leaf by leaf.
+    ok("coshape(((2,4),3):((1,8),2))", "((2,25),5)");
+    ok("coshape((4,8):(1,-4))", "(4,29)");
+}
+
+#[test]
+fn mode_operations() {
+    ok("get(((2,4),3):((1,8),2), 0, 1)", "4:8");
+    ok("get(((2,4),3):((1,8),2), 1)", "3:2");
+    ok("get((2,(3,4)), 1, 0)", "3");
+    ok("select((2,3,4):(1,2,6), 2, 0)", "(4,2):(6,1)");
+    ok("select((2,3,4), 1)", "(3)");
+    ok("take((2,3,4):(1,2,6), 1, 3)", "(3,4):(2,6)");
+    ok("take((2,3,4), 0, 2)", "(2,3)");
+    ok("group((2,3,4):(1,2,6), 1, 3)", "(2,(3,4)):(1,(2,6))");
+    ok("group((2,3,4), 0, 2)", "((2,3),4)");
+    ok("flatten(((2,4),3):((1,8),2))", "(2,4,3):(1,8,2)");
+    ok("flatten((1,(2,(3))))", "(1,2,3)");
+    ok("append((2,3):(1,2), 4:6)", "(2,3,4):(1,2,6)");
+    ok("append(8:1, 2:8)", "(8,2):(1,8)");
+    ok("append((2,3), 4)", "(2,3,4)");
+    ok("prepend((2,3):(1,2), 4:6)", "(4,2,3):(6,1,2)");
+    ok("prepend((2,3), 4)", "(4,2,3)");
+    ok("replace((2,3,4):(1,2,6), 1, 5:7)", "(2,5,4):(1,7,6)");
+    ok("replace((2,3,4), 0, (1,1))", "((1,1),3,4)");
+}
+
+#[test]
+fn constructors() {
+    ok("make_layout(3:1, (2,2):(3,6))", "(3,(2,2)):(1,(3,6))");
+    ok("make_layout((2,3))", "(2,3):(1,2)");
+    ok("make_layout((2,3), (3,1))", "(2,3):(3,1)");
+    ok("make_layout(4:2)", "4:2");
+    ok("col_major(((2,4),3))", "((2,4),3):((1,2),8)");
+    ok("row_major(((2,4),3))", "((2,4),3):((12,3),1)");
+    // Smallest order value fastest: modes 0, 3, 1, 2 get strides 1, 2, 4, 8.
+    ok(
+        "make_ordered_layout((2,2,2,2), (0,2,3,1))",
+        "(2,2,2,2):(1,4,8,2)",
+    );
+    ok("make_ordered_layout((4,3), (1,0))", "(4,3):(3,1)");
+    // Mode 1 has the smaller stride, so it becomes the stride-1 mode.
+    ok("make_layout_like((2,3):(100,7))", "(2,3):(3,1)");
+}
+
+#[test]
+fn coalesce_and_filter() {
+    ok("coalesce((2,(1,6)):(1,(6,2)))", "12:1");
+    ok("coalesce((2,4):(1,3))", "(2,4):(1,3)");
+    ok("coalesce((1,1):(5,7))", "1:0");
+    // Profile (1,1): each top mode coalesced on its own: (2,4):(1,2) -> 8:1, (3,1):(8,5) -> 3:8.
+    ok(
+        "coalesce(((2,4),(3,1)):((1,2),(8,5)), (1,1))",
+        "(8,3):(1,8)",
+    );
+    // filter_zeros: stride-0 modes get extent 1; filter then coalesces (2,1,4):(1,0,2) -> 8:1.
+    ok("filter_zeros((2,3,4):(1,0,2))", "(2,1,4):(1,0,2)");
+    ok("filter((2,3,4):(1,0,2))", "8:1");
+}
+
+#[test]
+fn composition_every_right_operand() {
+    // A(i,j) = 4i+j on (6,4); B(a,b) = 6a+b; A(B(a,b)) = a+4b.
+    ok("composition((6,4):(4,1), (4,6):(6,1))", "(4,6):(1,4)");
+    ok("composition(20:2, (5,4):(4,1))", "(5,4):(8,2)");
+    // By-mode tiler (CuTe's documentation): 12:59 o 3:4 = 3:236, (4,8):(13,1) o 8:2 =
+    // (2,4):(26,1).
+    ok(
+        "composition((12,(4,8)):(59,(13,1)), <3:4, 8:2>)",
+        "(3,(2,4)):(236,(26,1))",
+    );
+    // A shape is a by-mode tiler of n:1 items.
+    ok(
+        "composition((12,(4,8)):(59,(13,1)), (3,8))",
+        "(3,(4,2)):(59,(13,1))",
+    );
+    // An integer n is n:1: the first 8 offsets of (4,6):(6,1).
+    ok("composition((4,6):(6,1), 8)", "(4,2):(6,1)");
+    // `_` leaves a mode alone.
+    ok("composition((4,6):(6,1), <2:2, _>)", "(2,6):(12,1)");
+    // CUTLASS issue #3177: no layout is A o B here (A(B(2)) = A(6) = 7 but the pattern
+    // says 3), so it is an error of the operation.
+    fails("composition((4,6,8):(2,3,5), 6:3)", 1, "composition");
+}
+
+#[test]
+fn complement_and_inverses() {
+    ok("complement(4:2, 24)", "(2,3):(1,8)");
+    ok("complement((2,2):(1,6), 24)", "(3,2):(2,12)");
+    ok("complement(4:1, 24)", "6:4");
+    // Default cotarget cosize(4:2) = 7: gap 2:1, then ceil(7/8) = 1 copy.
+    ok("complement(4:2)", "2:1");
+    // The modes interleave: stride 3 falls inside the span of 2:2, so no layout fills the
+    // gaps (CuTe's "non-injective layout" static assertion).
+    fails("complement((2,2):(2,3), 19)", 1, "complement");
+    // Sorted by stride: 4:1 (prefix 2), 2:4 (prefix 1), 6:8 (prefix 8).
+    ok("right_inverse((2,4,6):(4,1,8))", "(4,2,6):(2,1,8)");
+    ok("right_inverse(8:1)", "8:1");
+    // C++'s canonical left inverse of 3:2: (2,3):(0,1), Linv(2i) = i.
+    ok("left_inverse(3:2)", "(2,3):(0,1)");
+    ok("left_inverse(8:1)", "8:1");
+}
+
+#[test]
+fn divides() {
+    ok("logical_divide(8:1, 4)", "(4,2):(1,4)");
+    // CuTe's documentation examples.
+    ok(
+        "logical_divide((4,2,3):(2,1,8), 4:2)",
+        "((2,2),(2,3)):((4,1),(2,8))",
+    );
+    ok(
+        "logical_divide((9,(4,8)):(59,(13,1)), <3:3, (2,4):(1,8)>)",
+        "((3,3),((2,4),(2,2))):((177,59),((13,2),(26,1)))",
+    );
+    // A tile that does not divide: the rest mode rounds up.
+    ok("logical_divide(48:1, 32:1)", "(32,2):(1,32)");
+    // Mode by mode: 8:1/4 = (4,2):(1,4), 6:8/3 = (3,2):(8,24).
+    ok(
+        "zipped_divide((8,6):(1,8), <4,3>)",
+        "((4,3),(2,2)):((1,8),(4,24))",
+    );
+    ok(
+        "zipped_divide((8,6):(1,8), (4,3))",
+        "((4,3),(2,2)):((1,8),(4,24))",
+    );
+    ok(
+        "tiled_divide((8,6):(1,8), <4,3>)",
+        "((4,3),2,2):((1,8),4,24)",
+    );
+    ok("flat_divide((8,6):(1,8), <4,3>)", "(4,3,2,2):(1,8,4,24)");
+}
+
+#[test]
+fn products() {
+    // complement((2,2):(4,1), 24) = (2,3):(2,8), composed with 6:1.
+    ok(
+        "logical_product((2,2):(4,1), 6:1)",
+        "((2,2),(2,3)):((4,1),(2,8))",
+    );
+    ok("logical_product(3:1, 4)", "(3,4):(1,3)");
+    // By mode: 2:1 x 2:1 = (2,2):(1,2); 3:2 x 2:1 = (3,2):(2,1) (complement(3:2, 6) = 2:1).
+    ok(
+        "zipped_product((2,3):(1,2), <2:1,2:1>)",
+        "((2,3),(2,2)):((1,2),(2,1))",
+    );
+    ok(
+        "tiled_product((2,3):(1,2), <2:1,2:1>)",
+        "((2,3),2,2):((1,2),2,1)",
+    );
+    ok(
+        "flat_product((2,3):(1,2), <2:1,2:1>)",
+        "(2,3,2,2):(1,2,2,1)",
+    );
+    // CuTe's documentation: complement((2,5):(5,1), 120) = 12:10, o (3,4):(1,3) = (3,4):(10,30).
+    ok(
+        "blocked_product((2,5):(5,1), (3,4):(1,3))",
+        "((2,3),(5,4)):((5,10),(1,30))",
+    );
+    ok(
+        "raked_product((2,5):(5,1), (3,4):(1,3))",
+        "((3,2),(4,5)):((10,5),(30,1))",
+    );
+    // (4,6) / (2,2) = (2,3) blocks; column-major, or row-major with order (1,0).
+    ok(
+        "tile_to_shape((2,2):(1,2), (4,6))",
+        "((2,2),(2,3)):((1,4),(2,8))",
+    );
+    ok(
+        "tile_to_shape((2,2):(1,2), (4,6), (1,0))",
+        "((2,2),(2,3)):((1,12),(2,4))",
+    );
+}
+
+#[test]
+fn common_vectors_casts_nullspace() {
+    // 0..3 are consecutive in both; then 4 vs 8.
+    ok("max_common_vector((4,8):(1,4), (4,8):(1,8))", "4");
+    ok("max_common_vector(8:1, 8:1)", "8");
+    ok("max_common_layout((4,8):(1,4), (4,8):(1,8))", "4:1");
+    ok("max_common_layout((4,8):(8,1), (4,8):(1,4))", "1:0");
+    ok("upcast((8,(4,2)):(1,(16,8)), 2)", "(4,(4,2)):(1,(8,4))");
+    ok("downcast((4,2):(1,4), 2)", "(8,2):(1,8)");
+    // Stride-0 modes 0 and 2; prefix products of (2,3,4) are (1,2,6).
+    ok("nullspace((2,3,4):(0,1,0))", "(2,4):(1,6)");
+    ok("nullspace(4:1)", "1:0");
+}
+
+#[test]
+fn coordinates_and_offsets() {
+    // 13 = 1 + 2*2 + 8*1 in ((2,4),3).
+    ok("idx2crd(13, ((2,4),3))", "((1,2),1)");
+    ok("idx2crd(5, 8)", "5");
+    ok("crd2idx((1,2), (3,4):(1,3))", "7");
+    ok("crd2idx((3,4):(1,3), (1,2))", "7");
+    ok("crd2idx((1,2), (3,4), (4,1))", "6");
+    ok("crd2idx((1,2), (3,4))", "7");
+    // 5 = (2,1) in (3,4): 2*4 + 1.
+    ok("crd2idx(5, (3,4):(4,1))", "9");
+    // The last mode absorbs an index past the size: 100 % 3 = 1 (offset 2), 33 % 2 = 1
+    // (offset 1), and the last leaf takes all of 16 (offset 96): 99, as CuTe documents.
+    ok("eval((3,(2,4)):(2,(1,6)), 100)", "99");
+    ok("eval(((2,4),3):((1,8),2), ((1,2),1))", "19");
+    // Coordinate 3 into mode (2,4):(1,8) is (1,1): 1 + 8, plus 1*2.
+    ok("eval(((2,4),3):((1,8),2), (3,1))", "11");
+    ok("offsets((2,2):(2,1))", "[0,2,1,3]");
+    ok("offsets(4:-1)", "[0,-1,-2,-3]");
+}
+
+#[test]
+fn spaces_between_tokens() {
+    ok(" size ( ( 2 , 3 ) : ( 1 , 2 ) ) ", "6");
+    ok("composition( (6,4) : (4,1) ,(4,6):(6,1) )", "(4,6):(1,4)");
+    ok(
+        "logical_divide( (9,(4,8)):(59,(13,1)) , < 3:3 , (2,4):(1,8) > )",
+        "((3,3),((2,4),(2,2))):((177,59),((13,2),(26,1)))",
+    );
+    ok("  < 3:3 , _ , 4 >  ", "<3:3,_,4:1>");
+    // Several words on the command line are one expression.
+    let o = run(&["eval", "size(", "(2,3)", ")"]);
+    assert_eq!(stdout(&o), "6\n");
+}
+
+#[test]
+fn literals_print_back_without_spaces() {
+    ok("((2,4),3):((1,8),2)", "((2,4),3):((1,8),2)");
+    ok("( 1 , ( 2 , 3 ) )", "(1,(2,3))");
+    ok("(3)", "(3)");
+    ok("()", "()");
+    ok("-3", "-3");
+    ok("<3:3,(2,4):(1,8),_,4>", "<3:3,(2,4):(1,8),_,4:1>");
+    // Parts of literals may be computed.
+    ok("(size(4:1), 2)", "(4,2)");
+    ok("shape((2,3):(3,1)):stride((2,3):(3,1))", "(2,3):(3,1)");
+}
+
+#[test]
+fn syntax_errors_exit_2() {
+    fails("size(2:1", 2, "parse");
+    fails("no_such_function(2:1)", 2, "parse");
+    fails("(2,3):(1)", 2, "parse"); // shape and stride not congruent
+    fails("0:1", 2, "parse"); // extent below 1
+    fails("", 2, "parse");
+    fails("size", 2, "parse");
+    fails("size(8:1))", 2, "parse");
+    fails("<2:1, size>", 2, "parse");
+    fails("99999999999999999999", 2, "parse");
+    fails("((2,3):(1,2), 4)", 2, "parse"); // a layout is not a tuple element
+}
+
+#[test]
+fn operation_errors_exit_1() {
+    fails("composition((4,6,8):(2,3,5), 6:3)", 1, "composition");
+    fails("size()", 1, "size");
+    fails("eval(8:1)", 1, "eval");
+    fails("take((2,3,4):(1,2,6), 2, 1)", 1, "take");
+    fails("coalesce(<2,_>)", 1, "coalesce");
+    fails("get((2,3):(1,2), 2)", 1, "get");
+    fails("upcast(8:1, size(<2>))", 1, "size");
+    fails("(size(4:1), 2:1)", 1, "tuple");
+}
+
+#[test]
+fn stdin_mode_one_line_per_expression() {
+    let o = run_stdin("size(8:1)\nfoo(\n\ncoalesce((2,2):(1,2))\r\ncomposition((4,6,8):(2,3,5), 6:3)\noffsets(3:2)");
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6, "{out}");
+    assert_eq!(lines[0], "8");
+    assert!(lines[1].starts_with("error: parse: "), "{}", lines[1]);
+    assert!(lines[2].starts_with("error: parse: "), "{}", lines[2]);
+    assert_eq!(lines[3], "4:1");
+    assert!(lines[4].starts_with("error: composition: "), "{}", lines[4]);
+    assert_eq!(lines[5], "[0,2,4]");
+}
+
+#[test]
+fn stdin_mode_empty_input() {
+    let o = run_stdin("");
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
+fn help_documents_the_error_streams() {
+    let o = run(&["eval", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = stdout(&o);
+    assert!(help.contains("standard error"), "{help}");
+    assert!(help.contains("exit status"), "{help}");
+}
+
+/// One sample call per function name, with its hand-derived answer: adding a name to the
+/// language without a case here fails this test.
+#[test]
+fn every_function_is_dispatched() {
+    let cases: &[(&str, &str)] = &[
+        ("size", "size((2,3):(1,2))=6"),
+        ("rank", "rank((2,3):(1,2))=2"),
+        ("depth", "depth((2,3):(1,2))=1"),
+        ("shape", "shape((2,3):(1,2))=(2,3)"),
+        ("stride", "stride((2,3):(1,2))=(1,2)"),
+        ("cosize", "cosize((2,3):(1,4))=10"),
+        ("coshape", "coshape((2,3):(1,4))=(2,9)"),
+        ("get", "get((2,3):(1,2),1)=3:2"),
+        ("select", "select((2,3):(1,2),1,0)=(3,2):(2,1)"),
+        ("take", "take((2,3,4):(1,2,6),0,1)=(2):(1)"),
+        ("group", "group((2,3,4):(1,2,6),0,2)=((2,3),4):((1,2),6)"),
+        ("flatten", "flatten((2,(3,4)):(1,(2,6)))=(2,3,4):(1,2,6)"),
+        ("append", "append(2:1,3:2)=(2,3):(1,2)"),
+        ("prepend", "prepend(2:1,3:2)=(3,2):(2,1)"),
+        ("replace", "replace((2,3):(1,2),0,4:3)=(4,3):(3,2)"),
+        ("make_layout", "make_layout(2:1,3:2)=(2,3):(1,2)"),
+        ("col_major", "col_major((2,3))=(2,3):(1,2)"),
+        ("row_major", "row_major((2,3))=(2,3):(3,1)"),
+        (
+            "make_ordered_layout",
+            "make_ordered_layout((2,3),(1,0))=(2,3):(3,1)",
+        ),
+        (
+            "make_layout_like",
+            "make_layout_like((2,3):(9,1))=(2,3):(3,1)",
+        ),
+        ("coalesce", "coalesce((2,3):(1,2))=6:1"),
+        ("filter", "filter((2,3):(0,1))=3:1"),
+        ("filter_zeros", "filter_zeros((2,3):(0,1))=(1,3):(0,1)"),
+        ("composition", "composition(8:2,4:2)=4:4"),
+        ("complement", "complement(2:1,8)=4:2"),
+        ("right_inverse", "right_inverse((2,3):(3,1))=(3,2):(2,1)"),
+        ("left_inverse", "left_inverse((2,3):(3,1))=(3,2):(2,1)"),
+        ("logical_divide", "logical_divide(6:1,2)=(2,3):(1,2)"),
+        ("zipped_divide", "zipped_divide(6:1,2)=(2,3):(1,2)"),
+        ("tiled_divide", "tiled_divide(6:1,2)=(2,3):(1,2)"),
+        ("flat_divide", "flat_divide(6:1,2)=(2,3):(1,2)"),
+        ("logical_product", "logical_product(2:1,3)=(2,3):(1,2)"),
+        ("zipped_product", "zipped_product(2:1,3)=(2,3):(1,2)"),
+        ("tiled_product", "tiled_product(2:1,3)=(2,3):(1,2)"),
+        ("flat_product", "flat_product(2:1,3)=(2,3):(1,2)"),
+        // Not coalesced (CUTLASS 3.9 and later): the zip of rank-1 modes is wrapped.
+        (
+            "blocked_product",
+            "blocked_product(2:1,3:1)=((2,3)):((1,2))",
+        ),
+        ("raked_product", "raked_product(2:1,3:1)=((3,2)):((2,1))"),
+        (
+            "tile_to_shape",
+            "tile_to_shape((2,2):(1,2),(4,4))=((2,2),(2,2)):((1,4),(2,8))",
+        ),
+        ("max_common_vector", "max_common_vector(6:1,(2,3):(1,2))=6"),
+        (
+            "max_common_layout",
+            "max_common_layout(6:1,(2,3):(1,2))=6:1",
+        ),
+        ("upcast", "upcast(8:1,4)=2:1"),
+        ("downcast", "downcast(2:1,4)=8:1"),
+        ("nullspace", "nullspace((2,3):(0,1))=2:1"),
+        ("idx2crd", "idx2crd(5,(2,3))=(1,2)"),
+        ("crd2idx", "crd2idx((1,2),(2,3):(3,1))=5"),
+        ("eval", "eval((2,3):(3,1),5)=5"),
+        ("offsets", "offsets((2,3):(3,1))=[0,3,1,4,2,5]"),
+    ];
+    for (name, _) in FUNCTIONS {
+        let Some((_, case)) = cases.iter().find(|(n, _)| n == name) else {
+            panic!("no test case for `{name}`");
+        };
+        let (expr, expected) = case.split_once('=').expect("EXPR=VALUE");
+        let got = evaluate(expr).map(|v| v.to_string());
+        assert_eq!(got.as_deref(), Ok(expected), "{expr}");
+    }
+}
+
+/// Text built from the language's own tokens, so random input reaches deep into the
+/// evaluator instead of stopping at the first character.
+fn token_soup() -> impl Strategy<Value = String> {
+    let mut tokens: Vec<String> = FUNCTIONS.iter().map(|(n, _)| format!("{n}(")).collect();
+    tokens.extend(
+        [
+            "(",
+            ")",
+            ",",
+            ":",
+            "<",
+            ">",
+            "_",
+            "Sw<",
+            " o ",
+            "0",
+            "1",
+            "2",
+            "3",
+            "4",
+            "8",
+            "-1",
+            "-4",
+            "16",
+            "6",
+            "(2,3)",
+            "(4,8):(1,4)",
+            "8:1",
+            "(2,2):(1,2)",
+            "4:-1",
+            "3:0",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "4611686018427387904",
+            " ",
+            "x",
+            "[",
+        ]
+        .map(String::from),
+    );
+    prop::collection::vec(prop::sample::select(tokens), 0..24).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// No input makes the evaluator panic; syntax errors and operation errors are both fine.
+    #[test]
+    fn evaluator_never_panics_on_token_soup(src in token_soup()) {
+        let _ = evaluate(&src);
+    }
+
+    #[test]
+    fn evaluator_never_panics_on_arbitrary_text(src in "\\PC{0,40}") {
+        let _ = evaluate(&src);
+    }
+
+    /// Whatever evaluates to a layout, int tuple or tiler prints as text that evaluates back
+    /// to the same value.
+    #[test]
+    fn printed_values_read_back(src in token_soup()) {
+        if let Ok(v @ (Value::Layout(_) | Value::IntTuple(_) | Value::Tiler(_))) = evaluate(&src) {
+            let text = v.to_string();
+            prop_assert!(!text.contains(' '));
+            prop_assert_eq!(evaluate(&text), Ok(v), "{} printed as {}", src, text);
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_is_a_syntax_error_not_a_crash() {
+    let deep = format!("{}1{}", "(".repeat(30_000), ")".repeat(30_000));
+    let o = run(&["eval", &deep]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stdout(&o).starts_with("error: parse: "));
+}
