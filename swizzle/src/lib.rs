@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod algebra;
 mod any;
 mod bank;
 mod error;
