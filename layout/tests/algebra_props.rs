@@ -472,3 +472,35 @@ proptest! {
         call_everything(&b, &a, n);
     }
 }
+
+/// Degenerate operands: the empty layout, empty modes, all-size-1 and all-stride-0 layouts.
+#[test]
+fn no_panic_on_degenerate_operands() {
+    let edge = [
+        "():()",
+        "(()):(())",
+        "((),3):((),1)",
+        "1:0",
+        "1:7",
+        "(1,1):(0,0)",
+        "4:0",
+        "(2,(1,())):(-3,(5,()))",
+    ];
+    for a in edge {
+        for b in edge.iter().chain(["4:1", "(2,3):(3,1)"].iter()) {
+            let (a, b): (Layout, Layout) = (a.parse().unwrap(), b.parse().unwrap());
+            for n in [1, 2, 4] {
+                call_everything(&a, &b, n);
+                call_everything(&b, &a, n);
+            }
+            if let Ok(r) = composition(&a, &b) {
+                check::composition(&a, &b, &r).unwrap();
+            }
+            if let Ok(r) = complement(&a, &IntTuple::Int(8)) {
+                check::complement(&a, &IntTuple::Int(8), &r).unwrap();
+            }
+            check::coalesce(&a, &coalesce(&a)).unwrap();
+            check::right_inverse(&a, &right_inverse(&a).unwrap()).unwrap();
+        }
+    }
+}

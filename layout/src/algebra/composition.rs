@@ -34,7 +34,13 @@ const BRUTE_FORCE_LIMIT: i64 = 1 << 14;
 /// also past `size(a)`. Only the last mode absorbs the quotient, so its extent is not used;
 /// a trailing size-1 mode is kept as the last mode.
 fn coalesce_x(a: &Layout) -> Modes {
-    let (ss, ds) = (a.shape().leaves(), a.stride().leaves());
+    let (mut ss, mut ds) = (a.shape().leaves(), a.stride().leaves());
+    if ends_in_empty_tuple(a.shape()) {
+        // The mode that absorbs indices past the size is an empty tuple (`():()` itself, or
+        // `(2,(1,())):(3,(5,()))`): it maps everything to 0, as a last mode `1:0` would.
+        ss.push(1);
+        ds.push(0);
+    }
     let n = ss.len();
     // The last mode absorbs everything past the others, whatever its extent: give it
     // extent 2 if it is 1 so that it is not dropped (CuTe does the same).
@@ -54,6 +60,14 @@ fn coalesce_x(a: &Layout) -> Modes {
     }
     rev.reverse();
     rev
+}
+
+/// Whether the last mode, recursively, is an empty tuple.
+fn ends_in_empty_tuple(t: &IntTuple) -> bool {
+    match t {
+        IntTuple::Int(_) => false,
+        IntTuple::Tuple(v) => v.last().map_or(true, ends_in_empty_tuple),
+    }
 }
 
 /// Flat `(extent, stride)` modes, inline up to 8.
@@ -191,7 +205,12 @@ fn compose_tree(
             }
             Ok((IntTuple::Tuple(shapes), IntTuple::Tuple(strides)))
         }
-        _ => unreachable!("a layout's shape and stride are congruent"),
+        _ => Err(LayoutError::Mismatch {
+            op: "composition",
+            lhs: shape.to_string(),
+            rhs: stride.to_string(),
+            relation: "congruent",
+        }),
     }
 }
 
