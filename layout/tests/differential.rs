@@ -535,8 +535,10 @@ fn to_logical(r: &Layout, t: &Tiler, form: Form) -> Option<Layout> {
 }
 
 /// `R` is ordered (strictly increasing), `(L, R)` is injective (R fills only L's gaps), and
-/// the image of `(L, R)` spans at least `cotarget` offsets (with negative strides L's image
-/// starts below 0, so this is the span, not the largest offset).
+/// the modes of `(L, R)` reach the cotarget: the largest `extent * |stride|` is at least
+/// `cotarget` (what C++'s last mode `ceil_div(cotarget, s d)` guarantees; where L's strides
+/// form a divisible chain this is `cosize((L, R)) >= cotarget`, and it is the condition that
+/// survives a chain that does not divide, e.g. `complement((4,2):(3,22), 42) = 3:1`).
 fn post_complement(l: &Layout, cotarget: i64, r: &Layout) -> Result<(), String> {
     let o = offs(r);
     ensure(o.windows(2).all(|w| w[0] < w[1]), || {
@@ -551,9 +553,19 @@ fn post_complement(l: &Layout, cotarget: i64, r: &Layout) -> Result<(), String> 
             })?;
         }
     }
-    let (lo, hi) = (*seen.first().unwrap(), *seen.last().unwrap());
-    ensure(hi - lo + 1 >= cotarget, || {
-        format!("(L,R) spans {} < cotarget {cotarget}", hi - lo + 1)
+    let reach = [l, r]
+        .iter()
+        .flat_map(|m| {
+            let (s, d) = (m.shape().leaves(), m.stride().leaves());
+            s.iter()
+                .zip(d.iter())
+                .map(|(&s, &d)| if s == 1 { 1 } else { s * d.abs() })
+                .collect::<Vec<_>>()
+        })
+        .max()
+        .unwrap_or(1);
+    ensure(reach >= cotarget, || {
+        format!("(L,R) reaches {reach} < cotarget {cotarget}")
     })
 }
 
