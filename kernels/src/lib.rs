@@ -25,6 +25,7 @@ pub mod plan;
 pub mod problem;
 pub mod reference;
 pub mod rng;
+pub mod sm90;
 
 #[cfg(feature = "cuda")]
 pub mod bench;

@@ -1,0 +1,445 @@
+//! Launching the Hopper plan: TMA descriptors encoded from the plan's boxes, argument checks,
+//! the persistent launch.
+
+use cudarc::driver::sys as cu;
+use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use crate::arch::Arch;
+use crate::error::{KernelError, Result};
+use crate::gemm::{AccessPaths, DeviceBuf, GemmArgs};
+use crate::problem::{BiasMode, DType, GemmProblem};
+use crate::reference::GemmStrides;
+use crate::runtime::{driver_err, Runtime};
+
+use super::codegen::cuda_source;
+use super::layouts::{TmaBox, TmaSwizzle};
+use super::plan::Sm90Plan;
+
+/// An encoded `CUtensorMap`, passed to the kernel by value (`const __grid_constant__`).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct TmaMap(cu::CUtensorMap);
+
+// SAFETY: 128 bytes of plain data, copied into the kernel's parameter space at launch.
+unsafe impl DeviceRepr for TmaMap {}
+
+/// A K-major operand in global memory as TMA sees it: `rows x k` per batch, rows `ld`
+/// elements apart, batches `batch_stride` elements apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaOperand {
+    /// Device address.
+    pub ptr: u64,
+    /// Element type.
+    pub dtype: DType,
+    /// Contiguous extent (K).
+    pub k: i64,
+    /// Rows (M for A, N for B).
+    pub rows: i64,
+    /// Elements between rows.
+    pub ld: i64,
+    /// Batches.
+    pub batch: i64,
+    /// Elements between batches.
+    pub batch_stride: i64,
+}
+
+/// Encodes the 3-D tensor map `{k, rows, batch}` that loads `bx` boxes of `o`.
+///
+/// Errors with [`KernelError::Misaligned`] when the address is not 16-byte aligned or a
+/// stride is not a multiple of 16 bytes (what TMA requires).
+pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<TmaMap> {
+    let op = "encode_tma";
+    let eb = o.dtype.bytes();
+    if o.ptr % 16 != 0 {
+        return Err(KernelError::Misaligned {
+            op,
+            operand: name,
+            msg: format!("address {:#x} is not 16-byte aligned (TMA)", o.ptr),
+        });
+    }
+    let row_bytes = o.ld * eb;
+    let batch_bytes = if o.batch > 1 {
+        o.batch_stride * eb
+    } else {
+        o.rows * row_bytes
+    };
+    for (what, v) in [
+        ("leading dimension", row_bytes),
+        ("batch stride", batch_bytes),
+    ] {
+        if v % 16 != 0 || v <= 0 || v >= 1 << 40 {
+            return Err(KernelError::Misaligned {
+                op,
+                operand: name,
+                msg: format!(
+                    "{what} of {v} B: TMA strides are positive multiples of 16 B below 2^40"
+                ),
+            });
+        }
+    }
+    let dtype = match o.dtype {
+        DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::F32 => {
+            return Err(KernelError::invalid(
+                op,
+                "the Hopper path loads 16-bit operands",
+            ))
+        }
+    };
+    let swizzle = match bx.swizzle {
+        TmaSwizzle::None => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        TmaSwizzle::B32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        TmaSwizzle::B64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        TmaSwizzle::B128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    let dims: [u64; 3] = [o.k as u64, o.rows as u64, o.batch as u64];
+    let strides: [u64; 2] = [row_bytes as u64, batch_bytes as u64];
+    let boxd: [u32; 3] = [bx.inner as u32, bx.outer as u32, 1];
+    let elem_strides: [u32; 3] = [1, 1, 1];
+    let mut map = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
+    // SAFETY: every pointer is to a live array of the rank the call is told; the map is
+    // written by the driver.
+    let r = unsafe {
+        cu::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            dtype,
+            3,
+            o.ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxd.as_ptr(),
+            elem_strides.as_ptr(),
+            cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result().map_err(|e| KernelError::Driver {
+        op: "cuTensorMapEncodeTiled",
+        msg: format!("{name}: {e:?} (dims {dims:?}, strides {strides:?} B, box {boxd:?})"),
+    })?;
+    // SAFETY: the driver wrote the map (the call succeeded); it was zeroed before anyway.
+    Ok(TmaMap(unsafe { map.assume_init() }))
+}
+
+/// The kernel's parameter block; mirrors `TesseraSm90Params` in `kernels/cuda/sm90_gemm.cuh`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Sm90Params {
+    d: u64,
+    c: u64,
+    bias: u64,
+    aux: u64,
+    ldc: i64,
+    ldd: i64,
+    ldaux: i64,
+    batch_c: i64,
+    batch_d: i64,
+    batch_bias: i64,
+    batch_aux: i64,
+    m: i32,
+    n: i32,
+    k: i32,
+    batch: i32,
+    tiles_m: i32,
+    tiles_n: i32,
+    group_m: i32,
+    alpha: f32,
+    beta: f32,
+    act: i32,
+    bias_mode: i32,
+    out_dtype: i32,
+    flags: i32,
+}
+
+// SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field on the device.
+unsafe impl DeviceRepr for Sm90Params {}
+
+const FLAG_STORE_PAIR: i32 = 1;
+const FLAG_AUX: i32 = 2;
+const FLAG_READ_C: i32 = 4;
+
+/// A compiled Hopper plan.
+pub struct Sm90Kernel {
+    plan: Sm90Plan,
+    func: CudaFunction,
+    /// Persistent CTAs at most (the device's SM count unless set with [`Sm90Kernel::set_max_ctas`]).
+    max_ctas: i64,
+}
+
+fn need(op: &'static str, name: &str, buf: &DeviceBuf, dtype: DType, elems: i64) -> Result<()> {
+    if buf.dtype != dtype {
+        return Err(KernelError::invalid(
+            op,
+            format!("{name} is {} but the problem needs {dtype}", buf.dtype),
+        ));
+    }
+    if (buf.len as i64) < elems {
+        return Err(KernelError::invalid(
+            op,
+            format!(
+                "{name} holds {} elements, the problem with these strides reaches {elems}",
+                buf.len
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_ld(op: &'static str, name: &str, ld: i64, min: i64) -> Result<()> {
+    if ld < min {
+        return Err(KernelError::invalid(
+            op,
+            format!("{name} = {ld} is smaller than the {min} it must cover"),
+        ));
+    }
+    Ok(())
+}
+
+impl Sm90Kernel {
+    /// Compiles `plan` for the runtime's device, which must be sm_90a.
+    pub fn new(rt: &Runtime, plan: &Sm90Plan) -> Result<Sm90Kernel> {
+        if rt.arch() != Arch::Sm90a {
+            return Err(KernelError::UnsupportedArch {
+                op: "Sm90Kernel::new",
+                arch: rt.arch().to_string(),
+                msg: "the Hopper path needs sm_90a (wgmma, TMA)".into(),
+            });
+        }
+        let func = rt.function(&cuda_source(plan), &plan.kernel_name(), plan.smem_bytes)?;
+        Ok(Sm90Kernel {
+            plan: plan.clone(),
+            func,
+            max_ctas: rt.sm_count() as i64,
+        })
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Sm90Plan {
+        &self.plan
+    }
+
+    /// Caps the persistent grid at `n` CTAs (at least 1).
+    pub fn set_max_ctas(&mut self, n: i64) {
+        self.max_ctas = n.max(1);
+    }
+
+    /// Registers per thread and local (spill) bytes of the compiled kernel.
+    pub fn resources(&self) -> Result<(i32, i32)> {
+        let regs = self
+            .func
+            .num_regs()
+            .map_err(driver_err("cuFuncGetAttribute"))?;
+        let local = self
+            .func
+            .local_size_bytes()
+            .map_err(driver_err("cuFuncGetAttribute"))?;
+        Ok((regs, local))
+    }
+
+    /// Checks the arguments against the plan's problem; returns the access paths.
+    pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        let op = "sm90 gemm";
+        let p: &GemmProblem = &self.plan.problem;
+        let s = &args.strides;
+        check_ld(op, "lda", s.lda, p.k)?;
+        check_ld(op, "ldb", s.ldb, p.k)?;
+        check_ld(op, "ldd", s.ldd, p.n)?;
+        need(
+            op,
+            "A",
+            args.a,
+            p.input,
+            GemmStrides::extent(p.batch, s.batch_a, p.m, s.lda, p.k),
+        )?;
+        need(
+            op,
+            "B",
+            args.b,
+            p.input,
+            GemmStrides::extent(p.batch, s.batch_b, p.n, s.ldb, p.k),
+        )?;
+        need(
+            op,
+            "D",
+            args.d,
+            p.output,
+            GemmStrides::extent(p.batch, s.batch_d, p.m, s.ldd, p.n),
+        )?;
+        let e = p.epilogue;
+        match (e.beta != 0.0, args.c) {
+            (true, Some(c)) => {
+                check_ld(op, "ldc", s.ldc, p.n)?;
+                need(
+                    op,
+                    "C",
+                    c,
+                    p.output,
+                    GemmStrides::extent(p.batch, s.batch_c, p.m, s.ldc, p.n),
+                )?;
+            }
+            (true, None) => return Err(KernelError::invalid(op, "beta != 0 but no C given")),
+            (false, _) => {}
+        }
+        match (e.bias, args.bias) {
+            (BiasMode::None, _) => {}
+            (mode, Some(bias)) => {
+                let len = if mode == BiasMode::PerRow { p.m } else { p.n };
+                need(
+                    op,
+                    "bias",
+                    bias,
+                    p.output,
+                    (p.batch - 1) * s.batch_bias + len,
+                )?;
+            }
+            (_, None) => {
+                return Err(KernelError::invalid(
+                    op,
+                    "the epilogue has a bias but none is given",
+                ))
+            }
+        }
+        match (e.aux, args.aux) {
+            (false, _) => {}
+            (true, Some(aux)) => {
+                check_ld(op, "ldaux", s.ldaux, p.n)?;
+                need(
+                    op,
+                    "aux",
+                    aux,
+                    p.output,
+                    GemmStrides::extent(p.batch, s.batch_aux, p.m, s.ldaux, p.n),
+                )?;
+            }
+            (true, None) => {
+                return Err(KernelError::invalid(
+                    op,
+                    "the epilogue writes aux but no aux buffer is given",
+                ))
+            }
+        }
+        let pair_bytes = 2 * p.output.bytes() as u64;
+        let pair_ok = |buf: Option<&DeviceBuf>, ld: i64, batch: i64| match buf {
+            None => true,
+            Some(b) => {
+                b.ptr(rt) % pair_bytes == 0 && ld % 2 == 0 && (p.batch == 1 || batch % 2 == 0)
+            }
+        };
+        let store_pair = pair_ok(Some(args.d), s.ldd, s.batch_d)
+            && (e.beta == 0.0 || pair_ok(args.c, s.ldc, s.batch_c))
+            && (!e.aux || pair_ok(args.aux, s.ldaux, s.batch_aux));
+        Ok(AccessPaths {
+            a_vec: true,
+            b_vec: true,
+            store_pair,
+        })
+    }
+
+    /// Checks the arguments, encodes the TMA maps and launches on the runtime's stream.
+    pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        let paths = self.check(rt, args)?;
+        let p = &self.plan.problem;
+        let s = &args.strides;
+        let e = p.epilogue;
+        let tma_a = encode_tma(
+            "A",
+            &TmaOperand {
+                ptr: args.a.ptr(rt),
+                dtype: p.input,
+                k: p.k,
+                rows: p.m,
+                ld: s.lda,
+                batch: p.batch,
+                batch_stride: s.batch_a,
+            },
+            &self.plan.a.tma,
+        )?;
+        let tma_b = encode_tma(
+            "B",
+            &TmaOperand {
+                ptr: args.b.ptr(rt),
+                dtype: p.input,
+                k: p.k,
+                rows: p.n,
+                ld: s.ldb,
+                batch: p.batch,
+                batch_stride: s.batch_b,
+            },
+            &self.plan.b.tma,
+        )?;
+        let (tiles_m, tiles_n) = self.plan.grid_tiles();
+        let mut flags = 0;
+        if paths.store_pair {
+            flags |= FLAG_STORE_PAIR;
+        }
+        if e.aux {
+            flags |= FLAG_AUX;
+        }
+        if e.beta != 0.0 {
+            flags |= FLAG_READ_C;
+        }
+        let params = Sm90Params {
+            d: args.d.ptr(rt),
+            c: if e.beta != 0.0 {
+                args.c.map(|c| c.ptr(rt)).unwrap_or(0)
+            } else {
+                0
+            },
+            bias: if e.bias != BiasMode::None {
+                args.bias.map(|b| b.ptr(rt)).unwrap_or(0)
+            } else {
+                0
+            },
+            aux: if e.aux {
+                args.aux.map(|b| b.ptr(rt)).unwrap_or(0)
+            } else {
+                0
+            },
+            ldc: s.ldc,
+            ldd: s.ldd,
+            ldaux: s.ldaux,
+            batch_c: s.batch_c,
+            batch_d: s.batch_d,
+            batch_bias: s.batch_bias,
+            batch_aux: s.batch_aux,
+            m: p.m as i32,
+            n: p.n as i32,
+            k: p.k as i32,
+            batch: p.batch as i32,
+            tiles_m: tiles_m as i32,
+            tiles_n: tiles_n as i32,
+            group_m: self.plan.group_m as i32,
+            alpha: e.alpha,
+            beta: e.beta,
+            act: e.act.code(),
+            bias_mode: e.bias.code(),
+            out_dtype: p.output.code(),
+            flags,
+        };
+        let total = self.plan.total_tiles();
+        if total > i32::MAX as i64 {
+            return Err(KernelError::invalid(
+                "sm90 gemm",
+                format!("{total} tiles exceed the 32-bit tile index"),
+            ));
+        }
+        let grid = total.min(self.max_ctas);
+        let cfg = LaunchConfig {
+            grid_dim: (grid as u32, 1, 1),
+            block_dim: (self.plan.threads as u32, 1, 1),
+            shared_mem_bytes: self.plan.smem_bytes as u32,
+        };
+        let mut builder = rt.stream().launch_builder(&self.func);
+        builder.arg(&tma_a);
+        builder.arg(&tma_b);
+        builder.arg(&params);
+        // SAFETY: `check` verified every buffer covers what the kernel reads and writes for
+        // these strides, types and extents; the TMA maps describe A and B within those
+        // buffers; the parameter block mirrors the device struct.
+        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_gemm (sm90)"))?;
+        Ok(paths)
+    }
+}

@@ -1,0 +1,276 @@
+//! The Hopper plan: tile, warpgroups, pipeline depth, and per operand the swizzled
+//! shared-memory layout with the TMA box and wgmma descriptor derived from it.
+
+use std::fmt;
+
+use tessera_layout::Layout;
+
+use crate::arch::Arch;
+use crate::error::{KernelError, Result};
+use crate::plan::{SmemLayout, SwizzleBits};
+use crate::problem::{DType, GemmProblem, Major};
+
+use super::layouts::{tma_box_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, WgmmaDesc};
+
+/// K extent of one stage: 64 16-bit elements, one 128-byte swizzled row.
+pub const BK: i64 = 64;
+/// Registers per thread the producer warpgroup gives back (`setmaxnreg.dec`).
+pub const PRODUCER_REGS: i64 = 40;
+/// Registers per thread the consumer warpgroups take (`setmaxnreg.inc`); with one producer and
+/// two consumers, `40 + 2 * 232 <= 512` registers per thread slot of the 384-thread CTA.
+pub const CONSUMER_REGS: i64 = 232;
+
+/// One operand (A or B) of the Hopper plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sm90Operand {
+    /// `A` or `B`.
+    pub name: &'static str,
+    /// Rows of the operand tile (BM for A, BN for B).
+    pub tile_mn: i64,
+    /// One stage's shared-memory layout: the 128-byte K-major atom `Sw<3,3,3> o (8,64):(64,1)`
+    /// (elements; `Sw<3,4,3>` on bytes) tiled down the rows.
+    pub smem: SmemLayout,
+    /// The TMA box that writes it.
+    pub tma: TmaBox,
+    /// The wgmma descriptor that reads it.
+    pub desc: WgmmaDesc,
+}
+
+/// Choices the Hopper planner would otherwise make itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sm90Options {
+    /// Force `(BM, BN)`: BM 64 or 128 (one or two consumer warpgroups), BN a multiple of 16 up
+    /// to 256.
+    pub tile: Option<(i64, i64)>,
+    /// Force the pipeline depth.
+    pub stages: Option<i64>,
+    /// Force the tile-rows per rasterization group.
+    pub group_m: Option<i64>,
+}
+
+/// A plan for the sm_90a path: TMA + mbarrier ring + wgmma, one producer warpgroup and
+/// `consumers` consumer warpgroups, persistent CTAs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sm90Plan {
+    /// The problem.
+    pub problem: GemmProblem,
+    /// CTA tile `(BM, BN, BK)`.
+    pub cta_tile: (i64, i64, i64),
+    /// Consumer warpgroups (64 rows each).
+    pub consumers: i64,
+    /// Threads per CTA: `128 * (consumers + 1)`.
+    pub threads: i64,
+    /// Pipeline stages.
+    pub stages: i64,
+    /// Tile-rows per rasterization group of the persistent schedule.
+    pub group_m: i64,
+    /// The wgmma instruction shape `(64, BN, 16)`.
+    pub wgmma: (i64, i64, i64),
+    /// A (BM x BK per stage).
+    pub a: Sm90Operand,
+    /// B (BN x BK per stage, stored N x K).
+    pub b: Sm90Operand,
+    /// `(thread, register) -> row + 64 * col` of a consumer's 64 x BN accumulator.
+    pub acc: Layout,
+    /// Dynamic shared memory: the stages, the barriers, and 1024 bytes of alignment slack.
+    pub smem_bytes: i64,
+}
+
+fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Operand> {
+    let lay = |s: String| -> Result<Layout> { s.parse().map_err(KernelError::layout("Sm90Plan")) };
+    let smem = SmemLayout {
+        swizzle: SwizzleBits {
+            bits: 3,
+            base: 3,
+            shift: 3,
+        },
+        layout: lay(format!("({tile_mn},{BK}):({BK},1)"))?,
+        atom: lay(format!("(8,{BK}):({BK},1)"))?,
+    };
+    let tma = tma_box_for(&smem, elem_bytes)?;
+    let desc = wgmma_desc_for(&smem, elem_bytes)?;
+    Ok(Sm90Operand {
+        name,
+        tile_mn,
+        smem,
+        tma,
+        desc,
+    })
+}
+
+impl Sm90Plan {
+    /// Whether the Hopper path can run `problem` on `arch` at all (alignment of the actual
+    /// buffers is checked at launch): sm_90a, 16-bit inputs, A row-major and B stored N x K
+    /// (both K-major).
+    pub fn supports(problem: &GemmProblem, arch: Arch) -> bool {
+        arch == Arch::Sm90a
+            && problem.input != DType::F32
+            && problem.a_major == Major::Row
+            && problem.b_major == Major::Col
+    }
+
+    /// Plans `problem` with the planner's own choices.
+    ///
+    /// ```
+    /// use tessera_kernels::sm90::Sm90Plan;
+    /// use tessera_kernels::GemmProblem;
+    /// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    /// assert_eq!((plan.cta_tile, plan.consumers, plan.threads), ((128, 256, 64), 2, 384));
+    /// assert_eq!(plan.b.tma.outer, 256);
+    /// assert!(plan.smem_bytes <= 232_448);
+    /// ```
+    pub fn new(problem: &GemmProblem) -> Result<Sm90Plan> {
+        Sm90Plan::with_options(problem, Sm90Options::default())
+    }
+
+    /// Plans `problem` with some choices forced.
+    pub fn with_options(problem: &GemmProblem, opts: Sm90Options) -> Result<Sm90Plan> {
+        let op = "Sm90Plan::new";
+        problem.validate()?;
+        if !Sm90Plan::supports(problem, Arch::Sm90a) {
+            return Err(KernelError::invalid(
+                op,
+                format!("{problem}: the sm_90a path takes 16-bit inputs, A row-major and B column-major (stored N x K)"),
+            ));
+        }
+        let (bm, bn) = match opts.tile {
+            Some(t) => t,
+            None => choose_tile(problem),
+        };
+        if !(bm == 64 || bm == 128) || bn % 16 != 0 || !(16..=256).contains(&bn) {
+            return Err(KernelError::invalid(
+                op,
+                format!("tile {bm}x{bn}: BM must be 64 or 128, BN a multiple of 16 in 16..=256"),
+            ));
+        }
+        let consumers = bm / 64;
+        let e = problem.input.bytes();
+        let a = operand("A", bm, e)?;
+        let b = operand("B", bn, e)?;
+        let stage = a.tma.bytes + b.tma.bytes;
+        let budget = Arch::Sm90a.smem_per_block_optin();
+        let barriers = 64 * 16;
+        let fit = (budget - 1024 - barriers) / stage;
+        let stages = opts.stages.unwrap_or(fit.min(6));
+        if stages < 2 || stages > fit {
+            return Err(KernelError::UnsupportedArch {
+                op,
+                arch: Arch::Sm90a.to_string(),
+                msg: format!("{stages} stages of {stage} B: between 2 and {fit} fit in {budget} B"),
+            });
+        }
+        let group_m = opts.group_m.unwrap_or(8);
+        if group_m < 1 {
+            return Err(KernelError::invalid(
+                op,
+                format!("group_m = {group_m} must be at least 1"),
+            ));
+        }
+        Ok(Sm90Plan {
+            problem: *problem,
+            cta_tile: (bm, bn, BK),
+            consumers,
+            threads: 128 * (consumers + 1),
+            stages,
+            group_m,
+            wgmma: (64, bn, 16),
+            a,
+            b,
+            acc: wgmma_acc_layout(bn)?,
+            smem_bytes: stages * stage + 16 * stages + 1024,
+        })
+    }
+
+    /// A short name identifying the generated source.
+    pub fn kernel_name(&self) -> String {
+        let (bm, bn, bk) = self.cta_tile;
+        format!(
+            "tessera_gemm_{}_tn_{}x{}x{}_s{}_ws{}_sm_90a",
+            self.problem.input, bm, bn, bk, self.stages, self.consumers
+        )
+    }
+
+    /// Tiles along M and N.
+    pub fn grid_tiles(&self) -> (i64, i64) {
+        let (bm, bn, _) = self.cta_tile;
+        (
+            (self.problem.m + bm - 1) / bm,
+            (self.problem.n + bn - 1) / bn,
+        )
+    }
+
+    /// Tiles in all, batches included.
+    pub fn total_tiles(&self) -> i64 {
+        let (tm, tn) = self.grid_tiles();
+        tm * tn * self.problem.batch
+    }
+}
+
+/// 128x256 (two consumers) when the problem has enough such tiles to fill an H100 (132 SMs);
+/// else 128x128; 64x128 for a problem with fewer than 64 rows.
+fn choose_tile(p: &GemmProblem) -> (i64, i64) {
+    if p.m <= 64 {
+        return (64, 128);
+    }
+    let big = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
+    if big >= 132 {
+        (128, 256)
+    } else {
+        (128, 128)
+    }
+}
+
+impl fmt::Display for Sm90Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (bm, bn, bk) = self.cta_tile;
+        let (tm, tn) = self.grid_tiles();
+        writeln!(f, "GEMM plan {} (Hopper path)", self.kernel_name())?;
+        writeln!(f, "  problem      {}", self.problem)?;
+        writeln!(f, "  target       sm_90a")?;
+        writeln!(
+            f,
+            "  CTA tile     {bm}x{bn}x{bk}, {tm}x{tn}x{} tiles, persistent CTAs (min(tiles, SMs)), raster groups of {} tile-rows",
+            self.problem.batch, self.group_m
+        )?;
+        writeln!(
+            f,
+            "  warpgroups   1 producer (setmaxnreg.dec {PRODUCER_REGS}, one thread issues TMA) + {} consumers (setmaxnreg.inc {CONSUMER_REGS}), {} threads",
+            self.consumers, self.threads
+        )?;
+        writeln!(
+            f,
+            "  MMA          wgmma.mma_async m{}n{}k{}.f32.{ty}.{ty}, {} per stage per consumer",
+            self.wgmma.0,
+            self.wgmma.1,
+            self.wgmma.2,
+            bk / self.wgmma.2,
+            ty = if self.problem.input == DType::Bf16 {
+                "bf16"
+            } else {
+                "f16"
+            },
+        )?;
+        writeln!(
+            f,
+            "  accumulator  (thread,reg) -> row + 64 col: {}",
+            self.acc
+        )?;
+        for o in [&self.a, &self.b] {
+            writeln!(
+                f,
+                "  {} tile       {}x{bk} K-major, smem {} (atom {})",
+                o.name, o.tile_mn, o.smem, o.smem.atom
+            )?;
+            writeln!(f, "    TMA        {}", o.tma)?;
+            writeln!(f, "    wgmma desc {}", o.desc)?;
+        }
+        writeln!(
+            f,
+            "  pipeline     {} stages x {} B, full/empty mbarrier pairs; smem {} B",
+            self.stages,
+            self.a.tma.bytes + self.b.tma.bytes,
+            self.smem_bytes
+        )?;
+        Ok(())
+    }
+}

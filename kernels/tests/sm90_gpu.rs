@@ -1,0 +1,342 @@
+//! GPU tests of the Hopper path: fresh random data (seed printed), poisoned outputs, the
+//! float64 reference, odd shapes, every epilogue, batches and strides, bad arguments.
+//!
+//! Skip with a printed reason when there is no sm_90 device; `TESSERA_REQUIRE_GPU=1` makes
+//! that a failure. `TESSERA_SEED=<n>` replays a run.
+#![cfg(feature = "cuda")]
+
+use tessera_kernels::gemm::{DeviceBuf, GemmArgs};
+use tessera_kernels::reference::GemmStrides;
+use tessera_kernels::rng::Rng;
+use tessera_kernels::runtime::Runtime;
+use tessera_kernels::sm90::launch::Sm90Kernel;
+use tessera_kernels::sm90::verify::check_sm90;
+use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+use tessera_kernels::verify::require;
+use tessera_kernels::{
+    Activation, Arch, BiasMode, DType, Epilogue, GemmProblem, KernelError, Major,
+};
+
+fn runtime() -> Option<Runtime> {
+    let required = std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1");
+    match Runtime::new(0) {
+        Ok(rt) if rt.arch() == Arch::Sm90a => {
+            eprintln!(
+                "device: {} ({}), NVRTC {:?}",
+                rt.device_name(),
+                rt.arch(),
+                rt.nvrtc()
+            );
+            Some(rt)
+        }
+        Ok(rt) => {
+            assert!(
+                !required,
+                "TESSERA_REQUIRE_GPU=1: the Hopper tests need sm_90, found {}",
+                rt.arch()
+            );
+            eprintln!("SKIPPED (device is {}, not sm_90)", rt.arch());
+            None
+        }
+        Err(e) => {
+            assert!(!required, "TESSERA_REQUIRE_GPU=1 but no usable GPU: {e}");
+            eprintln!("SKIPPED (no GPU): {e}");
+            None
+        }
+    }
+}
+
+fn seed() -> u64 {
+    let s = std::env::var("TESSERA_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(Rng::fresh_seed);
+    eprintln!("seed {s} (replay with TESSERA_SEED={s})");
+    s
+}
+
+/// Plans, compiles, runs and checks; returns the failure, if any.
+fn run(
+    rt: &Runtime,
+    p: &GemmProblem,
+    s: GemmStrides,
+    opts: Sm90Options,
+    max_ctas: Option<i64>,
+    rng: &mut Rng,
+) -> Vec<String> {
+    let plan = Sm90Plan::with_options(p, opts).unwrap_or_else(|e| panic!("plan {p}: {e}"));
+    let mut k = Sm90Kernel::new(rt, &plan).unwrap_or_else(|e| panic!("compile {p}: {e}"));
+    if let Some(n) = max_ctas {
+        k.set_max_ctas(n);
+    }
+    let r = check_sm90(rt, &k, s, rng.next_u64()).unwrap_or_else(|e| panic!("{p}: {e}"));
+    eprintln!("{r}");
+    match require(r) {
+        Ok(_) => vec![],
+        Err(e) => vec![e.to_string()],
+    }
+}
+
+fn tn(m: i64, n: i64, k: i64) -> GemmProblem {
+    GemmProblem::new(m, n, k)
+}
+
+#[test]
+fn sm90_shapes_tiles_and_schedules() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    let shapes = [
+        (1, 8, 8),
+        (64, 64, 64),
+        (128, 256, 64),
+        (129, 257, 72),
+        (7, 300, 64),
+        (300, 7, 72),
+        (1000, 8, 520),
+        (33, 65, 1000),
+        (2048, 16, 128),
+        (256, 512, 4104),
+        (1031, 1029, 1032),
+        (4100, 3000, 264),
+    ];
+    for &(m, n, k) in &shapes {
+        let p = tn(m, n, k);
+        failures.extend(run(
+            &rt,
+            &p,
+            GemmStrides::tight(&p),
+            Sm90Options::default(),
+            None,
+            &mut rng,
+        ));
+    }
+    // Every tile shape on one ragged problem.
+    for tile in [
+        (128, 256),
+        (128, 128),
+        (128, 192),
+        (64, 256),
+        (64, 128),
+        (64, 64),
+    ] {
+        let p = tn(300, 500, 200);
+        let opts = Sm90Options {
+            tile: Some(tile),
+            ..Default::default()
+        };
+        failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, None, &mut rng));
+    }
+    // Two stages (the ring wraps every other k-tile), odd raster groups, and a grid of 3
+    // persistent CTAs walking many tiles each (phases carried across tiles).
+    let p = tn(1100, 1300, 328);
+    for (stages, group_m, ctas) in [(2, 3, None), (3, 1, Some(3)), (4, 5, Some(7))] {
+        let opts = Sm90Options {
+            stages: Some(stages),
+            group_m: Some(group_m),
+            ..Default::default()
+        };
+        failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, ctas, &mut rng));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sm90_every_epilogue_and_type() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    for act in [
+        Activation::None,
+        Activation::Relu,
+        Activation::GeluErf,
+        Activation::GeluTanh,
+    ] {
+        for bias in [BiasMode::None, BiasMode::PerRow, BiasMode::PerCol] {
+            for aux in [false, true] {
+                for beta in [0.0, 0.5] {
+                    let mut p = tn(197, 130, 200);
+                    p.epilogue = Epilogue {
+                        act,
+                        bias,
+                        aux,
+                        alpha: 0.75,
+                        beta,
+                    };
+                    failures.extend(run(
+                        &rt,
+                        &p,
+                        GemmStrides::tight(&p),
+                        Sm90Options::default(),
+                        None,
+                        &mut rng,
+                    ));
+                }
+            }
+        }
+    }
+    for input in [DType::Bf16, DType::F16] {
+        for output in [DType::Bf16, DType::F16, DType::F32] {
+            let mut p = tn(150, 136, 264);
+            p.input = input;
+            p.output = output;
+            p.epilogue = Epilogue {
+                act: Activation::GeluTanh,
+                bias: BiasMode::PerCol,
+                aux: true,
+                alpha: 1.0,
+                beta: 1.0,
+            };
+            failures.extend(run(
+                &rt,
+                &p,
+                GemmStrides::tight(&p),
+                Sm90Options::default(),
+                None,
+                &mut rng,
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sm90_strides_and_batches() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    // Padded leading dimensions and batch strides (multiples of 8 elements for A and B, as
+    // TMA needs; any for C, D, aux): the padding of D and aux must stay poisoned.
+    let mut p = tn(70, 90, 48);
+    p.batch = 3;
+    p.epilogue = Epilogue {
+        act: Activation::Relu,
+        bias: BiasMode::PerRow,
+        aux: true,
+        alpha: 1.0,
+        beta: 1.0,
+    };
+    let mut s = GemmStrides::tight(&p);
+    s.lda += 8;
+    s.ldb += 16;
+    s.ldc += 6;
+    s.ldd += 10;
+    s.ldaux += 4;
+    s.batch_a = p.m * s.lda + 24;
+    s.batch_b = p.n * s.ldb + 8;
+    s.batch_c = p.m * s.ldc + 2;
+    s.batch_d = p.m * s.ldd + 6;
+    s.batch_aux = p.m * s.ldaux + 2;
+    s.batch_bias = p.m;
+    failures.extend(run(&rt, &p, s, Sm90Options::default(), None, &mut rng));
+    // Odd leading dimensions of the outputs (single-element stores), several tiles per batch
+    // and a persistent grid smaller than the tiles.
+    let mut p = tn(300, 301, 136);
+    p.batch = 4;
+    p.epilogue = Epilogue {
+        act: Activation::GeluErf,
+        bias: BiasMode::PerCol,
+        aux: true,
+        alpha: 1.0,
+        beta: 0.0,
+    };
+    let mut s = GemmStrides::tight(&p);
+    s.ldd += 1;
+    s.ldaux += 3;
+    s.batch_d = p.m * s.ldd + 1;
+    s.batch_aux = p.m * s.ldaux + 1;
+    s.batch_bias = p.n;
+    failures.extend(run(&rt, &p, s, Sm90Options::default(), Some(5), &mut rng));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sm90_large_against_reference_rows() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096)] {
+        let p = tn(m, n, k);
+        failures.extend(run(
+            &rt,
+            &p,
+            GemmStrides::tight(&p),
+            Sm90Options::default(),
+            None,
+            &mut rng,
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sm90_bad_arguments_are_errors() {
+    let Some(rt) = runtime() else { return };
+    // K = 61: rows of A are 122 bytes apart, not a multiple of 16: TMA cannot load A.
+    let p = tn(64, 64, 61);
+    let k = Sm90Kernel::new(&rt, &Sm90Plan::new(&p).expect("plan")).expect("compile");
+    let a = DeviceBuf::upload(&rt, DType::Bf16, &vec![0.5; 64 * 61]).expect("upload");
+    let d = DeviceBuf::poisoned(&rt, DType::Bf16, 64 * 64).expect("alloc");
+    let s = GemmStrides::tight(&p);
+    let e = k
+        .launch(
+            &rt,
+            &GemmArgs {
+                a: &a,
+                b: &a,
+                c: None,
+                d: &d,
+                bias: None,
+                aux: None,
+                strides: s,
+            },
+        )
+        .expect_err("misaligned");
+    eprintln!("{e}");
+    assert!(matches!(e, KernelError::Misaligned { .. }), "{e:?}");
+    // A buffer smaller than the problem.
+    let p = tn(64, 64, 64);
+    let k = Sm90Kernel::new(&rt, &Sm90Plan::new(&p).expect("plan")).expect("compile");
+    let a = DeviceBuf::upload(&rt, DType::Bf16, &vec![0.5; 64 * 64]).expect("upload");
+    let small = DeviceBuf::upload(&rt, DType::Bf16, &vec![0.5; 64 * 63]).expect("upload");
+    let s = GemmStrides::tight(&p);
+    let e = k
+        .launch(
+            &rt,
+            &GemmArgs {
+                a: &a,
+                b: &small,
+                c: None,
+                d: &d,
+                bias: None,
+                aux: None,
+                strides: s,
+            },
+        )
+        .expect_err("small");
+    assert!(matches!(e, KernelError::InvalidProblem { .. }), "{e:?}");
+    // MN-major operands are not this path's.
+    let mut p = tn(64, 64, 64);
+    p.a_major = Major::Col;
+    assert!(Sm90Plan::new(&p).is_err());
+}
