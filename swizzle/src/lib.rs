@@ -19,9 +19,11 @@
 
 pub mod algebra;
 mod any;
+pub mod atoms;
 mod bank;
 mod error;
 mod extent;
+mod f2;
 mod swizzle;
 mod swizzled;
 
@@ -30,5 +32,6 @@ pub use bank::{
     bank_conflicts, vectorization, BankConflicts, Vectorization, BANKS, WAVEFRONT_BYTES,
 };
 pub use error::{Result, SwizzleError, ENUMERATION_LIMIT};
+pub use f2::F2Map;
 pub use swizzle::{Swizzle, MAX_SWIZZLE_BITS};
 pub use swizzled::SwizzledLayout;
