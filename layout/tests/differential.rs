@@ -794,7 +794,11 @@ fn judge(
         _ => false,
     };
     match (ours, &answer) {
-        (Ok(r), _) if ref_matches(c, &r) => Verdict::Agree,
+        // Agreement still has to meet the post-condition: a bug both share is not agreement.
+        (Ok(r), _) if ref_matches(c, &r) => match post(&r) {
+            Ok(()) => Verdict::Agree,
+            Err(e) => Verdict::Disagree(format!("tessera {r} = pycute, both break it: {e}")),
+        },
         (Ok(r), _) if known.is_some() => match post(&r) {
             Ok(()) => Verdict::KnownReferenceBug(known.unwrap()),
             Err(e) => Verdict::Disagree(format!("tessera {r} breaks the post-condition: {e}")),
