@@ -63,6 +63,13 @@ pub fn zipped_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 
 /// `((A modes), product modes...)` (CuTe's `tiled_product`): [`zipped_product`] with mode 1
 /// unpacked.
+///
+/// ```
+/// use tessera_layout::{tiled_product, Layout, Tiler};
+/// let a: Layout = "(2,2):(1,2)".parse().unwrap();
+/// let b: Tiler = "<3,2>".parse().unwrap();
+/// assert_eq!(tiled_product(&a, &b).unwrap().to_string(), "((2,2),3,2):((1,2),2,1)");
+/// ```
 pub fn tiled_product(a: &Layout, b: &Tiler) -> Result<Layout> {
     let z = zipped_product(a, b)?;
     let mut modes = vec![z.mode(0)?];
@@ -72,6 +79,13 @@ pub fn tiled_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 
 /// `(A modes..., product modes...)` (CuTe's `flat_product`): [`zipped_product`] with both
 /// modes unpacked.
+///
+/// ```
+/// use tessera_layout::{flat_product, Layout, Tiler};
+/// let a: Layout = "(2,2):(1,2)".parse().unwrap();
+/// let b: Tiler = "<3,2>".parse().unwrap();
+/// assert_eq!(flat_product(&a, &b).unwrap().to_string(), "(2,2,3,2):(1,2,2,1)");
+/// ```
 pub fn flat_product(a: &Layout, b: &Tiler) -> Result<Layout> {
     let z = zipped_product(a, b)?;
     let mut modes = unpack(&z.mode(0)?);
