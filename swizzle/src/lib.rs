@@ -24,6 +24,7 @@ mod bank;
 mod error;
 mod extent;
 mod f2;
+pub mod picture;
 mod swizzle;
 mod swizzled;
 
