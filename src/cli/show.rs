@@ -1,19 +1,72 @@
 //! `tessera show`: layout pictures.
+//!
+//! `tessera show 'LAYOUT'` prints CuTe's `print_layout` grid of a rank-2 plain or swizzled
+//! layout; `--svg FILE` also writes the grid as an SVG picture. With `--tile (M,N)` the
+//! layout is read as a thread/value layout (mode 0 threads, mode 1 values) into a
+//! column-major `M x N` tile, and the picture shows which `T#/V#` owns each tile cell.
 
 use std::process::ExitCode;
+
+use tessera_layout::IntTuple;
+use tessera_swizzle::{picture, AnyLayout};
 
 /// Arguments of `tessera show`.
 #[derive(clap::Args)]
 pub struct ShowArgs {
-    /// The layout, in CuTe notation.
+    /// The layout, in CuTe notation: `(8,8):(8,1)` or `Sw<3,3,3> o 0 o (8,64):(64,1)`.
     pub layout: String,
     /// Write an SVG picture to this file.
     #[arg(long)]
     pub svg: Option<std::path::PathBuf>,
+    /// Read the layout as a thread/value layout into a tile of this shape, e.g. `(8,8)`.
+    #[arg(long)]
+    pub tile: Option<String>,
+}
+
+/// The text and SVG `tessera show` produces for its arguments (the SVG only if asked).
+pub fn render(
+    layout: &str,
+    tile: Option<&str>,
+    svg: bool,
+) -> Result<(String, Option<String>), String> {
+    let l: AnyLayout = layout.parse().map_err(|e| format!("{e}"))?;
+    match tile {
+        None => {
+            let text = picture::print_layout(&l).map_err(|e| e.to_string())?;
+            let pic = svg
+                .then(|| picture::svg_layout(&l))
+                .transpose()
+                .map_err(|e| e.to_string())?;
+            Ok((text, pic))
+        }
+        Some(t) => {
+            let tile: IntTuple = t.parse().map_err(|e| format!("{e}"))?;
+            let text = picture::print_tv_layout(&l, &tile).map_err(|e| e.to_string())?;
+            let pic = svg
+                .then(|| picture::svg_tv_layout(&l, &tile))
+                .transpose()
+                .map_err(|e| e.to_string())?;
+            Ok((text, pic))
+        }
+    }
 }
 
 /// Runs `tessera show`.
-pub fn run(_args: ShowArgs) -> ExitCode {
-    eprintln!("error: show: not built yet");
-    ExitCode::from(1)
+pub fn run(args: ShowArgs) -> ExitCode {
+    match render(&args.layout, args.tile.as_deref(), args.svg.is_some()) {
+        Ok((text, pic)) => {
+            print!("{text}");
+            if let (Some(path), Some(pic)) = (&args.svg, pic) {
+                if let Err(e) = std::fs::write(path, pic) {
+                    eprintln!("error: show: writing {}: {e}", path.display());
+                    return ExitCode::from(1);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: show: {e}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -74,10 +74,7 @@ pub type TvCells = Vec<Vec<Option<(i64, i64)>>>;
 ///
 /// Errors: `Inadmissible` if `tv` is not rank 2, the tile is not two positive extents, or an
 /// offset falls outside `[0, M*N)`.
-pub fn tv_cells<L: Clone + Into<AnyLayout>>(
-    tv: &L,
-    tile: &IntTuple,
-) -> Result<TvCells> {
+pub fn tv_cells<L: Clone + Into<AnyLayout>>(tv: &L, tile: &IntTuple) -> Result<TvCells> {
     const OP: &str = "print_tv_layout";
     let tv: AnyLayout = tv.clone().into();
     let (threads, values) = grid_dims(OP, &tv)?;
@@ -227,7 +224,9 @@ fn grid_svg(
     ch: i64,
     mut cell: impl FnMut(i64, i64) -> Result<(String, Vec<String>)>,
 ) -> Result<String> {
-    let mut svg = Svg::new(LEFT + cols * cw + 8, TOP + rows * ch + 8, title);
+    // Wide enough for the title too (monospace, about 8 pixels a character at size 13).
+    let width = (LEFT + cols * cw + 8).max(8 * title.chars().count() as i64 + 8);
+    let mut svg = Svg::new(width, TOP + rows * ch + 8, title);
     for n in 0..cols {
         svg.label(LEFT + n * cw + cw / 2, TOP - 6, &n.to_string());
     }
