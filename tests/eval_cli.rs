@@ -390,6 +390,130 @@ fn help_documents_the_error_streams() {
     assert!(help.contains("exit status"), "{help}");
 }
 
+#[test]
+fn swizzle_literals_and_application() {
+    ok("Sw<3,4,3>", "Sw<3,4,3>");
+    ok("Sw < 3 , 4 , 3 >", "Sw<3,4,3>");
+    ok("Sw<3,4,3> o (8,64):(64,1)", "Sw<3,4,3> o 0 o (8,64):(64,1)");
+    ok(
+        "Sw<3,4,3> o 8 o (8,64):(64,1)",
+        "Sw<3,4,3> o 8 o (8,64):(64,1)",
+    );
+    ok(
+        "Sw<3,4,3>o 8 o(8,64):(64,1)",
+        "Sw<3,4,3> o 8 o (8,64):(64,1)",
+    );
+    ok("Sw<1,0,-1>", "Sw<1,0,-1>");
+    // CuTe requires B >= 0, M >= 0 and |S| >= B: a malformed literal.
+    fails("Sw<3,4,2>", 2, "parse");
+    fails("Sw<-1,0,1>", 2, "parse");
+    fails("Sw<3,4>", 2, "parse");
+    fails("4:1 o 2:1", 2, "parse");
+    // Sw<3,4,3>: YYY = bits 7..9 (896), ZZZ = bits 4..6 (112); x ^ ((x & YYY) >> 3).
+    ok("yyy_mask(Sw<3,4,3>)", "896");
+    ok("zzz_mask(Sw<3,4,3>)", "112");
+    ok("yyy_mask(Sw<3,4,3> o 8:1)", "896");
+    // Negative S puts YYY below ZZZ: Sw<2,0,-2> has YYY = bits 0..1, ZZZ = bits 2..3.
+    ok("yyy_mask(Sw<2,0,-2>)", "3");
+    ok("zzz_mask(Sw<2,0,-2>)", "12");
+    ok("eval(Sw<3,4,3>, 128)", "144"); // bit 7 flips bit 4
+    ok("eval(Sw<3,4,3>, 15)", "15"); // no YYY bits: unchanged
+    ok("eval(Sw<3,4,3>, 896)", "1008"); // 896 ^ 112
+    ok("eval(Sw<1,0,1>, 2)", "3");
+    ok("eval(Sw<2,0,-2>, 3)", "15"); // 3 ^ (3 << 2)
+    ok("eval(Sw<3,4,3>, eval(Sw<3,4,3>, 1000))", "1000"); // an involution
+                                                          // make_swizzle recovers Sw<B,M,S> from the masks (CuTe's documented examples).
+    ok("make_swizzle(8, 4)", "Sw<1,2,1>");
+    ok("make_swizzle(192, 6)", "Sw<2,1,5>");
+    ok("make_swizzle(896, 112)", "Sw<3,4,3>");
+    ok(
+        "make_swizzle(yyy_mask(Sw<2,0,-2>), zzz_mask(Sw<2,0,-2>))",
+        "Sw<2,0,-2>",
+    );
+    // Y = 0b101 is not a run of bits: no swizzle has these masks.
+    fails("make_swizzle(5, 10)", 1, "make_swizzle");
+    ok("upcast(Sw<3,4,3>, 2)", "Sw<3,3,3>");
+    ok("downcast(Sw<3,3,3>, 2)", "Sw<3,4,3>");
+}
+
+#[test]
+fn swizzled_layouts() {
+    // R(c) = Sw(OFFSET + L(c)). Row 1 of (8,64):(64,1) starts at 64 = bit 6, which Sw<3,3,3>
+    // copies into bit 3.
+    ok("eval(Sw<3,3,3> o (8,64):(64,1), (1,0))", "72");
+    ok("eval(Sw<3,0,3> o (8,8):(8,1), (1,0))", "9");
+    ok("eval(Sw<3,0,3> o (8,8):(8,1), 8)", "1"); // index 8 is (0,1): offset 1, no YYY bit
+    ok("crd2idx((1,0), Sw<3,0,3> o (8,8):(8,1))", "9");
+    ok("offsets(Sw<1,0,1> o 4:1)", "[0,1,3,2]");
+    ok("offsets(Sw<1,0,1> o 1 o 3:1)", "[1,3,2]"); // Sw(1), Sw(2), Sw(3)
+    ok("size(Sw<3,4,3> o (8,64):(64,1))", "512");
+    ok("rank(Sw<3,4,3> o (8,64):(64,1))", "2");
+    ok("shape(Sw<3,4,3> o (8,64):(64,1))", "(8,64)");
+    fails("stride(Sw<3,4,3> o (8,64):(64,1))", 1, "stride");
+    // Exact cosize: the image of Sw<1,0,1> o 3:1 is {0,1,3}; CuTe C++ says 3.
+    ok("cosize(Sw<1,0,1> o 3:1)", "4");
+    ok("cosize_inner(Sw<1,0,1> o 3:1)", "3");
+    // Sw<2,0,-2> o 6:1: images 0,5,10,15,4,1: extent 16.
+    ok("cosize(Sw<2,0,-2> o 6:1)", "16");
+    ok("cosize_inner(Sw<2,0,-2> o 6:1)", "6");
+    // The offset shifts the image: OFFSET + L spans 5..68, the swizzle only permutes bits
+    // 0..2 inside aligned groups of 8, and 5 and 68 have no bits 3..5 set.
+    ok("image_bounds(Sw<3,0,3> o 5 o (8,8):(8,1))", "(5,68)");
+    ok("cosize(Sw<3,0,3> o 5 o (8,8):(8,1))", "64");
+    ok("cosize_inner(Sw<3,0,3> o 5 o (8,8):(8,1))", "64");
+    ok("image_bounds((4,8):(1,-4))", "(-28,3)");
+    ok(
+        "composition(Sw<3,4,3>, (8,64):(64,1))",
+        "Sw<3,4,3> o 0 o (8,64):(64,1)",
+    );
+    // The algebra acts on the inner layout, the swizzle and offset stay.
+    ok(
+        "logical_divide(Sw<3,3,3> o (16,64):(64,1), <8,_>)",
+        "Sw<3,3,3> o 0 o ((8,2),64):((64,512),1)",
+    );
+    ok("get(Sw<3,3,3> o (8,64):(64,1), 0)", "Sw<3,3,3> o 0 o 8:64");
+    ok(
+        "coalesce(Sw<3,3,3> o (8,64):(1,8))",
+        "Sw<3,3,3> o 0 o 512:1",
+    );
+    ok(
+        "composition(Sw<3,3,3> o (8,64):(64,1), 8:1)",
+        "Sw<3,3,3> o 0 o 8:64",
+    );
+    // Inner 4:2 leaves gaps 2:1, then two copies of the span 8 fill 16.
+    ok("complement(Sw<1,0,1> o 4:2, 16)", "(2,2):(1,8)");
+    // Bytes to 2-byte elements: M drops by one, strides halve.
+    ok(
+        "upcast(Sw<3,4,3> o 0 o (8,128):(128,1), 2)",
+        "Sw<3,3,3> o 0 o (8,64):(64,1)",
+    );
+    ok(
+        "downcast(Sw<3,3,3> o 0 o (8,64):(64,1), 2)",
+        "Sw<3,4,3> o 0 o (8,128):(128,1)",
+    );
+    ok("is_bijective(Sw<3,3,3> o (8,64):(64,1))", "true");
+    ok("is_bijective(Sw<1,0,1> o 3:1)", "false"); // image {0,1,3} is not contiguous
+    ok("is_bijective(4:2)", "false");
+    ok("is_injective(4:2)", "true");
+}
+
+#[test]
+fn bank_conflicts_counts() {
+    // 8 lanes read 8 halves (16 bytes) each, rows 128 bytes apart: all start in bank 0.
+    ok("bank_conflicts((8,8):(64,1), 2)", "8/1");
+    // Through the 128-byte swizzle (Sw<3,3,3> in halves) lane t's row starts 16t bytes
+    // further along the banks: conflict-free.
+    ok("bank_conflicts(Sw<3,3,3> o (8,8):(64,1), 2)", "1/1");
+    // 32 lanes, one float each: consecutive is one wavefront; a column of a 32x32 row-major
+    // float matrix is 32 words in bank 0; padding the row to 33 spreads them.
+    ok("bank_conflicts(32:1, 4)", "1/1");
+    ok("bank_conflicts(32:32, 4)", "32/1");
+    ok("bank_conflicts(32:33, 4)", "1/1");
+    // The same word for every lane is a broadcast.
+    ok("bank_conflicts(32:0, 4)", "1/1");
+    fails("bank_conflicts(64:1, 4)", 1, "bank_conflicts"); // more lanes than a warp
+}
+
 /// One sample call per function name, with its hand-derived answer: adding a name to the
 /// language without a case here fails this test.
 #[test]
@@ -458,6 +582,14 @@ fn every_function_is_dispatched() {
         ("crd2idx", "crd2idx((1,2),(2,3):(3,1))=5"),
         ("eval", "eval((2,3):(3,1),5)=5"),
         ("offsets", "offsets((2,3):(3,1))=[0,3,1,4,2,5]"),
+        ("image_bounds", "image_bounds((4,8):(1,-4))=(-28,3)"),
+        ("cosize_inner", "cosize_inner(Sw<1,0,1> o 3:1)=3"),
+        ("yyy_mask", "yyy_mask(Sw<3,4,3>)=896"),
+        ("zzz_mask", "zzz_mask(Sw<3,4,3>)=112"),
+        ("make_swizzle", "make_swizzle(8,4)=Sw<1,2,1>"),
+        ("bank_conflicts", "bank_conflicts((8,8):(64,1),2)=8/1"),
+        ("is_bijective", "is_bijective((2,3):(3,1))=true"),
+        ("is_injective", "is_injective((2,2):(1,1))=false"),
     ];
     for (name, _) in FUNCTIONS {
         let Some((_, case)) = cases.iter().find(|(n, _)| n == name) else {
@@ -530,9 +662,16 @@ proptest! {
     /// to the same value.
     #[test]
     fn printed_values_read_back(src in token_soup()) {
-        if let Ok(v @ (Value::Layout(_) | Value::IntTuple(_) | Value::Tiler(_))) = evaluate(&src) {
+        if let Ok(
+            v @ (Value::Layout(_)
+            | Value::IntTuple(_)
+            | Value::Tiler(_)
+            | Value::Swizzle(_)
+            | Value::SwizzledLayout(_)),
+        ) = evaluate(&src)
+        {
             let text = v.to_string();
-            prop_assert!(!text.contains(' '));
+            prop_assert!(!text.contains(' ') || matches!(v, Value::SwizzledLayout(_)));
             prop_assert_eq!(evaluate(&text), Ok(v), "{} printed as {}", src, text);
         }
     }

@@ -1,6 +1,7 @@
 //! Evaluating an [`Expr`]: every call name dispatched to the library function of that name.
 
 use tessera_layout::{self as tl, IntTuple, Layout, Tiler};
+use tessera_swizzle::{self as tsw, algebra as sa, AnyLayout, Swizzle, SwizzledLayout};
 
 use super::parse::Expr;
 use super::tuple;
@@ -67,8 +68,25 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
         "crd2idx",
         "crd2idx(coord, L) | crd2idx(L, coord) | crd2idx(coord, S[, D])",
     ),
-    ("eval", "eval(L, i) | eval(L, coord)"),
+    ("eval", "eval(L, i) | eval(L, coord) | eval(Sw, x)"),
     ("offsets", "offsets(L)"),
+    (
+        "image_bounds",
+        "image_bounds(L)  (the smallest and largest offset)",
+    ),
+    (
+        "cosize_inner",
+        "cosize_inner(L)  (CuTe C++'s cosize: that of the inner layout)",
+    ),
+    ("yyy_mask", "yyy_mask(Sw)"),
+    ("zzz_mask", "zzz_mask(Sw)"),
+    (
+        "make_swizzle",
+        "make_swizzle(Ymask, Zmask) | make_swizzle(B, M, S)",
+    ),
+    ("bank_conflicts", "bank_conflicts(L, elem_bytes)"),
+    ("is_bijective", "is_bijective(L)"),
+    ("is_injective", "is_injective(L)"),
 ];
 
 /// The most offsets `offsets(L)` lists; larger layouts are an error rather than a line of
@@ -184,12 +202,39 @@ impl Args {
         }
     }
 
-    /// Argument `i` as a shape: an int tuple, or the shape of a layout.
+    /// Argument `i` as a shape: an int tuple, or the shape of a (swizzled) layout.
     fn shape(&self, i: usize) -> Result<IntTuple, Error> {
         match &self.vals[i] {
             Value::IntTuple(t) => Ok(t.clone()),
             Value::Layout(l) => Ok(l.shape().as_tuple().clone()),
+            Value::SwizzledLayout(l) => Ok(l.shape().as_tuple().clone()),
             _ => Err(self.wrong(i, "a shape")),
+        }
+    }
+
+    /// Argument `i` if it is a swizzled layout.
+    fn swizzled(&self, i: usize) -> Option<&SwizzledLayout> {
+        match &self.vals[i] {
+            Value::SwizzledLayout(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Argument `i` as a plain or swizzled layout.
+    fn any(&self, i: usize) -> Result<AnyLayout, Error> {
+        match &self.vals[i] {
+            Value::SwizzledLayout(l) => Ok(AnyLayout::Swizzled(l.clone())),
+            Value::Layout(_) | Value::IntTuple(_) => Ok(AnyLayout::Plain(self.layout(i)?)),
+            _ => Err(self.wrong(i, "a layout or swizzled layout")),
+        }
+    }
+
+    /// Argument `i` as a swizzle: a swizzle, or the swizzle of a swizzled layout.
+    fn swizzle(&self, i: usize) -> Result<Swizzle, Error> {
+        match &self.vals[i] {
+            Value::Swizzle(s) => Ok(*s),
+            Value::SwizzledLayout(l) => Ok(l.swizzle),
+            _ => Err(self.wrong(i, "a swizzle")),
         }
     }
 
@@ -238,6 +283,7 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             let idx = a.indices(1)?;
             match &a.vals[0] {
                 Value::IntTuple(t) => Ok(Value::IntTuple(tuple::select(t, &idx)?)),
+                Value::SwizzledLayout(l) => Ok(swizzled(l.with_inner(l.inner.select(&idx)?))),
                 _ => Ok(Value::Layout(a.layout(0)?.select(&idx)?)),
             }
         }
@@ -247,6 +293,10 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             match (&a.vals[0], name) {
                 (Value::IntTuple(t), "take") => Ok(Value::IntTuple(tuple::take(t, b, e)?)),
                 (Value::IntTuple(t), _) => Ok(Value::IntTuple(tuple::group(t, b, e)?)),
+                (Value::SwizzledLayout(l), "take") => {
+                    Ok(swizzled(l.with_inner(l.inner.take(b, e)?)))
+                }
+                (Value::SwizzledLayout(l), _) => Ok(swizzled(l.with_inner(l.inner.group(b, e)?))),
                 (_, "take") => Ok(Value::Layout(a.layout(0)?.take(b, e)?)),
                 _ => Ok(Value::Layout(a.layout(0)?.group(b, e)?)),
             }
@@ -255,6 +305,7 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             a.count(1, 1)?;
             match &a.vals[0] {
                 Value::IntTuple(t) => Ok(Value::IntTuple(t.flatten())),
+                Value::SwizzledLayout(l) => Ok(swizzled(l.with_inner(l.inner.flatten()))),
                 _ => Ok(Value::Layout(a.layout(0)?.flatten())),
             }
         }
@@ -302,9 +353,17 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             };
             Ok(Value::Layout(tl::make_ordered_layout(&s, &o)?))
         }
-        "make_layout_like" => unary(a, tl::make_layout_like),
+        "make_layout_like" => unary(a, tl::make_layout_like, |_| {
+            Err(not_swizzled("make_layout_like"))
+        }),
         "coalesce" => {
             a.count(1, 2)?;
+            if let Some(l) = a.swizzled(0) {
+                return Ok(swizzled(match a.len() {
+                    1 => sa::coalesce(l),
+                    _ => sa::coalesce_profile(l, &a.tuple(1)?)?,
+                }));
+            }
             let l = a.layout(0)?;
             let r = match a.len() {
                 1 => tl::coalesce(&l),
@@ -316,10 +375,29 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
                 _ => Value::Layout(r),
             })
         }
-        "filter" => unary(a, |l| Ok(tl::filter(l))),
-        "filter_zeros" => unary(a, |l| Ok(tl::filter_zeros(l))),
+        "filter" => unary(a, |l| Ok(tl::filter(l)), |l| Ok::<_, Error>(sa::filter(l))),
+        "filter_zeros" => unary(
+            a,
+            |l| Ok(tl::filter_zeros(l)),
+            |l| Ok::<_, Error>(sa::filter_zeros(l)),
+        ),
         "composition" => {
             a.count(2, 2)?;
+            match (&a.vals[0], &a.vals[1]) {
+                (Value::Swizzle(s0), Value::Swizzle(s1)) => {
+                    return Ok(Value::Swizzle(s0.compose(s1)?))
+                }
+                (Value::Swizzle(s0), _) => {
+                    return Ok(swizzled(SwizzledLayout::new(*s0, 0, a.layout(1)?)))
+                }
+                (Value::SwizzledLayout(l), _) => {
+                    return Ok(swizzled(match a.tiler(1)? {
+                        Tiler::Layout(b) => sa::composition(l, &b)?,
+                        t => sa::composition_tiler(l, &t)?,
+                    }))
+                }
+                _ => {}
+            }
             let l = a.layout(0)?;
             let r = match a.tiler(1)? {
                 Tiler::Layout(b) => tl::composition(&l, &b)?,
@@ -329,27 +407,33 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
         }
         "complement" => {
             a.count(1, 2)?;
-            let l = a.layout(0)?;
+            // CuTe: the complement of a swizzled layout is that of its inner layout.
+            let l = match a.swizzled(0) {
+                Some(s) => s.inner.clone(),
+                None => a.layout(0)?,
+            };
             let r = match a.len() {
                 1 => tl::complement_default(&l)?,
                 _ => tl::complement(&l, &a.tuple(1)?)?,
             };
             Ok(Value::Layout(r))
         }
-        "right_inverse" => unary(a, tl::right_inverse),
-        "left_inverse" => unary(a, tl::left_inverse),
-        "nullspace" => unary(a, tl::nullspace),
-        "logical_divide" => by_tiler(a, tl::logical_divide),
-        "zipped_divide" => by_tiler(a, tl::zipped_divide),
-        "tiled_divide" => by_tiler(a, tl::tiled_divide),
-        "flat_divide" => by_tiler(a, tl::flat_divide),
-        "logical_product" => by_tiler(a, tl::logical_product),
-        "zipped_product" => by_tiler(a, tl::zipped_product),
-        "tiled_product" => by_tiler(a, tl::tiled_product),
-        "flat_product" => by_tiler(a, tl::flat_product),
-        "blocked_product" => binary(a, tl::blocked_product),
-        "raked_product" => binary(a, tl::raked_product),
-        "max_common_layout" => binary(a, tl::max_common_layout),
+        "right_inverse" => unary(a, tl::right_inverse, sa::right_inverse),
+        "left_inverse" => unary(a, tl::left_inverse, sa::left_inverse),
+        "nullspace" => unary(a, tl::nullspace, |_| Err(not_swizzled("nullspace"))),
+        "logical_divide" => by_tiler(a, tl::logical_divide, sa::logical_divide),
+        "zipped_divide" => by_tiler(a, tl::zipped_divide, sa::zipped_divide),
+        "tiled_divide" => by_tiler(a, tl::tiled_divide, sa::tiled_divide),
+        "flat_divide" => by_tiler(a, tl::flat_divide, sa::flat_divide),
+        "logical_product" => by_tiler(a, tl::logical_product, sa::logical_product),
+        "zipped_product" => by_tiler(a, tl::zipped_product, sa::zipped_product),
+        "tiled_product" => by_tiler(a, tl::tiled_product, sa::tiled_product),
+        "flat_product" => by_tiler(a, tl::flat_product, sa::flat_product),
+        "blocked_product" => binary(a, tl::blocked_product, sa::blocked_product),
+        "raked_product" => binary(a, tl::raked_product, sa::raked_product),
+        "max_common_layout" => binary(a, tl::max_common_layout, |_, _| {
+            Err(not_swizzled("max_common_layout"))
+        }),
         "max_common_vector" => {
             a.count(2, 2)?;
             let n = tl::max_common_vector(&a.layout(0)?, &a.layout(1)?)?;
@@ -357,20 +441,41 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
         }
         "tile_to_shape" => {
             a.count(2, 3)?;
-            let l = a.layout(0)?;
             let s = a.shape(1)?;
             let order = if a.len() == 3 {
                 Some(a.tuple(2)?)
             } else {
                 None
             };
+            if let Some(l) = a.swizzled(0) {
+                return Ok(swizzled(sa::tile_to_shape(l, &s, order.as_ref())?));
+            }
+            let l = a.layout(0)?;
             Ok(Value::Layout(tl::tile_to_shape(&l, &s, order.as_ref())?))
         }
         "upcast" | "downcast" => {
             a.count(2, 2)?;
-            let l = a.layout(0)?;
             let n = a.int(1)?;
-            let r = if name == "upcast" {
+            let up = name == "upcast";
+            match &a.vals[0] {
+                Value::Swizzle(s) => {
+                    return Ok(Value::Swizzle(if up {
+                        s.upcast(n)?
+                    } else {
+                        s.downcast(n)?
+                    }))
+                }
+                Value::SwizzledLayout(l) => {
+                    return Ok(swizzled(if up {
+                        sa::upcast(l, n)?
+                    } else {
+                        sa::downcast(l, n)?
+                    }))
+                }
+                _ => {}
+            }
+            let l = a.layout(0)?;
+            let r = if up {
                 tl::upcast(&l, n)?
             } else {
                 tl::downcast(&l, n)?
@@ -384,7 +489,10 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
         "crd2idx" => crd2idx(a),
         "eval" => {
             a.count(2, 2)?;
-            let l = a.layout(0)?;
+            if let Value::Swizzle(s) = &a.vals[0] {
+                return Ok(Value::int(s.apply(a.int(1)?)));
+            }
+            let l = a.any(0)?;
             let r = match a.tuple(1)? {
                 IntTuple::Int(i) => l.call(i)?,
                 c => l.eval(&c)?,
@@ -393,7 +501,7 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
         }
         "offsets" => {
             a.count(1, 1)?;
-            let l = a.layout(0)?;
+            let l = a.any(0)?;
             if l.size() > MAX_OFFSETS {
                 return Err(Error::call(
                     "offsets",
@@ -403,7 +511,47 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
                     ),
                 ));
             }
-            Ok(Value::List(l.offsets()))
+            Ok(Value::List(l.offsets()?))
+        }
+        "image_bounds" => {
+            a.count(1, 1)?;
+            let (lo, hi) = a.any(0)?.image_bounds()?;
+            Ok(Value::IntTuple(IntTuple::flat([lo, hi])))
+        }
+        "cosize_inner" => {
+            a.count(1, 1)?;
+            Ok(Value::int(a.any(0)?.cosize_inner()))
+        }
+        "yyy_mask" | "zzz_mask" => {
+            a.count(1, 1)?;
+            let s = a.swizzle(0)?;
+            Ok(Value::int(if name == "yyy_mask" {
+                s.yyy_mask()
+            } else {
+                s.zzz_mask()
+            }))
+        }
+        "make_swizzle" => {
+            a.count(2, 3)?;
+            let s = if a.len() == 2 {
+                Swizzle::make_swizzle(a.int(0)?, a.int(1)?)?
+            } else {
+                Swizzle::new(a.int(0)?, a.int(1)?, a.int(2)?)?
+            };
+            Ok(Value::Swizzle(s))
+        }
+        "bank_conflicts" => {
+            a.count(2, 2)?;
+            let r = tsw::bank_conflicts(&a.any(0)?, a.int(1)?)?;
+            Ok(Value::Ratio(r.wavefronts, r.ideal))
+        }
+        "is_bijective" => {
+            a.count(1, 1)?;
+            Ok(Value::Bool(a.any(0)?.is_bijective()?))
+        }
+        "is_injective" => {
+            a.count(1, 1)?;
+            Ok(Value::Bool(a.any(0)?.is_injective()?))
         }
         // The parser only lets names of `FUNCTIONS` through; a name listed there but not
         // dispatched here is caught by the test that calls every function.
@@ -411,19 +559,54 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
     }
 }
 
-fn unary(a: Args, f: impl Fn(&Layout) -> tl::Result<Layout>) -> Result<Value, Error> {
+fn swizzled(l: SwizzledLayout) -> Value {
+    Value::SwizzledLayout(l)
+}
+
+/// The error of an operation that has no swizzled form.
+fn not_swizzled(op: &'static str) -> Error {
+    Error::call(op, "does not take a swizzled layout")
+}
+
+/// A one-operand operation: `plain` on a layout, `swz` on a swizzled layout.
+fn unary<E: Into<Error>>(
+    a: Args,
+    plain: impl Fn(&Layout) -> tl::Result<Layout>,
+    swz: impl Fn(&SwizzledLayout) -> Result<SwizzledLayout, E>,
+) -> Result<Value, Error> {
     a.count(1, 1)?;
-    Ok(Value::Layout(f(&a.layout(0)?)?))
+    match a.swizzled(0) {
+        Some(l) => Ok(swizzled(swz(l).map_err(Into::into)?)),
+        None => Ok(Value::Layout(plain(&a.layout(0)?)?)),
+    }
 }
 
-fn binary(a: Args, f: impl Fn(&Layout, &Layout) -> tl::Result<Layout>) -> Result<Value, Error> {
+/// A two-layout operation: the first operand may be swizzled.
+fn binary<E: Into<Error>>(
+    a: Args,
+    plain: impl Fn(&Layout, &Layout) -> tl::Result<Layout>,
+    swz: impl Fn(&SwizzledLayout, &Layout) -> Result<SwizzledLayout, E>,
+) -> Result<Value, Error> {
     a.count(2, 2)?;
-    Ok(Value::Layout(f(&a.layout(0)?, &a.layout(1)?)?))
+    let b = a.layout(1)?;
+    match a.swizzled(0) {
+        Some(l) => Ok(swizzled(swz(l, &b).map_err(Into::into)?)),
+        None => Ok(Value::Layout(plain(&a.layout(0)?, &b)?)),
+    }
 }
 
-fn by_tiler(a: Args, f: impl Fn(&Layout, &Tiler) -> tl::Result<Layout>) -> Result<Value, Error> {
+/// A layout-by-tiler operation (divides, products): the first operand may be swizzled.
+fn by_tiler(
+    a: Args,
+    plain: impl Fn(&Layout, &Tiler) -> tl::Result<Layout>,
+    swz: impl Fn(&SwizzledLayout, &Tiler) -> tsw::Result<SwizzledLayout>,
+) -> Result<Value, Error> {
     a.count(2, 2)?;
-    Ok(Value::Layout(f(&a.layout(0)?, &a.tiler(1)?)?))
+    let t = a.tiler(1)?;
+    match a.swizzled(0) {
+        Some(l) => Ok(swizzled(swz(l, &t)?)),
+        None => Ok(Value::Layout(plain(&a.layout(0)?, &t)?)),
+    }
 }
 
 /// `get(x, path...)` on a layout, an int tuple or a tiler.
@@ -431,6 +614,7 @@ fn get_path(a: &Args, path: &[usize]) -> Result<Value, Error> {
     match &a.vals[0] {
         Value::IntTuple(t) => Ok(Value::IntTuple(tuple::get(t, path)?)),
         Value::Layout(l) => Ok(Value::Layout(l.get(path)?)),
+        Value::SwizzledLayout(l) => Ok(swizzled(l.with_inner(l.inner.get(path)?))),
         Value::Tiler(t) => {
             let mut cur = t;
             for &i in path {
@@ -466,6 +650,18 @@ fn structure(a: Args) -> Result<Value, Error> {
         ("depth", Value::IntTuple(t)) => Ok(int(t.depth())),
         ("shape", Value::IntTuple(t)) => Ok(Value::IntTuple(t.clone())),
         ("rank", Value::Tiler(Tiler::ByMode(items))) => Ok(int(items.len())),
+        (op, Value::SwizzledLayout(l)) => match op {
+            "size" => Ok(Value::int(l.size())),
+            "rank" => Ok(int(l.rank())),
+            "depth" => Ok(int(l.depth())),
+            "shape" => Ok(Value::IntTuple(l.shape().as_tuple().clone())),
+            // The exact extent of the image, not CuTe C++'s (see `cosize_inner`).
+            "cosize" => Ok(Value::int(l.cosize()?)),
+            _ => Err(Error::call(
+                a.op,
+                format!("`{l}` is a swizzled layout, which has no {op} (CuTe deletes it)"),
+            )),
+        },
         (_, Value::Layout(_) | Value::IntTuple(_)) => {
             let l = Args {
                 op: a.op,
@@ -499,6 +695,7 @@ fn make_layout(a: Args) -> Result<Value, Error> {
     match (a.len(), &a.vals[0], a.vals.get(1)) {
         (1, Value::IntTuple(s), _) => Ok(Value::Layout(Layout::col_major(s.clone())?)),
         (1, Value::Layout(l), _) => Ok(Value::Layout(l.clone())),
+        (1, Value::SwizzledLayout(l), _) => Ok(swizzled(l.clone())),
         (2, Value::IntTuple(s), Some(Value::IntTuple(d))) => {
             Ok(Value::Layout(Layout::new(s.clone(), d.clone())?))
         }
@@ -520,6 +717,8 @@ fn crd2idx(a: Args) -> Result<Value, Error> {
             let l = Layout::new(a.tuple(1)?, a.tuple(2)?)?;
             (a.tuple(0)?, l)
         }
+        (Value::SwizzledLayout(l), _) => return Ok(Value::int(l.eval(&a.tuple(1)?)?)),
+        (_, Value::SwizzledLayout(l)) => return Ok(Value::int(l.eval(&a.tuple(0)?)?)),
         (Value::Layout(l), _) => (a.tuple(1)?, l.clone()),
         (_, Value::Layout(l)) => (a.tuple(0)?, l.clone()),
         _ => (a.tuple(0)?, Layout::col_major(a.tuple(1)?)?),

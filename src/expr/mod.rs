@@ -41,9 +41,16 @@
 //!   `crd2idx(coord, shape)` with column-major strides, and `crd2idx(coord, shape, stride)`),
 //!   `idx2crd(i, shape)` (a layout in place of the shape stands for its shape);
 //! - swizzles: `eval(Sw<B,M,S>, x)` applies the swizzle to `x`; `yyy_mask(Sw)`, `zzz_mask(Sw)`,
-//!   `make_swizzle(Ymask, Zmask)`; on swizzled layouts `eval`, `offsets`, `cosize` (the exact
-//!   extent of the image), `cosize_inner` (CuTe C++'s value: the cosize of the inner layout),
-//!   `bank_conflicts(L, elem_bytes)` (printed `WAVEFRONTS/IDEAL`), `is_bijective(L)`.
+//!   `make_swizzle(Ymask, Zmask)` (also `make_swizzle(B, M, S)`), `composition(Sw, L)` (the
+//!   swizzled layout `Sw o 0 o L`) and `composition(Sw0, Sw1)`, `upcast`/`downcast` of a swizzle;
+//! - on plain and swizzled layouts alike: `eval`, `offsets`, `crd2idx`, `cosize` (the exact
+//!   extent of the image, `max - min + 1`), `image_bounds(L)` (the tuple `(min,max)`),
+//!   `cosize_inner(L)` (CuTe C++'s value: the cosize of the inner layout),
+//!   `bank_conflicts(L, elem_bytes)` (mode 0 the lanes of a warp; printed `WAVEFRONTS/IDEAL`),
+//!   `is_bijective(L)`, `is_injective(L)`; and, on swizzled layouts, the operations CuTe
+//!   forwards to the inner layout (`get select take group flatten coalesce filter
+//!   filter_zeros composition complement` the divides and products, `tile_to_shape`) and
+//!   `right_inverse`, `left_inverse`, `upcast`, `downcast`.
 //!
 //! Where a layout is expected, an int tuple stands for its column-major layout (`(4,8)` is
 //! `(4,8):(1,4)`), except as the second operand of `composition`, the divides and the
@@ -74,6 +81,9 @@
 //! assert!(evaluate("composition((4,6,8):(2,3,5), 6:3)").is_err_and(|e| !e.is_syntax()));
 //! assert!(evaluate("size(2:1").is_err_and(|e| e.is_syntax()));
 //! assert!(evaluate("no_such_function(2:1)").is_err_and(|e| e.is_syntax()));
+//! assert_eq!(show("eval(Sw<3,4,3>, 128)"), "144");
+//! assert_eq!(show("cosize(Sw<1,0,1> o 3:1)"), "4"); // the image is {0,1,3}
+//! assert_eq!(show("bank_conflicts((8,8):(64,1), 2)"), "8/1");
 //! ```
 
 mod eval;
@@ -84,6 +94,7 @@ mod value;
 use std::fmt;
 
 use tessera_layout::LayoutError;
+use tessera_swizzle::SwizzleError;
 
 pub use eval::FUNCTIONS;
 pub use parse::{parse, Expr};
@@ -95,6 +106,9 @@ pub use value::Value;
 pub enum Error {
     /// A syntax error (`LayoutError::Parse`) or an error of a layout operation.
     Layout(LayoutError),
+    /// An error of a swizzle operation (a `Sw<B,M,S>` CuTe rejects, an inadmissible
+    /// swizzled operation, an answer that needs too much enumeration).
+    Swizzle(SwizzleError),
     /// A known function called with the wrong number or kind of arguments, or an operation of
     /// the calculator itself (a tuple element that is not an int tuple, a list too long to
     /// print) that failed.
@@ -112,6 +126,7 @@ impl Error {
     pub fn is_syntax(&self) -> bool {
         match self {
             Error::Layout(e) => e.is_parse(),
+            Error::Swizzle(e) => e.is_parse(),
             Error::Call { .. } => false,
         }
     }
@@ -120,6 +135,7 @@ impl Error {
     pub fn op(&self) -> &'static str {
         match self {
             Error::Layout(e) => e.op(),
+            Error::Swizzle(e) => e.op(),
             Error::Call { op, .. } => op,
         }
     }
@@ -136,6 +152,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Layout(e) => write!(f, "{e}"),
+            Error::Swizzle(e) => write!(f, "{e}"),
             Error::Call { op, msg } => write!(f, "{op}: {msg}"),
         }
     }
@@ -146,6 +163,15 @@ impl std::error::Error for Error {}
 impl From<LayoutError> for Error {
     fn from(e: LayoutError) -> Self {
         Error::Layout(e)
+    }
+}
+
+impl From<SwizzleError> for Error {
+    fn from(e: SwizzleError) -> Self {
+        match e {
+            SwizzleError::Layout(e) => Error::Layout(e),
+            e => Error::Swizzle(e),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use tessera_layout::{IntTuple, Layout, Tiler};
+use tessera_swizzle::{Swizzle, SwizzledLayout};
 
 use super::Error;
 
@@ -19,6 +20,10 @@ pub enum Value {
     Layout(Layout),
     /// A by-mode tiler `<...>`.
     Tiler(Tiler),
+    /// A swizzle `Sw<B,M,S>`.
+    Swizzle(Swizzle),
+    /// A swizzled layout `Sw<B,M,S> o OFFSET o LAYOUT`.
+    SwizzledLayout(SwizzledLayout),
     /// A list of integers, such as the offsets of a layout.
     List(Vec<i64>),
     /// A truth value.
@@ -35,6 +40,8 @@ impl Value {
             Value::IntTuple(IntTuple::Tuple(_)) => "an int tuple",
             Value::Layout(_) => "a layout",
             Value::Tiler(_) => "a tiler",
+            Value::Swizzle(_) => "a swizzle",
+            Value::SwizzledLayout(_) => "a swizzled layout",
             Value::List(_) => "a list",
             Value::Bool(_) => "a boolean",
             Value::Ratio(..) => "a ratio",
@@ -53,6 +60,8 @@ impl fmt::Display for Value {
             Value::IntTuple(t) => write!(f, "{t}"),
             Value::Layout(l) => write!(f, "{l}"),
             Value::Tiler(t) => write!(f, "{t}"),
+            Value::Swizzle(s) => write!(f, "{s}"),
+            Value::SwizzledLayout(l) => write!(f, "{l}"),
             Value::List(xs) => {
                 f.write_str("[")?;
                 for (i, x) in xs.iter().enumerate() {
@@ -130,22 +139,54 @@ pub(crate) fn tiler_from(items: Vec<Option<Value>>) -> Result<Value, Error> {
     )))
 }
 
-/// `Sw<B,M,S>`.
-pub(crate) fn make_swizzle_literal(_b: i64, _m: i64, _s: i64) -> Result<Value, Error> {
-    Err(Error::call("Sw", "swizzles are not available yet"))
+/// `Sw<B,M,S>`, with CuTe's checks (`|S| >= B`, ...).
+pub(crate) fn make_swizzle_literal(b: i64, m: i64, s: i64) -> Result<Value, Error> {
+    Ok(Value::Swizzle(Swizzle::new(b, m, s)?))
 }
 
-/// `SWIZZLE o OFFSET o LAYOUT`.
+/// `SWIZZLE o OFFSET o LAYOUT`: the offset is an integer (0 when absent), the layout a layout
+/// or a shape (its column-major layout).
 pub(crate) fn swizzled_from(
     swizzle: Value,
-    _offset: Option<Value>,
-    _layout: Value,
+    offset: Option<Value>,
+    layout: Value,
 ) -> Result<Value, Error> {
-    Err(Error::call(
-        "o",
-        format!(
-            "the left operand of `o` must be a swizzle, found {} `{swizzle}`",
-            swizzle.kind()
-        ),
-    ))
+    let Value::Swizzle(sw) = swizzle else {
+        return Err(Error::call(
+            "o",
+            format!(
+                "the left operand of `o` must be a swizzle, found {} `{swizzle}`",
+                swizzle.kind()
+            ),
+        ));
+    };
+    let offset = match offset {
+        None => 0,
+        Some(Value::IntTuple(IntTuple::Int(o))) => o,
+        Some(other) => {
+            return Err(Error::call(
+                "o",
+                format!(
+                    "the offset in `{sw} o OFFSET o LAYOUT` must be an integer, found {} `{other}`",
+                    other.kind()
+                ),
+            ))
+        }
+    };
+    let inner = match layout {
+        Value::Layout(l) => l,
+        Value::IntTuple(t) => Layout::col_major(t)?,
+        other => {
+            return Err(Error::call(
+                "o",
+                format!(
+                    "the right operand of `{sw} o` must be a layout, found {} `{other}`",
+                    other.kind()
+                ),
+            ))
+        }
+    };
+    Ok(Value::SwizzledLayout(SwizzledLayout::new(
+        sw, offset, inner,
+    )))
 }
