@@ -4,6 +4,8 @@ use crate::error::{LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
+use super::support::{coalesce_flat, Modes};
+
 /// Builds a flat layout from `(shape, stride)` modes: no mode gives `1:0`, one mode an integral
 /// layout, more a flat tuple. The caller guarantees the modes come from a valid layout with the
 /// same image bounds, so no invariant of [`Layout`] can break.
@@ -20,24 +22,8 @@ pub(crate) fn from_flat_modes(modes: &[(i64, i64)]) -> Layout {
 
 /// The flat `(shape, stride)` modes of a layout after merging: size-1 modes are dropped and
 /// `s0:d0` followed by `s1:(s0*d0)` becomes `(s0*s1):d0`.
-pub(crate) fn coalesced_modes(l: &Layout) -> Vec<(i64, i64)> {
-    let mut out: Vec<(i64, i64)> = Vec::new();
-    for (&s, &d) in l.shape().leaves().iter().zip(l.stride().leaves().iter()) {
-        if s == 1 {
-            continue;
-        }
-        if let Some(last) = out.last_mut() {
-            // `last.0 * last.1` may exceed i64 even though the layout is valid; then it
-            // cannot equal `d`, and the modes stay apart.
-            if last.0.checked_mul(last.1) == Some(d) {
-                // `last.0 * s` is at most size(l), which fits.
-                last.0 *= s;
-                continue;
-            }
-        }
-        out.push((s, d));
-    }
-    out
+pub(crate) fn coalesced_modes(l: &Layout) -> Modes {
+    coalesce_flat(l.shape().leaves().into_iter().zip(l.stride().leaves()))
 }
 
 /// The same function on `[0, size)` with as few modes as possible (CuTe's `coalesce`).

@@ -4,7 +4,7 @@ use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
-use super::support::{ceil_div, ceil_div_shape, coalesce_flat, layout_from_modes};
+use super::support::{ceil_div, ceil_div_shape, coalesce_flat, layout_from_modes, Modes};
 
 /// The complement of `L` with respect to `cotarget` (CuTe's `complement(L, cotarget)`):
 /// a layout `R` whose offsets, added to those of `L`, are all distinct and reach `cotarget`
@@ -56,18 +56,16 @@ fn complement_impl(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
         .into_iter()
         .zip(l.stride().leaves())
         .map(|(s, d)| (if d == 0 { 1 } else { s }, d));
-    let mut modes: Vec<(i64, i64)> = coalesce_flat(leaves)
-        .into_iter()
-        .map(|(s, d)| {
-            d.checked_abs()
-                .map(|d| (s, d))
-                .ok_or_else(|| LayoutError::overflow(OP, format!("|{d}|")))
-        })
-        .collect::<Result<_>>()?;
+    let mut modes = coalesce_flat(leaves);
+    for m in modes.iter_mut() {
+        m.1 =
+            m.1.checked_abs()
+                .ok_or_else(|| LayoutError::overflow(OP, format!("|{}|", m.1)))?;
+    }
     // A stable sort keeps CuTe's choice (the first of equal strides) — equal strides are
     // rejected below anyway.
     modes.sort_by_key(|m| m.1);
-    let mut out: Vec<(i64, i64)> = Vec::with_capacity(modes.len() + 1);
+    let mut out = Modes::new();
     let mut reach = 1i64;
     for &(s, d) in &modes {
         let gap = d / reach;
@@ -88,11 +86,8 @@ fn complement_impl(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
         t => ceil_div_shape(t, reach)?.product()?,
     };
     out.push((rest, reach));
-    let out: Vec<(i64, i64)> = coalesce_flat(out)
-        .into_iter()
-        .map(|(s, d)| if s == 1 { (1, 0) } else { (s, d) })
-        .collect();
-    layout_from_modes(OP, &out)
+    // coalesce_flat drops size-1 modes, so only an all-1 result is left, as `1:0`.
+    layout_from_modes(OP, &coalesce_flat(out))
 }
 
 /// `complement(L, cosize(filter(L)))` (CuTe's `complement(L)`): the complement within the span

@@ -23,7 +23,7 @@ use crate::layout::Layout;
 
 use smallvec::SmallVec;
 
-use super::support::{ceil_div, checked_layout, concat};
+use super::support::{ceil_div, checked_layout, concat, Modes};
 use super::tiler::Tiler;
 
 /// Largest `size(B)` for which a composition that fails the cheap exactness test is verified
@@ -69,9 +69,6 @@ fn ends_in_empty_tuple(t: &IntTuple) -> bool {
         IntTuple::Tuple(v) => v.last().map_or(true, ends_in_empty_tuple),
     }
 }
-
-/// Flat `(extent, stride)` modes, inline up to 8.
-type Modes = SmallVec<[(i64, i64); 8]>;
 
 /// Per-mode digit budget of the composition of A with the leaves of B seen so far.
 struct Digits {

@@ -43,50 +43,99 @@ pub(crate) fn by_mode(
     }
 }
 
-/// Splits the rank-2 modes that a divide or product leaves at the tiler's layout items into
-/// `(first parts, second parts + the layout's modes beyond the tiler)` (CuTe's `zip2_by`).
-pub(crate) fn zip2_by(op: &'static str, l: &Layout, guide: &Tiler) -> Result<(Layout, Layout)> {
-    match guide {
-        Tiler::ByMode(gs) => {
-            if gs.len() > l.rank() {
-                return Err(LayoutError::OutOfRange {
-                    op,
-                    operand: l.to_string(),
-                    index: format!("tiler {guide} of rank {}", gs.len()),
-                    rank: l.rank(),
-                });
-            }
-            let mut firsts = Vec::with_capacity(gs.len());
-            let mut seconds = Vec::with_capacity(l.rank());
-            for (i, m) in l.modes().enumerate() {
-                match gs.get(i) {
-                    Some(g) => {
-                        let (a, b) = zip2_by(op, &m, g)?;
-                        firsts.push(a);
-                        seconds.push(b);
-                    }
-                    None => seconds.push(m),
-                }
-            }
-            Ok((concat(op, firsts)?, concat(op, seconds)?))
-        }
-        _ => {
-            if l.is_int() || l.rank() != 2 {
-                return Err(LayoutError::inadmissible(
-                    op,
-                    String::new(),
-                    format!("mode {l} under tiler item {guide} is not rank 2 (CuTe's zip2_by)"),
-                ));
-            }
-            Ok((l.mode(0)?, l.mode(1)?))
-        }
+/// A layout's shape and stride, taken apart.
+type Parts = (IntTuple, IntTuple);
+
+/// The top-level modes of a shape and stride (an integer is its own single mode).
+fn modes_of(p: Parts) -> Vec<Parts> {
+    match p {
+        (IntTuple::Tuple(s), IntTuple::Tuple(d)) => s.into_iter().zip(d).collect(),
+        p => vec![p],
     }
 }
 
-/// Flattens the top-level modes of `l` one level: a tuple mode contributes its modes, an
-/// integral one itself.
-pub(crate) fn unpack(l: &Layout) -> Vec<Layout> {
-    l.modes().collect()
+/// Splits the rank-2 modes that a divide or product leaves at the tiler's layout items into
+/// `(first parts, second parts + the layout's modes beyond the tiler)` (CuTe's `zip2_by`).
+fn zip2_by(op: &'static str, p: Parts, guide: &Tiler) -> Result<(Parts, Parts)> {
+    match guide {
+        Tiler::ByMode(gs) => {
+            let rank = p.0.rank();
+            if gs.len() > rank {
+                return Err(LayoutError::OutOfRange {
+                    op,
+                    operand: format!("{}:{}", p.0, p.1),
+                    index: format!("tiler {guide} of rank {}", gs.len()),
+                    rank,
+                });
+            }
+            let (mut f0, mut f1) = (Vec::with_capacity(gs.len()), Vec::with_capacity(gs.len()));
+            let (mut s0, mut s1) = (Vec::with_capacity(rank), Vec::with_capacity(rank));
+            for (i, m) in modes_of(p).into_iter().enumerate() {
+                match gs.get(i) {
+                    Some(g) => {
+                        let (a, b) = zip2_by(op, m, g)?;
+                        f0.push(a.0);
+                        f1.push(a.1);
+                        s0.push(b.0);
+                        s1.push(b.1);
+                    }
+                    None => {
+                        s0.push(m.0);
+                        s1.push(m.1);
+                    }
+                }
+            }
+            Ok((
+                (IntTuple::Tuple(f0), IntTuple::Tuple(f1)),
+                (IntTuple::Tuple(s0), IntTuple::Tuple(s1)),
+            ))
+        }
+        _ => match p {
+            (IntTuple::Tuple(s), IntTuple::Tuple(d)) if s.len() == 2 && d.len() == 2 => {
+                match (<[IntTuple; 2]>::try_from(s), <[IntTuple; 2]>::try_from(d)) {
+                    (Ok([a0, b0]), Ok([a1, b1])) => Ok(((a0, a1), (b0, b1))),
+                    _ => Err(LayoutError::inadmissible(op, String::new(), "rank-2 split")),
+                }
+            }
+            (s, d) => Err(LayoutError::inadmissible(
+                op,
+                String::new(),
+                format!("mode {s}:{d} under tiler item {guide} is not rank 2 (CuTe's zip2_by)"),
+            )),
+        },
+    }
+}
+
+/// CuTe's `tile_unzip`: `((first parts), (second parts, further modes))` of a divide or
+/// product result `l` along the tiler. The leaves are those of `l`, only regrouped, so the
+/// result is a valid layout without further checks.
+pub(crate) fn tile_unzip(op: &'static str, l: Layout, t: &Tiler) -> Result<Layout> {
+    let (s, d) = l.into_parts();
+    let ((fs, fd), (ss, sd)) = zip2_by(op, (s.into_inner(), d.into_inner()), t)?;
+    Ok(Layout::from_parts_unchecked(
+        IntTuple::Tuple(vec![fs, ss]),
+        IntTuple::Tuple(vec![fd, sd]),
+    ))
+}
+
+/// Unpacks mode 1 (`tiled_*`) or both modes (`flat_*`) of a zipped result into top-level
+/// modes; the leaves stay the same, so no check is needed.
+pub(crate) fn unpack_zipped(z: Layout, both: bool) -> Layout {
+    let (s, d) = z.into_parts();
+    let mut modes = modes_of((s.into_inner(), d.into_inner())).into_iter();
+    let mut out: Vec<Parts> = Vec::new();
+    if let Some(m0) = modes.next() {
+        if both {
+            out.extend(modes_of(m0));
+        } else {
+            out.push(m0);
+        }
+    }
+    for m in modes {
+        out.extend(modes_of(m));
+    }
+    let (shapes, strides): (Vec<_>, Vec<_>) = out.into_iter().unzip();
+    Layout::from_parts_unchecked(IntTuple::Tuple(shapes), IntTuple::Tuple(strides))
 }
 
 fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
@@ -152,8 +201,7 @@ pub fn logical_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
 pub fn zipped_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
     let ctx = || format!("{l}, {t}");
     let ld = logical_divide(l, t)?;
-    let (a, b) = zip2_by("zipped_divide", &ld, t).map_err(|e| e.within("zipped_divide", ctx))?;
-    concat("zipped_divide", [a, b]).map_err(|e| e.within("zipped_divide", ctx))
+    tile_unzip("zipped_divide", ld, t).map_err(|e| e.within("zipped_divide", ctx))
 }
 
 /// `((tile modes), rest modes..., L's modes beyond the tiler...)` (CuTe's `tiled_divide`):
@@ -166,10 +214,7 @@ pub fn zipped_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
 /// assert_eq!(tiled_divide(&l, &t).unwrap().to_string(), "((4,3),2,2):((1,8),4,24)");
 /// ```
 pub fn tiled_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    let z = zipped_divide(l, t)?;
-    let mut modes = vec![z.mode(0)?];
-    modes.extend(unpack(&z.mode(1)?));
-    concat("tiled_divide", modes).map_err(|e| e.within("tiled_divide", || format!("{l}, {t}")))
+    Ok(unpack_zipped(zipped_divide(l, t)?, false))
 }
 
 /// `(tile modes..., rest modes..., L's modes beyond the tiler...)` (CuTe's `flat_divide`):
@@ -182,8 +227,5 @@ pub fn tiled_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
 /// assert_eq!(flat_divide(&l, &t).unwrap().to_string(), "(4,3,2,2):(1,8,4,24)");
 /// ```
 pub fn flat_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    let z = zipped_divide(l, t)?;
-    let mut modes = unpack(&z.mode(0)?);
-    modes.extend(unpack(&z.mode(1)?));
-    concat("flat_divide", modes).map_err(|e| e.within("flat_divide", || format!("{l}, {t}")))
+    Ok(unpack_zipped(zipped_divide(l, t)?, true))
 }

@@ -7,7 +7,7 @@ use crate::layout::Layout;
 use super::common::make_ordered_layout;
 use super::complement::complement;
 use super::composition::composition_parts;
-use super::divide::{by_mode, unpack, zip2_by};
+use super::divide::{by_mode, tile_unzip, unpack_zipped};
 use super::support::compact_col_major;
 use super::support::concat;
 use super::tiler::Tiler;
@@ -57,8 +57,7 @@ pub fn logical_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 pub fn zipped_product(a: &Layout, b: &Tiler) -> Result<Layout> {
     let ctx = || format!("{a}, {b}");
     let lp = logical_product(a, b)?;
-    let (x, y) = zip2_by("zipped_product", &lp, b).map_err(|e| e.within("zipped_product", ctx))?;
-    concat("zipped_product", [x, y]).map_err(|e| e.within("zipped_product", ctx))
+    tile_unzip("zipped_product", lp, b).map_err(|e| e.within("zipped_product", ctx))
 }
 
 /// `((A modes), product modes...)` (CuTe's `tiled_product`): [`zipped_product`] with mode 1
@@ -71,10 +70,7 @@ pub fn zipped_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 /// assert_eq!(tiled_product(&a, &b).unwrap().to_string(), "((2,2),3,2):((1,2),2,1)");
 /// ```
 pub fn tiled_product(a: &Layout, b: &Tiler) -> Result<Layout> {
-    let z = zipped_product(a, b)?;
-    let mut modes = vec![z.mode(0)?];
-    modes.extend(unpack(&z.mode(1)?));
-    Layout::concat(modes).map_err(|e| e.within("tiled_product", || format!("{a}, {b}")))
+    Ok(unpack_zipped(zipped_product(a, b)?, false))
 }
 
 /// `(A modes..., product modes...)` (CuTe's `flat_product`): [`zipped_product`] with both
@@ -87,10 +83,7 @@ pub fn tiled_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 /// assert_eq!(flat_product(&a, &b).unwrap().to_string(), "(2,2,3,2):(1,2,2,1)");
 /// ```
 pub fn flat_product(a: &Layout, b: &Tiler) -> Result<Layout> {
-    let z = zipped_product(a, b)?;
-    let mut modes = unpack(&z.mode(0)?);
-    modes.extend(unpack(&z.mode(1)?));
-    Layout::concat(modes).map_err(|e| e.within("flat_product", || format!("{a}, {b}")))
+    Ok(unpack_zipped(zipped_product(a, b)?, true))
 }
 
 /// Pads `l` to rank `r` with `1:0` modes (CuTe's `append<R>`); an integral layout stays

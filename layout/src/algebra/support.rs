@@ -42,9 +42,12 @@ pub(crate) fn compact_col_major(shape: &IntTuple, start: i64) -> Result<IntTuple
     })
 }
 
+/// Flat `(extent, stride)` modes, inline up to 8.
+pub(crate) type Modes = smallvec::SmallVec<[(i64, i64); 8]>;
+
 /// Drops size-1 modes and merges `s0:d0, s1:(s0*d0)` in a flat mode list.
-pub(crate) fn coalesce_flat(modes: impl IntoIterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
-    let mut out: Vec<(i64, i64)> = Vec::new();
+pub(crate) fn coalesce_flat(modes: impl IntoIterator<Item = (i64, i64)>) -> Modes {
+    let mut out = Modes::new();
     for (s, d) in modes {
         if s == 1 {
             continue;
