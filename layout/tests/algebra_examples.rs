@@ -542,3 +542,44 @@ fn tiler_text_round_trips() {
     assert!("<3:3,>".parse::<Tiler>().is_err());
     assert!("<0>".parse::<Tiler>().unwrap_err().is_parse());
 }
+
+/// Errors name the operation the caller called and its operands in CuTe notation.
+#[test]
+fn errors_name_the_operation_and_operands() {
+    let e = composition(&l("(4,6,8):(2,3,5)"), &l("6:3")).unwrap_err();
+    assert_eq!(e.op(), "composition");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("(4,6,8):(2,3,5)") && msg.contains("6:3"),
+        "{msg}"
+    );
+
+    let e = complement(&l("(2,2):(2,3)"), &t("19")).unwrap_err();
+    assert_eq!(e.op(), "complement");
+    assert!(e.to_string().contains("(2,2):(2,3)"), "{e}");
+
+    let e = logical_divide(&l("(3,1):(0,-1)"), &tl("2:1")).unwrap_err();
+    assert_eq!(e.op(), "logical_divide");
+    assert!(e.to_string().contains("(3,1):(0,-1)"), "{e}");
+
+    let e = composition(
+        &l("(1,2):(0,1073741824)"),
+        &l("(2,2):(4611686018427387904,1)"),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LayoutError::Overflow {
+                op: "composition",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+
+    let e = tile_to_shape(&l("3:1"), &t("4"), None).unwrap_err();
+    assert_eq!(e.op(), "tile_to_shape");
+    let e = upcast(&l("8:2"), 3).unwrap_err();
+    assert_eq!(e.op(), "upcast");
+}

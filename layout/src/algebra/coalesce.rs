@@ -50,8 +50,8 @@ pub fn coalesce(l: &Layout) -> Layout {
 /// `L` beyond the profile's rank are kept as they are; where it is an integer (its value is
 /// ignored) the whole sub-layout is coalesced.
 ///
-/// Post-condition: `R(i) == L(i)` for `i < size(L)`, and `R` has the profile's rank wherever
-/// the profile is a tuple.
+/// Post-condition: `R(i) == L(i)` for `i < size(L)`; where the profile is a tuple, `R` keeps
+/// L's rank there (modes under the profile coalesced, the others unchanged).
 ///
 /// Errors: `OutOfRange` if the profile has more modes than the layout at some level.
 ///
