@@ -126,8 +126,8 @@ __device__ __forceinline__ void tessera_epilogue_pair(const TesseraGemmParams& p
         if (col + e < p.n) tessera_store(aux, row * p.ldaux + col + e, v[e], dt);
     }
   }
-  v[0] = tessera_activate(v[0], p.act);
-  v[1] = tessera_activate(v[1], p.act);
+  v[0] = tessera_activate(v[0], p.act, dt == 0);
+  v[1] = tessera_activate(v[1], p.act, dt == 0);
   if (pair) {
     tessera_store2(d, row * p.ldd + col, v[0], v[1], dt);
   } else {
@@ -243,24 +243,36 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
     if (s < ktiles) load_stage(s, s);
     tessera_cp_async_commit();
   }
+  tessera_cp_async_wait<kStages - 2>();
+  __syncthreads();
+  load_frags(0, sA_u, sB_u, 0);
 
+  // Commit groups: kStages - 1 in the prologue, one per k-tile. The k-tile loop keeps
+  // fragments double-buffered: step kk+1 (or step 0 of the next k-tile) is read from shared
+  // memory while step kk multiplies. The next k-tile's stage is waited for, and the stage
+  // refilled, behind the barrier in the last step.
   for (int kt = 0; kt < ktiles; ++kt) {
-    // Tile kt has landed, and every warp is done with the stage refilled below (read at kt-1).
-    tessera_cp_async_wait<kStages - 2>();
-    __syncthreads();
     const int stage = kt % kStages;
     const unsigned a_stage = sA_u + stage * kSmemAElems * 2;
     const unsigned b_stage = sB_u + stage * kSmemBElems * 2;
-    load_frags(0, a_stage, b_stage, 0);
-    {
-      const int next = kt + kStages - 1;
-      if (next < ktiles) load_stage(next % kStages, next);
-      tessera_cp_async_commit();
-    }
-    // Fragments double-buffered: step kk+1 is read from shared memory while step kk multiplies.
 #pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk) {
-      if (kk + 1 < kBK / 16) load_frags((kk + 1) & 1, a_stage, b_stage, (kk + 1) * 16);
+      if (kk + 1 < kBK / 16) {
+        load_frags((kk + 1) & 1, a_stage, b_stage, (kk + 1) * 16);
+      } else if (kt + 1 < ktiles) {
+        // Tile kt+1 has landed (groups 0..kt+1 of kStages+kt), and every warp has read its
+        // last fragments of tile kt, so stage kt may be refilled from here on.
+        tessera_cp_async_wait<kStages - 2>();
+        __syncthreads();
+        const int ns = (kt + 1) % kStages;
+        load_frags((kk + 1) & 1, sA_u + ns * kSmemAElems * 2, sB_u + ns * kSmemBElems * 2, 0);
+      }
+      if (kk == 0) {
+        // Refill the stage read during k-tile kt-1 (every warp passed the barrier since).
+        const int next = kt + kStages - 1;
+        if (next < ktiles) load_stage(next % kStages, next);
+        tessera_cp_async_commit();
+      }
 #pragma unroll
       for (int i = 0; i < kMmaM; ++i)
 #pragma unroll

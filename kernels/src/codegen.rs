@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use tessera_layout::Layout;
 
-use crate::plan::{GemmPlan, OperandPlan, SmemLayout};
+use crate::plan::{GemmPlan, OperandPlan, StageLayout};
 
 /// The device helpers (cp.async, ldmatrix, mma.sync, conversions).
 pub const COMMON_CUH: &str = include_str!("../cuda/common.cuh");
@@ -78,20 +78,39 @@ pub fn modes_expr(layout: &Layout, args: &[&str]) -> String {
     }
 }
 
-fn swizzle_expr(s: &SmemLayout, var: &str) -> String {
-    let sw = s.swizzle;
-    let mask = ((1i64 << sw.bits) - 1) << (sw.base + sw.shift);
-    format!("{var} ^ (({var} & {mask:#x}) >> {})", sw.shift)
+fn swizzle_expr(s: &StageLayout, var: &str) -> String {
+    let sw = s.tile.swizzle;
+    let (b, m, sh) = (sw.bits(), sw.base(), sw.shift());
+    if b == 0 {
+        return var.to_string();
+    }
+    // Sw<B,M,S> with S > 0 (the only kind the atoms use): the B bits above M+S fold onto the B
+    // bits above M.
+    let mask = ((1i64 << b) - 1) << (m + sh);
+    format!("{var} ^ (({var} & {mask:#x}) >> {sh})")
+}
+
+fn offset_expr(s: &StageLayout) -> String {
+    let e = modes_expr(&s.tile.inner, &["mn", "k"]);
+    if s.tile.offset == 0 {
+        e
+    } else {
+        format!("{} + {e}", s.tile.offset)
+    }
 }
 
 fn operand_fns(out: &mut String, o: &OperandPlan, bk: i64) {
     let x = o.name.to_lowercase();
     let t = o.tile_mn;
-    let _ = writeln!(out, "// {}: smem {} (atom {})", o.name, o.smem, o.smem.atom);
+    let _ = writeln!(
+        out,
+        "// {}: smem {} (atom {}), bank wavefronts ldmatrix {} cp.async {}",
+        o.name, o.smem, o.smem.atom, o.smem.ldsm_conflicts, o.smem.copy_conflicts
+    );
     let _ = writeln!(
         out,
         "__device__ __forceinline__ int smem_{x}_offset(int mn, int k) {{\n  const int o = {};\n  return {};\n}}",
-        modes_expr(&o.smem.layout, &["mn", "k"]),
+        offset_expr(&o.smem),
         swizzle_expr(&o.smem, "o")
     );
     let _ = writeln!(
@@ -122,8 +141,8 @@ fn size_of(l: &Layout) -> i64 {
     l.size()
 }
 
-fn cosize_of(s: &SmemLayout) -> i64 {
-    s.layout.cosize()
+fn cosize_of(s: &StageLayout) -> i64 {
+    s.tile.inner.cosize()
 }
 
 fn modes_sizes(l: &Layout) -> Vec<i64> {

@@ -46,6 +46,15 @@ pub enum KernelError {
         #[source]
         source: tessera_layout::LayoutError,
     },
+    /// A swizzle step of the planner failed.
+    #[error("{op}: swizzle: {source}")]
+    Swizzle {
+        /// The planning step.
+        op: &'static str,
+        /// The swizzle crate's error.
+        #[source]
+        source: tessera_swizzle::SwizzleError,
+    },
     /// A shared-memory layout of the plan has bank conflicts where the plan needs none.
     #[error("{op}: {layout} has {conflicts} bank conflicts for {access}")]
     BankConflicts {
@@ -125,6 +134,10 @@ impl KernelError {
             op,
             msg: msg.into(),
         }
+    }
+
+    pub(crate) fn swizzle(op: &'static str) -> impl FnOnce(tessera_swizzle::SwizzleError) -> Self {
+        move |source| KernelError::Swizzle { op, source }
     }
 
     pub(crate) fn layout(op: &'static str) -> impl FnOnce(tessera_layout::LayoutError) -> Self {

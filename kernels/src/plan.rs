@@ -9,14 +9,18 @@
 use std::fmt;
 
 use tessera_layout::{
-    coalesce, composition, right_inverse, tile_to_shape, zipped_divide, IntTuple, Layout, Tiler,
+    coalesce, composition, right_inverse, zipped_divide, IntTuple, Layout, Tiler,
 };
+use tessera_swizzle::algebra::{composition as sw_composition, tile_to_shape as sw_tile_to_shape};
+use tessera_swizzle::atoms::{smem_atom, Major as SwMajor};
+use tessera_swizzle::{bank_conflicts, BankConflicts, SwizzledLayout};
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
 use crate::problem::{DType, GemmProblem, Major};
 
-/// An XOR swizzle `Sw<B,M,S>` applied to an offset: `o ^ ((o & (((1<<B)-1) << (M+S))) >> S)`.
+/// An XOR swizzle `Sw<B,M,S>` as three numbers, for planners that build their own layouts
+/// (the sm80 plan uses `tessera_swizzle::Swizzle` through [`StageLayout`]). Applied to an offset: `o ^ ((o & (((1<<B)-1) << (M+S))) >> S)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SwizzleBits {
     /// Number of bits XOR-ed (`B`).
@@ -71,6 +75,36 @@ impl fmt::Display for SmemLayout {
     }
 }
 
+/// A swizzled shared-memory layout: from tile coordinates `(mn, k)` to the element offset
+/// inside one pipeline stage, `Sw<B,M,S> o 0 o L`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StageLayout {
+    /// The whole stage: the atom tiled over `(tile_mn, BK)`.
+    pub tile: SwizzledLayout,
+    /// The swizzle atom (`tessera_swizzle::atoms::smem_atom`).
+    pub atom: SwizzledLayout,
+    /// Shared-memory wavefronts / ideal of one warp's `ldmatrix.x4` (16 bytes per lane).
+    pub ldsm_conflicts: BankConflicts,
+    /// Shared-memory wavefronts / ideal of one warp's 16-byte `cp.async` writes.
+    pub copy_conflicts: BankConflicts,
+}
+
+impl StageLayout {
+    /// The swizzled offset of coordinate `(mn, k)`.
+    pub fn offset(&self, mn: i64, k: i64) -> Result<i64> {
+        let c = IntTuple::flat([mn, k]);
+        self.tile
+            .eval(&c)
+            .map_err(KernelError::swizzle("StageLayout::offset"))
+    }
+}
+
+impl fmt::Display for StageLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.tile)
+    }
+}
+
 /// One operand's part of the plan (A or B).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperandPlan {
@@ -81,7 +115,7 @@ pub struct OperandPlan {
     /// Whether K is the contiguous mode in global memory (A row-major, B column-major).
     pub k_major: bool,
     /// The swizzled shared-memory layout of one stage.
-    pub smem: SmemLayout,
+    pub smem: StageLayout,
     /// `(thread, iteration) -> (mn, k)` coordinate index of the first element of each 16-byte
     /// cp.async vector (8 elements along the contiguous mode).
     pub copy: Layout,
@@ -146,7 +180,7 @@ pub struct PlanOptions {
 }
 
 /// The most stages the planner picks on its own.
-pub const MAX_STAGES: i64 = 4;
+pub const MAX_STAGES: i64 = 3;
 
 const WARP_TILE: (i64, i64) = (64, 64);
 const MMA: (i64, i64, i64) = (16, 8, 16);
@@ -205,8 +239,8 @@ impl GemmPlan {
             });
         }
         let epilogue_scratch_bytes = warps.0 * warps.1 * 16 * (wn + 8) * 4;
-        let a = operand_plan("A", bm, bk, problem.a_major == Major::Row, threads)?;
-        let b = operand_plan("B", bn, bk, problem.b_major == Major::Col, threads)?;
+        let a = operand_plan("A", bm, bk, problem.a_major == Major::Row, threads, elem)?;
+        let b = operand_plan("B", bn, bk, problem.b_major == Major::Col, threads, elem)?;
         check_ldsm_xor(&a, warps.0, wm, 16, bk)?;
         check_ldsm_xor(&b, warps.1, wn, 16, bk)?;
         // The CTA tile divided into warp tiles: mode 1 of the zipped divide is the warp grid.
@@ -266,14 +300,14 @@ impl GemmPlan {
     }
 }
 
-/// The planner's CTA tile: 128x256 (8 warps) when the problem has enough 128x256 tiles to
-/// fill an H100-sized chip, else 128x128 (4 warps).
+/// The planner's CTA tile: 128x256x64 (8 warps) when the problem has enough such tiles to
+/// fill an H100-sized chip, else 128x128x64 (4 warps).
 fn choose_tile(p: &GemmProblem) -> (i64, i64, i64) {
     let big = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
     if big >= 132 {
-        (128, 256, 32)
+        (128, 256, 64)
     } else {
-        (128, 128, 32)
+        (128, 128, 64)
     }
 }
 
@@ -283,8 +317,9 @@ fn operand_plan(
     bk: i64,
     k_major: bool,
     threads: i64,
+    elem_bytes: i64,
 ) -> Result<OperandPlan> {
-    let smem = smem_layout(tile_mn, bk, k_major)?;
+    let smem = smem_layout(tile_mn, bk, k_major, elem_bytes)?;
     let copy = copy_layout(tile_mn, bk, k_major, threads)?;
     let ldsm = ldsm_layout(name, tile_mn, k_major)?;
     let mut o = OperandPlan {
@@ -297,6 +332,7 @@ fn operand_plan(
         ldsm,
     };
     o.copy_step = copy_steps(&o, threads)?;
+    check_banks(&mut o, elem_bytes)?;
     Ok(o)
 }
 
@@ -308,39 +344,65 @@ fn tiler2(a: i64, b: i64) -> Result<Tiler> {
     Tiler::from_shape(&t2(a, b)).map_err(KernelError::layout("make_tile"))
 }
 
-/// The swizzled shared-memory layout of a `(tile_mn, bk)` tile: the swizzle atom of the
-/// operand's major order, tiled over the tile by `tile_to_shape` (MN first, then K).
-fn smem_layout(tile_mn: i64, bk: i64, k_major: bool) -> Result<SmemLayout> {
+/// The swizzled shared-memory layout of a `(tile_mn, bk)` tile: the swizzle crate's atom for
+/// the operand's major order (K-major: 8 rows of BK elements, swizzled over BK * 2 bytes;
+/// MN-major: 64 elements by 8 k-rows, 128-byte swizzle), tiled over the tile by
+/// `tile_to_shape` (MN first, then K). Bank conflicts are filled in by `check_banks`.
+fn smem_layout(tile_mn: i64, bk: i64, k_major: bool, elem_bytes: i64) -> Result<StageLayout> {
     let op = "smem layout";
-    let (atom, swizzle) = if k_major {
-        // 8 rows of BK elements (64 or 128 bytes); the 16-byte chunks of a row are XOR-ed with
-        // the row bits, so 8 consecutive rows of one chunk column hit 8 different bank groups.
-        let bits = if bk == 64 { 3 } else { 2 };
-        (
-            lay(&format!("(8,{bk})"), &format!("({bk},1)"))?,
-            SwizzleBits {
-                bits,
-                base: 3,
-                shift: 3,
-            },
-        )
+    let sw = KernelError::swizzle(op);
+    let atom = if k_major {
+        smem_atom(SwMajor::K, bk * elem_bytes, elem_bytes).map_err(sw)?
     } else {
-        // 64 elements (128 bytes) along MN by 8 k-rows; chunks XOR-ed with the k-row bits.
-        (
-            lay("(64,8)", "(1,64)")?,
-            SwizzleBits {
-                bits: 3,
-                base: 3,
-                shift: 3,
-            },
-        )
+        smem_atom(SwMajor::MN, 128, elem_bytes).map_err(KernelError::swizzle(op))?
     };
-    let layout = tile_to_shape(&atom, &t2(tile_mn, bk), None).map_err(KernelError::layout(op))?;
-    Ok(SmemLayout {
-        swizzle,
-        layout,
+    let tile = sw_tile_to_shape(&atom, &t2(tile_mn, bk), None).map_err(KernelError::swizzle(op))?;
+    let none = BankConflicts {
+        wavefronts: 0,
+        ideal: 0,
+    };
+    Ok(StageLayout {
+        tile,
         atom,
+        ldsm_conflicts: none,
+        copy_conflicts: none,
     })
+}
+
+/// Counts the shared-memory wavefronts of one warp's ldmatrix.x4 and one warp's cp.async
+/// through the swizzled layout (`bank_conflicts` of the swizzle crate) and requires both to
+/// be conflict-free.
+fn check_banks(o: &mut OperandPlan, elem_bytes: i64) -> Result<()> {
+    let op = "bank conflicts";
+    let lerr = KernelError::layout;
+    // Each lane touches 8 consecutive elements along the contiguous mode.
+    let vec_stride = if o.k_major { o.tile_mn } else { 1 };
+    let vec = Layout::int(VEC, vec_stride).map_err(lerr(op))?;
+    let ldsm_access = Layout::concat([o.ldsm.clone(), vec.clone()]).map_err(lerr(op))?;
+    let lanes = composition(
+        &o.copy.mode(0).map_err(lerr(op))?,
+        &Layout::int(32, 1).map_err(lerr(op))?,
+    )
+    .map_err(lerr(op))?;
+    let copy_access = Layout::concat([lanes, vec]).map_err(lerr(op))?;
+    for (access, what) in [(ldsm_access, "ldmatrix.x4"), (copy_access, "cp.async")] {
+        let through = sw_composition(&o.smem.tile, &access).map_err(KernelError::swizzle(op))?;
+        let c = bank_conflicts(&through, elem_bytes).map_err(KernelError::swizzle(op))?;
+        if !c.is_conflict_free() {
+            return Err(KernelError::BankConflicts {
+                op,
+                layout: o.smem.tile.to_string(),
+                access: format!("{} {what} {access}", o.name),
+                conflicts: c.wavefronts - c.ideal,
+            });
+        }
+        if what == "cp.async" {
+            o.smem.copy_conflicts = c;
+        } else {
+            o.smem.ldsm_conflicts = c;
+        }
+    }
+    Ok(())
 }
 
 /// `(thread, iteration) -> (mn, k)` coordinate index of each 8-element (16-byte) vector.
