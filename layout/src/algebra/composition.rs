@@ -235,17 +235,17 @@ fn compose_tree(
 /// assert!(composition(&p("(4,6,8):(2,3,5)"), &p("6:3")).is_err());
 /// ```
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
-    composition_parts(a, b.shape(), b.stride(), || Ok(b.clone()))
+    composition_parts(a, &[(b.shape(), b.stride())], || Ok(b.clone()))
         .map_err(|e| e.within("composition", || format!("{a} o {b}")))
 }
 
-/// [`composition`] with `B` given as a congruent shape and stride (the divides compose with a
-/// `B` they assemble, and need not validate it unless the result must be verified point by
+/// [`composition`] with `B` given as congruent shapes and strides: one `(shape, stride)` is
+/// `B` itself, several are the modes of `B` (the divides compose with a `(T, C)` they
+/// assemble, and need not build or validate it unless the result must be verified point by
 /// point, when `make_b` builds it). Errors are labelled `composition` without operands.
 pub(crate) fn composition_parts(
     a: &Layout,
-    b_shape: &IntTuple,
-    b_stride: &IntTuple,
+    parts: &[(&IntTuple, &IntTuple)],
     make_b: impl FnOnce() -> Result<Layout>,
 ) -> Result<Layout> {
     const OP: &str = "composition";
@@ -255,11 +255,23 @@ pub(crate) fn composition_parts(
         pos: false,
         neg: false,
     };
-    let (shape, stride) = compose_tree(&flat, b_shape, b_stride, &mut digits)?;
+    let (shape, stride) = if let [(s, d)] = parts {
+        compose_tree(&flat, s, d, &mut digits)?
+    } else {
+        let mut shapes = Vec::with_capacity(parts.len());
+        let mut strides = Vec::with_capacity(parts.len());
+        for (s, d) in parts {
+            let (rs, rd) = compose_tree(&flat, s, d, &mut digits)?;
+            shapes.push(rs);
+            strides.push(rd);
+        }
+        (IntTuple::Tuple(shapes), IntTuple::Tuple(strides))
+    };
     let r = checked_layout(OP, shape, stride)?;
     let carry_free =
         !(digits.pos && digits.neg) && digits.sum.iter().zip(&flat).all(|(&sum, &(s, _))| sum < s);
-    if !carry_free && b_shape.leaf_count() > 1 {
+    let leaves: usize = parts.iter().map(|(s, _)| s.leaf_count()).sum();
+    if !carry_free && leaves > 1 {
         let b = make_b()?;
         verify_pointwise(a, &b, &r)
             .map_err(|reason| LayoutError::inadmissible(OP, String::new(), reason))?;

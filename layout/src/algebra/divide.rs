@@ -147,12 +147,11 @@ fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
         _ => IntTuple::flat(modes.iter().map(|m| m.0)),
     };
     let c = complement(t, &cotarget)?;
-    let (cs, cd) = c.into_parts();
-    let b_shape = IntTuple::Tuple(vec![t.shape().as_tuple().clone(), cs.into_inner()]);
-    let b_stride = IntTuple::Tuple(vec![t.stride().as_tuple().clone(), cd.into_inner()]);
-    composition_parts(l, &b_shape, &b_stride, || {
-        Layout::new(b_shape.clone(), b_stride.clone())
-    })
+    composition_parts(
+        l,
+        &[(t.shape(), t.stride()), (c.shape(), c.stride())],
+        || Layout::concat([t.clone(), c.clone()]),
+    )
 }
 
 /// `L ∘ (T, complement(T, shape(coalesce(L))))` (CuTe's `logical_divide`): mode 0 indexes

@@ -15,7 +15,7 @@ use super::tiler::Tiler;
 fn product_layout(a: &Layout, b: &Layout) -> Result<Layout> {
     let bound = crate::error::mul("logical_product", a.size(), b.cosize())?;
     let c = complement(a, &IntTuple::Int(bound))?;
-    let cb = composition_parts(&c, b.shape(), b.stride(), || Ok(b.clone()))?;
+    let cb = composition_parts(&c, &[(b.shape(), b.stride())], || Ok(b.clone()))?;
     concat("logical_product", [a.clone(), cb])
 }
 
