@@ -40,6 +40,7 @@ constexpr int kSm90FlagReadC = 4;      // beta != 0: read C
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
+static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue chunks");
 
 // Tile `tile` of the persistent order -> (batch, tile row, tile column). Within a batch, tile
 // rows go in groups of group_m; a group is walked column by column, so consecutive tiles
@@ -112,6 +113,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   const unsigned smem_a = base;
   const unsigned smem_b = smem_a + kStages * kStageBytesA;
   const unsigned bars = smem_b + kStages * kStageBytesB;
+  const unsigned scratch_base = bars + 16 * kStages;  // kConsumers x 64 x kEpiPitch floats
   // full[s] at bars + 8 s, empty[s] at bars + 8 (kStages + s).
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
@@ -189,12 +191,30 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int i = 0; i < kAccRegs; ++i) tessera_fence_operand(acc[i]);
 
+      // Epilogue, kEpiCols columns at a time through this warpgroup's fp32 scratch: the
+      // fragment goes to shared memory with compile-time register indices (small unrolled
+      // code), then a compact run-time loop reads it back two columns per thread, 16 threads
+      // per row, and applies the epilogue with coalesced global accesses.
       const int row0 = tm * kBM + cw * 64;
       const int col0 = tn * kBN;
+      float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - tessera_smem_addr(tessera_smem_raw))) +
+                       cw * 64 * kEpiPitch;
 #pragma unroll
-      for (int i = 0; i < kAccRegs; i += 2) {
-        tessera_sm90_store(p, b, row0 + tessera_acc_row(t, i), col0 + tessera_acc_col(t, i),
-                           acc[i], acc[i + 1]);
+      for (int j = 0; j < kBN / kEpiCols; ++j) {
+#pragma unroll
+        for (int i = j * kEpiRegs; i < (j + 1) * kEpiRegs; i += 2) {
+          const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - j * kEpiCols;
+          *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[i], acc[i + 1]);
+        }
+        tessera_bar_sync(1 + cw, 128);
+#pragma unroll 1
+        for (int e = t; e < 64 * (kEpiCols / 2); e += 128) {
+          const int r = e / (kEpiCols / 2);
+          const int c = 2 * (e % (kEpiCols / 2));
+          const float2 v = *reinterpret_cast<const float2*>(scratch + r * kEpiPitch + c);
+          tessera_sm90_store(p, b, row0 + r, col0 + j * kEpiCols + c, v.x, v.y);
+        }
+        tessera_bar_sync(1 + cw, 128);
       }
     }
   }

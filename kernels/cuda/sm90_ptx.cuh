@@ -98,3 +98,8 @@ template <int kRegs>
 __device__ __forceinline__ void tessera_setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
+
+// Named barrier `id` over `threads` threads (a multiple of 32); id 0 is __syncthreads'.
+__device__ __forceinline__ void tessera_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}

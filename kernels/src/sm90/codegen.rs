@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::codegen::{modes_expr, COMMON_CUH};
 use crate::problem::DType;
 
-use super::plan::{Sm90Plan, CONSUMER_REGS, PRODUCER_REGS};
+use super::plan::{Sm90Plan, CONSUMER_REGS, EPI_COLS, EPI_PITCH, PRODUCER_REGS};
 
 /// The sm_90a PTX helpers (mbarrier, TMA, wgmma brackets, setmaxnreg).
 pub const SM90_PTX_CUH: &str = include_str!("../../cuda/sm90_ptx.cuh");
@@ -103,6 +103,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         8 * plan.a.desc.sbo_bytes
     );
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
+    let _ = writeln!(
+        s,
+        "constexpr int kEpiCols = {EPI_COLS}, kEpiRegs = {}, kEpiPitch = {EPI_PITCH}; // epilogue passes",
+        EPI_COLS / 2
+    );
     let _ = writeln!(
         s,
         "// accumulator (thread, reg) -> row + 64 col: {}",

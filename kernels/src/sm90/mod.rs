@@ -28,3 +28,7 @@ pub mod launch;
 pub mod verify;
 
 pub use plan::{Sm90Operand, Sm90Options, Sm90Plan};
+
+/// Chapter 5 of the tutorial: the Hopper GEMM, from one shared-memory layout.
+#[doc = include_str!("../../../docs/05_hopper.md")]
+pub mod tutorial_05 {}

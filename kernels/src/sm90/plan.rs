@@ -14,6 +14,11 @@ use super::layouts::{tma_box_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, Wgmm
 
 /// K extent of one stage: 64 16-bit elements, one 128-byte swizzled row.
 pub const BK: i64 = 64;
+/// Columns of the accumulator one epilogue pass stages through shared memory.
+pub const EPI_COLS: i64 = 32;
+/// Row pitch of the fp32 epilogue scratch, in floats: 8 more than [`EPI_COLS`], so that the
+/// 8-byte fragment writes of a half-warp (4 rows x 4 column pairs) hit 32 distinct banks.
+pub const EPI_PITCH: i64 = EPI_COLS + 8;
 /// Registers per thread the producer warpgroup gives back (`setmaxnreg.dec`).
 pub const PRODUCER_REGS: i64 = 40;
 /// Registers per thread the consumer warpgroups take (`setmaxnreg.inc`); with one producer and
@@ -39,7 +44,7 @@ pub struct Sm90Operand {
 /// Choices the Hopper planner would otherwise make itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sm90Options {
-    /// Force `(BM, BN)`: BM 64 or 128 (one or two consumer warpgroups), BN a multiple of 16 up
+    /// Force `(BM, BN)`: BM 64 or 128 (one or two consumer warpgroups), BN a multiple of 32 up
     /// to 256.
     pub tile: Option<(i64, i64)>,
     /// Force the pipeline depth.
@@ -72,7 +77,10 @@ pub struct Sm90Plan {
     pub b: Sm90Operand,
     /// `(thread, register) -> row + 64 * col` of a consumer's 64 x BN accumulator.
     pub acc: Layout,
-    /// Dynamic shared memory: the stages, the barriers, and 1024 bytes of alignment slack.
+    /// fp32 epilogue scratch: `consumers x 64 x EPI_PITCH` floats, bytes.
+    pub epilogue_scratch_bytes: i64,
+    /// Dynamic shared memory: the stages, the barriers, the epilogue scratch, and 1024 bytes
+    /// of alignment slack.
     pub smem_bytes: i64,
 }
 
@@ -137,10 +145,10 @@ impl Sm90Plan {
             Some(t) => t,
             None => choose_tile(problem),
         };
-        if !(bm == 64 || bm == 128) || bn % 16 != 0 || !(16..=256).contains(&bn) {
+        if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
             return Err(KernelError::invalid(
                 op,
-                format!("tile {bm}x{bn}: BM must be 64 or 128, BN a multiple of 16 in 16..=256"),
+                format!("tile {bm}x{bn}: BM must be 64 or 128, BN a multiple of 32 in 32..=256"),
             ));
         }
         let consumers = bm / 64;
@@ -150,7 +158,8 @@ impl Sm90Plan {
         let stage = a.tma.bytes + b.tma.bytes;
         let budget = Arch::Sm90a.smem_per_block_optin();
         let barriers = 64 * 16;
-        let fit = (budget - 1024 - barriers) / stage;
+        let epilogue_scratch_bytes = consumers * 64 * EPI_PITCH * 4;
+        let fit = (budget - 1024 - barriers - epilogue_scratch_bytes) / stage;
         let stages = opts.stages.unwrap_or(fit.min(6));
         if stages < 2 || stages > fit {
             return Err(KernelError::UnsupportedArch {
@@ -177,7 +186,8 @@ impl Sm90Plan {
             a,
             b,
             acc: wgmma_acc_layout(bn)?,
-            smem_bytes: stages * stage + 16 * stages + 1024,
+            epilogue_scratch_bytes,
+            smem_bytes: stages * stage + 16 * stages + epilogue_scratch_bytes + 1024,
         })
     }
 
