@@ -16,7 +16,7 @@ use tessera_layout::{self as tl, Cursor, IntTuple, Layout, LayoutError, Tiler};
 
 use crate::any::AnyLayout;
 use crate::error::{Result, SwizzleError, ENUMERATION_LIMIT};
-use crate::extent::for_each_offset;
+use crate::extent::{flat_modes, for_each_offset};
 use crate::swizzle::Swizzle;
 use crate::swizzled::SwizzledLayout;
 
@@ -173,7 +173,12 @@ pub fn upcast(a: &SwizzledLayout, n: i64) -> Result<SwizzledLayout> {
 /// `Sw<B,M+log2(n),S>`.
 ///
 /// Post-condition: `R(c) == n * A(c'') + j` where `c''` is `c` with the stride-1 mode's
-/// coordinate divided by `n` and `j` its remainder.
+/// coordinate divided by `n` and `j` its remainder; the image of `R` is
+/// `{ n * x + j : x in image(A), 0 <= j < n }`.
+///
+/// Errors: `Inadmissible` unless the inner layout has exactly one stride-1 leaf and no
+/// stride -1 leaf (otherwise widening the unit-stride leaves does not describe the bytes of
+/// each element), or `n` is not a power of two; `Overflow`.
 ///
 /// ```
 /// use tessera_swizzle::{algebra, SwizzledLayout};
@@ -181,6 +186,21 @@ pub fn upcast(a: &SwizzledLayout, n: i64) -> Result<SwizzledLayout> {
 /// assert_eq!(algebra::downcast(&halves, 2).unwrap().to_string(), "Sw<3,4,3> o 0 o (8,128):(128,1)");
 /// ```
 pub fn downcast(a: &SwizzledLayout, n: i64) -> Result<SwizzledLayout> {
+    // The plain downcast widens every stride-±1 leaf; that describes the bytes of each
+    // element only when there is exactly one such leaf and its stride is +1 (a stride -1
+    // leaf would need its bytes in ascending order inside a descending mode).
+    let unit: Vec<i64> = flat_modes(&a.inner)
+        .into_iter()
+        .filter(|&(_, d)| d == 1 || d == -1)
+        .map(|(_, d)| d)
+        .collect();
+    if n > 1 && unit != [1] {
+        return Err(SwizzleError::inadmissible(
+            "downcast",
+            format!("{a}, {n}"),
+            "needs exactly one stride-1 leaf and no stride -1 leaf",
+        ));
+    }
     let sw = a
         .swizzle
         .downcast(n)
