@@ -1,0 +1,127 @@
+//! `tessera show`, run as a program: the text grid, the SVG picture and the thread/value
+//! picture, snapshot-tested with insta (the `.snap` files under `tests/snapshots/` are the
+//! reviewed pictures), plus hand-checked lines and the error contract.
+
+use std::process::{Command, Output};
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+fn temp_svg(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tessera-show-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+#[test]
+fn plain_grid_is_cutes_print_layout() {
+    let o = tessera(&["show", "(2,3):(3,1)"]);
+    assert_eq!(o.status.code(), Some(0));
+    // CuTe: idx_width = num_digits(cosize 6) + 2 = 3; "  %*d " headers, "| %*d " cells.
+    let expected = [
+        "(2,3):(3,1)",
+        "      0   1   2 ",
+        "    +---+---+---+",
+        " 0  | 0 | 1 | 2 |",
+        "    +---+---+---+",
+        " 1  | 3 | 4 | 5 |",
+        "    +---+---+---+",
+        "",
+    ];
+    assert_eq!(stdout(&o), expected.join("\n"));
+}
+
+#[test]
+fn swizzled_grid() {
+    let o = tessera(&["show", "Sw<3,0,3> o (8,8):(8,1)"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    // row 1 swaps neighbours (Z bit 0 ^= Y bit 3); row 7 reverses the row.
+    assert!(
+        text.contains(" 1  |  9 |  8 | 11 | 10 | 13 | 12 | 15 | 14 |"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" 7  | 63 | 62 | 61 | 60 | 59 | 58 | 57 | 56 |"),
+        "{text}"
+    );
+    insta::assert_snapshot!("swizzled_grid_sw303_8x8", text);
+}
+
+#[test]
+fn svg_of_a_swizzled_atom() {
+    let path = temp_svg("atom.svg");
+    let o = tessera(&[
+        "show",
+        "Sw<2,1,3> o (4,16):(16,1)",
+        "--svg",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let svg = std::fs::read_to_string(&path).expect("svg written");
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("<title>Sw&lt;2,1,3&gt; o 0 o (4,16):(16,1)</title>"));
+    // one cell rectangle per grid cell, plus the background
+    assert_eq!(svg.matches("<rect ").count(), 4 * 16 + 1);
+    insta::assert_snapshot!("svg_sw213_4x16", svg);
+}
+
+#[test]
+fn thread_value_picture() {
+    // 4 threads x 2 values into a 2x4 tile: thread t owns column t (values down the column)
+    let path = temp_svg("tv.svg");
+    let o = tessera(&[
+        "show",
+        "(4,2):(2,1)",
+        "--tile",
+        "(2,4)",
+        "--svg",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    assert!(text.contains(" 0  | T0V0 | T1V0 | T2V0 | T3V0 |"), "{text}");
+    assert!(text.contains(" 1  | T0V1 | T1V1 | T2V1 | T3V1 |"), "{text}");
+    let svg = std::fs::read_to_string(&path).expect("svg written");
+    assert_eq!(svg.matches(">T2<").count(), 2);
+    assert_eq!(svg.matches(">V1<").count(), 4);
+    insta::assert_snapshot!("tv_grid_4x2_over_2x4", text);
+    insta::assert_snapshot!("tv_svg_4x2_over_2x4", svg);
+}
+
+#[test]
+fn errors_exit_1_with_a_message() {
+    for args in [
+        vec!["show", "8:1"], // rank 1: CuTe's print_layout needs rank 2
+        vec!["show", "Sw<3,4,2> o (8,8):(8,1)"], // |S| < B
+        vec!["show", "(8,8):(8"], // syntax
+        vec!["show", "(4,2):(2,1)", "--tile", "(2,2)"], // offsets outside the tile
+    ] {
+        let o = tessera(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).starts_with("error: show: "),
+            "{args:?}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
