@@ -644,8 +644,193 @@ fn token_soup() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(tokens), 0..24).prop_map(|v| v.concat())
 }
 
+/// A random int tuple of small extents (1 to 4, at most three leaves, depth at most 2), as
+/// text, with a congruent random stride tuple (-4 to 8, zeros included).
+fn shape_and_stride() -> impl Strategy<Value = (String, String)> {
+    let leaf = (1i64..5, -4i64..9);
+    prop_oneof![
+        leaf.clone()
+            .prop_map(|(s, d)| (s.to_string(), d.to_string())),
+        prop::collection::vec(leaf.clone(), 1..4).prop_map(|v| {
+            let s: Vec<String> = v.iter().map(|(s, _)| s.to_string()).collect();
+            let d: Vec<String> = v.iter().map(|(_, d)| d.to_string()).collect();
+            (format!("({})", s.join(",")), format!("({})", d.join(",")))
+        }),
+        (leaf.clone(), leaf.clone(), leaf).prop_map(|(a, b, c)| {
+            (
+                format!("(({},{}),{})", a.0, b.0, c.0),
+                format!("(({},{}),{})", a.1, b.1, c.1),
+            )
+        }),
+    ]
+}
+
+/// A valid swizzle literal (`|S| >= B`).
+fn swizzle_literal() -> impl Strategy<Value = String> {
+    (0i64..4, 0i64..5, 0i64..3, any::<bool>()).prop_map(|(b, m, k, neg)| {
+        let s = if neg { -(b + k) } else { b + k };
+        format!("Sw<{b},{m},{s}>")
+    })
+}
+
+/// A well-formed literal: integer, int tuple, layout, tiler, swizzle or swizzled layout.
+fn literal() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (-2i64..10).prop_map(|v| v.to_string()),
+        shape_and_stride().prop_map(|(s, _)| s),
+        shape_and_stride().prop_map(|(s, d)| format!("{s}:{d}")),
+        prop::collection::vec(
+            prop_oneof![
+                Just("_".to_string()),
+                (1i64..5).prop_map(|v| v.to_string()),
+                shape_and_stride().prop_map(|(s, d)| format!("{s}:{d}")),
+            ],
+            0..3
+        )
+        .prop_map(|items| format!("<{}>", items.join(","))),
+        swizzle_literal(),
+        (swizzle_literal(), 0i64..9, shape_and_stride())
+            .prop_map(|(sw, o, (s, d))| format!("{sw} o {o} o {s}:{d}")),
+    ]
+}
+
+/// A well-formed expression: literals and calls of known functions, nested, with any
+/// number and kind of arguments.
+fn well_formed() -> impl Strategy<Value = String> {
+    let names: Vec<&'static str> = FUNCTIONS.iter().map(|(n, _)| *n).collect();
+    literal().prop_recursive(3, 24, 4, move |inner| {
+        (
+            prop::sample::select(names.clone()),
+            prop::collection::vec(inner, 0..4),
+        )
+            .prop_map(|(name, args)| format!("{name}({})", args.join(", ")))
+    })
+}
+
+/// A layout literal `S:D`.
+fn layout_literal() -> impl Strategy<Value = String> {
+    shape_and_stride().prop_map(|(s, d)| format!("{s}:{d}"))
+}
+
+/// A second operand of composition, the divides and the products.
+fn tiler_operand() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (1i64..5).prop_map(|v| v.to_string()),
+        layout_literal(),
+        shape_and_stride().prop_map(|(s, _)| s),
+        literal().prop_filter("a tiler", |t| t.starts_with('<')),
+    ]
+}
+
+/// An expression whose value should be a (plain or swizzled) layout: literals, and the
+/// layout-valued functions applied to arguments of the kinds they take.
+fn layout_expr() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        3 => layout_literal(),
+        1 => (swizzle_literal(), 0i64..9, layout_literal())
+            .prop_map(|(sw, o, l)| format!("{sw} o {o} o {l}")),
+    ];
+    leaf.prop_recursive(2, 12, 2, |inner| {
+        const UNARY: &[&str] = &[
+            "coalesce",
+            "filter",
+            "filter_zeros",
+            "right_inverse",
+            "left_inverse",
+            "make_layout_like",
+            "flatten",
+            "nullspace",
+        ];
+        const BY_TILER: &[&str] = &[
+            "composition",
+            "logical_divide",
+            "zipped_divide",
+            "tiled_divide",
+            "flat_divide",
+            "logical_product",
+            "zipped_product",
+            "tiled_product",
+            "flat_product",
+        ];
+        const BINARY: &[&str] = &[
+            "blocked_product",
+            "raked_product",
+            "max_common_layout",
+            "append",
+            "prepend",
+            "make_layout",
+        ];
+        prop_oneof![
+            (prop::sample::select(UNARY), inner.clone()).prop_map(|(f, a)| format!("{f}({a})")),
+            (
+                prop::sample::select(BY_TILER),
+                inner.clone(),
+                tiler_operand()
+            )
+                .prop_map(|(f, a, t)| format!("{f}({a}, {t})")),
+            (prop::sample::select(BINARY), inner.clone(), inner.clone())
+                .prop_map(|(f, a, b)| format!("{f}({a}, {b})")),
+            (
+                prop::sample::select(&["upcast", "downcast"][..]),
+                inner.clone(),
+                0u32..3
+            )
+                .prop_map(|(f, a, k)| format!("{f}({a}, {})", 1 << k)),
+            (inner.clone(), 1i64..64).prop_map(|(a, c)| format!("complement({a}, {c})")),
+            (inner.clone(), 0usize..2).prop_map(|(a, i)| format!("get({a}, {i})")),
+            (inner, shape_and_stride()).prop_map(|(a, (s, _))| format!("tile_to_shape({a}, {s})")),
+        ]
+    })
+}
+
+/// A typed expression: a layout expression, or a query of one.
+fn typed_expr() -> impl Strategy<Value = String> {
+    const QUERIES: &[&str] = &[
+        "size",
+        "rank",
+        "depth",
+        "shape",
+        "stride",
+        "cosize",
+        "coshape",
+        "offsets",
+        "image_bounds",
+        "cosize_inner",
+        "is_bijective",
+        "is_injective",
+    ];
+    prop_oneof![
+        layout_expr(),
+        (prop::sample::select(QUERIES), layout_expr()).prop_map(|(f, a)| format!("{f}({a})")),
+        (layout_expr(), -2i64..40).prop_map(|(a, i)| format!("eval({a}, {i})")),
+        (layout_expr(), 0u32..4).prop_map(|(a, k)| format!("bank_conflicts({a}, {})", 1 << k)),
+        (layout_expr(), layout_expr()).prop_map(|(a, b)| format!("max_common_vector({a}, {b})")),
+        (0i64..40, shape_and_stride()).prop_map(|(i, (s, _))| format!("idx2crd({i}, {s})")),
+        (0i64..40, layout_expr()).prop_map(|(i, l)| format!("crd2idx({i}, {l})")),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// As below, for expressions that call each function with arguments of the right kinds.
+    #[test]
+    fn typed_expressions_have_no_syntax_errors(src in typed_expr()) {
+        if let Err(e) = evaluate(&src) {
+            prop_assert!(!e.is_syntax(), "{} gave the syntax error {}", src, e);
+            prop_assert!(e.to_string().starts_with(e.op()), "{}", e);
+        }
+    }
+
+    /// A well-formed expression has a value or an error of an operation (exit 1), never a
+    /// syntax error (exit 2), and never panics.
+    #[test]
+    fn well_formed_expressions_have_no_syntax_errors(src in well_formed()) {
+        if let Err(e) = evaluate(&src) {
+            prop_assert!(!e.is_syntax(), "{} gave the syntax error {}", src, e);
+            prop_assert!(e.to_string().starts_with(e.op()), "{}", e);
+        }
+    }
 
     /// No input makes the evaluator panic; syntax errors and operation errors are both fine.
     #[test]
@@ -683,4 +868,30 @@ fn deep_nesting_is_a_syntax_error_not_a_crash() {
     let o = run(&["eval", &deep]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).starts_with("error: parse: "));
+}
+
+/// The typed generator reaches the algebra: a good share of its calls have a value, so the
+/// no-panic property is not only about early argument errors.
+#[test]
+fn typed_generator_reaches_values() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = typed_expr();
+    let (mut calls, mut values) = (0, 0);
+    for _ in 0..2000 {
+        let src = strategy.new_tree(&mut runner).expect("a case").current();
+        if src.contains(char::is_alphabetic) && !src.starts_with("Sw") {
+            calls += 1;
+            if evaluate(&src).is_ok() {
+                values += 1;
+            }
+        }
+    }
+    eprintln!("{values} of {calls} generated calls have a value");
+    assert!(calls > 1000, "only {calls} calls generated");
+    assert!(
+        values * 3 > calls,
+        "only {values} of {calls} calls have a value"
+    );
 }

@@ -28,9 +28,20 @@ same terminal; the exit status is 2 for a syntax error (malformed literal, unkno
 With `-`, every input line gets exactly one output line, errors included, and the exit
 status is 0.";
 
+/// The help text after the options: [`AFTER_HELP`] and the list of functions.
+fn after_help() -> String {
+    let mut text = String::from(AFTER_HELP);
+    text.push_str("\n\nFunctions (L a layout, T a tiler, S a shape, i an integer):");
+    for (_, usage) in expr::FUNCTIONS {
+        text.push_str("\n  ");
+        text.push_str(usage);
+    }
+    text
+}
+
 /// Arguments of `tessera eval`.
 #[derive(clap::Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct EvalArgs {
     /// The expression, or `-` to read one expression per line from standard input. Several
     /// words are joined with spaces, so the expression need not be quoted as one argument.

@@ -63,7 +63,7 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("upcast", "upcast(L, n)"),
     ("downcast", "downcast(L, n)"),
     ("nullspace", "nullspace(L)"),
-    ("idx2crd", "idx2crd(i, S)"),
+    ("idx2crd", "idx2crd(i, S[, D])"),
     (
         "crd2idx",
         "crd2idx(coord, L) | crd2idx(L, coord) | crd2idx(coord, S[, D])",
@@ -483,8 +483,13 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             Ok(Value::Layout(r))
         }
         "idx2crd" => {
-            a.count(2, 2)?;
-            Ok(Value::IntTuple(tl::idx2crd(&a.tuple(0)?, &a.shape(1)?)?))
+            a.count(2, 3)?;
+            let idx = a.tuple(0)?;
+            if a.len() == 3 {
+                let l = Layout::new(a.tuple(1)?, a.tuple(2)?)?;
+                return Ok(Value::IntTuple(idx2crd_strided(&idx, &l)?));
+            }
+            Ok(Value::IntTuple(tl::idx2crd(&idx, &a.shape(1)?)?))
         }
         "crd2idx" => crd2idx(a),
         "eval" => {
@@ -706,6 +711,45 @@ fn make_layout(a: Args) -> Result<Value, Error> {
             Ok(Value::Layout(Layout::concat(modes)?))
         }
     }
+}
+
+/// CuTe's `idx2crd(idx, shape, stride)`: each leaf of the coordinate is
+/// `(idx / stride) % shape` (C++ truncating division); a tuple `idx` is split mode by mode.
+fn idx2crd_strided(idx: &IntTuple, l: &Layout) -> Result<IntTuple, Error> {
+    fn go(idx: &IntTuple, s: &IntTuple, d: &IntTuple) -> Option<IntTuple> {
+        Some(match (idx, s, d) {
+            (IntTuple::Int(i), IntTuple::Int(s), IntTuple::Int(d)) => {
+                IntTuple::Int(i.checked_div(*d)?.checked_rem(*s)?)
+            }
+            (IntTuple::Int(_), IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => IntTuple::Tuple(
+                ss.iter()
+                    .zip(ds)
+                    .map(|(s, d)| go(idx, s, d))
+                    .collect::<Option<_>>()?,
+            ),
+            (IntTuple::Tuple(is), IntTuple::Tuple(ss), IntTuple::Tuple(ds))
+                if is.len() == ss.len() =>
+            {
+                IntTuple::Tuple(
+                    is.iter()
+                        .zip(ss)
+                        .zip(ds)
+                        .map(|((i, s), d)| go(i, s, d))
+                        .collect::<Option<_>>()?,
+                )
+            }
+            _ => return None,
+        })
+    }
+    go(idx, l.shape(), l.stride()).ok_or_else(|| {
+        Error::call(
+            "idx2crd",
+            format!(
+                "{idx} is not an index of {l} (a tuple index must match the shape's modes, \
+                 and a leaf it reaches must have a non-zero stride)"
+            ),
+        )
+    })
 }
 
 /// `crd2idx(coord, L)`, `crd2idx(L, coord)`, `crd2idx(coord, S)` (column-major strides) and
