@@ -41,6 +41,8 @@ pub(crate) fn coalesced_modes(l: &Layout) -> Modes {
 /// assert_eq!(coalesce(&l).to_string(), "(2,4):(1,3)");
 /// assert_eq!(coalesce(&"(1,1):(5,7)".parse().unwrap()).to_string(), "1:0");
 /// ```
+#[doc(alias = "simplify")]
+#[doc(alias = "merge_modes")]
 pub fn coalesce(l: &Layout) -> Layout {
     from_flat_modes(&coalesced_modes(l))
 }

@@ -98,6 +98,7 @@ fn check_factor(op: &'static str, l: &Layout, n: i64) -> Result<()> {
 /// let l: Layout = "(8,(4,2)):(1,(16,8))".parse().unwrap();
 /// assert_eq!(upcast(&l, 2).unwrap().to_string(), "(4,(4,2)):(1,(8,4))");
 /// ```
+#[doc(alias = "recast")]
 pub fn upcast(l: &Layout, n: i64) -> Result<Layout> {
     const OP: &str = "upcast";
     check_factor(OP, l, n)?;
@@ -143,6 +144,7 @@ pub fn upcast(l: &Layout, n: i64) -> Result<Layout> {
 /// let l: Layout = "(4,(4,2)):(1,(8,4))".parse().unwrap();
 /// assert_eq!(downcast(&l, 2).unwrap().to_string(), "(8,(4,2)):(1,(16,8))");
 /// ```
+#[doc(alias = "recast")]
 pub fn downcast(l: &Layout, n: i64) -> Result<Layout> {
     const OP: &str = "downcast";
     check_factor(OP, l, n)?;

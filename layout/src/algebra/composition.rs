@@ -234,6 +234,7 @@ fn compose_tree(
 /// // CuTe returns (2,3):(6,3) here, which is wrong at i = 2: A(B(2)) = A(6) = 7.
 /// assert!(composition(&p("(4,6,8):(2,3,5)"), &p("6:3")).is_err());
 /// ```
+#[doc(alias = "compose")]
 pub fn composition(a: &Layout, b: &Layout) -> Result<Layout> {
     composition_parts(a, &[(b.shape(), b.stride())], || Ok(b.clone()))
         .map_err(|e| e.within("composition", || format!("{a} o {b}")))

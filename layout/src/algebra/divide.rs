@@ -180,6 +180,8 @@ fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
 ///     "((3,3),((2,4),(2,2))):((177,59),((13,2),(26,1)))"
 /// );
 /// ```
+#[doc(alias = "tile")]
+#[doc(alias = "split")]
 pub fn logical_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
     by_mode("logical_divide", l, t, &divide_layout)
         .map_err(|e| e.within("logical_divide", || format!("{l}, {t}")))

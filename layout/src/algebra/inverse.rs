@@ -38,6 +38,7 @@ fn sorted_modes(l: &Layout) -> Vec<(i64, i64, i64)> {
 /// assert_eq!(right_inverse(&p("(4,8):(8,1)")).unwrap().to_string(), "(8,4):(4,1)");
 /// assert_eq!(right_inverse(&p("(2,2,2):(4,0,1)")).unwrap().to_string(), "2:4");
 /// ```
+#[doc(alias = "pseudo_inverse")]
 pub fn right_inverse(l: &Layout) -> Result<Layout> {
     let mut out: Vec<(i64, i64)> = Vec::new();
     let mut curr = Some(1i64);
@@ -68,6 +69,7 @@ pub fn right_inverse(l: &Layout) -> Result<Layout> {
 /// assert_eq!(left_inverse(&p("3:2")).unwrap().to_string(), "(2,3):(0,1)");
 /// assert_eq!(left_inverse(&p("(4,8):(1,5)")).unwrap().to_string(), "(5,8):(1,4)");
 /// ```
+#[doc(alias = "inverse")]
 pub fn left_inverse(l: &Layout) -> Result<Layout> {
     let ctx = || l.to_string();
     let modes = sorted_modes(l);

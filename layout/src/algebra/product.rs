@@ -37,6 +37,7 @@ fn product_layout(a: &Layout, b: &Layout) -> Result<Layout> {
 /// let b: Tiler = "6:1".parse().unwrap();
 /// assert_eq!(logical_product(&a, &b).unwrap().to_string(), "((2,2),(2,3)):((4,1),(2,8))");
 /// ```
+#[doc(alias = "repeat")]
 pub fn logical_product(a: &Layout, b: &Tiler) -> Result<Layout> {
     by_mode("logical_product", a, b, &product_layout)
         .map_err(|e| e.within("logical_product", || format!("{a}, {b}")))
