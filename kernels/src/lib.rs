@@ -12,7 +12,7 @@
 //! ```
 //! use tessera_kernels::{Arch, GemmPlan, GemmProblem};
 //! let plan = GemmPlan::new(&GemmProblem::new(4096, 4096, 4096), Arch::Sm90a).unwrap();
-//! assert_eq!(plan.cta_tile, (128, 256, 32));
+//! assert_eq!(plan.cta_tile, (128, 256, 64));
 //! assert!(plan.smem_bytes <= Arch::Sm90a.smem_per_block_optin());
 //! ```
 

@@ -13,7 +13,8 @@
 //! assert_eq!(l.cosize().unwrap(), 4); // the image is {0, 1, 3}
 //! ```
 //!
-//! The tutorial chapter `docs/03_swizzles.md` explains swizzles with doctested examples.
+//! The chapter [`tutorial`] explains swizzles, bank conflicts and the cosize pitfall, with
+//! doctested examples.
 
 #![warn(missing_docs)]
 
@@ -36,3 +37,8 @@ pub use error::{Result, SwizzleError, ENUMERATION_LIMIT};
 pub use f2::F2Map;
 pub use swizzle::{Swizzle, MAX_SWIZZLE_BITS};
 pub use swizzled::SwizzledLayout;
+
+/// Chapter 3 of the tessera tutorial: swizzles (from `docs/03_swizzles.md`; every example is
+/// a doctest).
+#[doc = include_str!("../../docs/03_swizzles.md")]
+pub mod tutorial {}
