@@ -617,6 +617,19 @@ impl fmt::Display for GemmPlan {
                 o.ldsm,
                 if o.k_major { "" } else { " (.trans)" }
             )?;
+            writeln!(
+                f,
+                "    banks      wavefronts/ideal per warp: ldmatrix.x4 {}, cp.async {} ({})",
+                o.smem.ldsm_conflicts,
+                o.smem.copy_conflicts,
+                if o.smem.ldsm_conflicts.is_conflict_free()
+                    && o.smem.copy_conflicts.is_conflict_free()
+                {
+                    "conflict-free"
+                } else {
+                    "CONFLICTS"
+                }
+            )?;
         }
         writeln!(
             f,
