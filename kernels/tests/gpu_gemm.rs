@@ -199,6 +199,44 @@ fn every_epilogue_and_type() {
 }
 
 #[test]
+fn large_problem_on_sampled_rows() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    // Above 2^30 multiply-adds the reference covers 32 sampled rows (first, last, random).
+    let mut p = problem(4096, 4096, 4096, Major::Row, Major::Col);
+    p.epilogue = Epilogue {
+        act: Activation::GeluTanh,
+        bias: BiasMode::PerCol,
+        aux: true,
+        alpha: 1.0,
+        beta: 1.0,
+    };
+    failures.extend(run(
+        &rt,
+        &p,
+        GemmStrides::tight(&p),
+        PlanOptions::default(),
+        &mut rng,
+    ));
+    let mut p = problem(3000, 5000, 2000, Major::Col, Major::Row);
+    p.output = DType::F32;
+    failures.extend(run(
+        &rt,
+        &p,
+        GemmStrides::tight(&p),
+        PlanOptions::default(),
+        &mut rng,
+    ));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
 fn strides_batches_and_misalignment() {
     let Some(rt) = runtime() else { return };
     let mut rng = Rng::new(seed());
