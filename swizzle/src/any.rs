@@ -6,7 +6,7 @@ use std::str::FromStr;
 use tessera_layout::{Cursor, IntTuple, Layout, Shape};
 
 use crate::error::{Result, SwizzleError};
-use crate::extent::layout_is_injective;
+use crate::extent::{check_enumerable, layout_is_injective};
 use crate::swizzle::Swizzle;
 use crate::swizzled::{parse_layout, SwizzledLayout};
 
@@ -115,9 +115,15 @@ impl AnyLayout {
     }
 
     /// All offsets in index order.
+    ///
+    /// Errors: `TooLarge` above [`ENUMERATION_LIMIT`](crate::ENUMERATION_LIMIT) offsets;
+    /// `Overflow` as [`SwizzledLayout::offsets`].
     pub fn offsets(&self) -> Result<Vec<i64>> {
         match self {
-            AnyLayout::Plain(l) => Ok(l.offsets()),
+            AnyLayout::Plain(l) => {
+                check_enumerable("offsets", l.size() as u128, || l.to_string())?;
+                Ok(l.offsets())
+            }
             AnyLayout::Swizzled(s) => s.offsets(),
         }
     }

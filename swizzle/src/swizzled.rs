@@ -7,7 +7,7 @@ use std::str::FromStr;
 use tessera_layout::{Cursor, IntTuple, Layout, Shape};
 
 use crate::error::{Result, SwizzleError};
-use crate::extent::{extent, for_each_offset, swizzled_bounds};
+use crate::extent::{check_enumerable, extent, for_each_offset, swizzled_bounds};
 use crate::swizzle::Swizzle;
 
 /// A swizzled layout `Sw<B,M,S> o OFFSET o L`: `R(c) = Sw(OFFSET + L(c))` (CuTe's
@@ -95,8 +95,10 @@ impl SwizzledLayout {
 
     /// All offsets `[R(0), ..., R(size-1)]`.
     ///
-    /// Errors: `Overflow` if `OFFSET + L(i)` leaves the `i64` range.
+    /// Errors: `Overflow` if `OFFSET + L(i)` leaves the `i64` range; `TooLarge` above
+    /// [`ENUMERATION_LIMIT`](crate::ENUMERATION_LIMIT) offsets.
     pub fn offsets(&self) -> Result<Vec<i64>> {
+        check_enumerable("offsets", self.size() as u128, || self.to_string())?;
         let mut out = Vec::with_capacity(usize::try_from(self.size()).unwrap_or(0));
         let mut overflow = false;
         for_each_offset(&self.inner, |x| match self.offset.checked_add(x) {
