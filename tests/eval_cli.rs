@@ -432,6 +432,10 @@ fn swizzle_literals_and_application() {
     );
     // Y = 0b101 is not a run of bits: no swizzle has these masks.
     fails("make_swizzle(5, 10)", 1, "make_swizzle");
+    // A swizzle is an involution: its own inverse.
+    ok("right_inverse(Sw<3,4,3>)", "Sw<3,4,3>");
+    ok("left_inverse(Sw<2,0,-2>)", "Sw<2,0,-2>");
+    ok("composition(Sw<3,4,3>, Sw<3,4,3>)", "Sw<0,0,0>");
     ok("upcast(Sw<3,4,3>, 2)", "Sw<3,3,3>");
     ok("downcast(Sw<3,3,3>, 2)", "Sw<3,4,3>");
 }

@@ -418,6 +418,11 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             };
             Ok(Value::Layout(r))
         }
+        "right_inverse" | "left_inverse" if matches!(a.vals.first(), Some(Value::Swizzle(_))) => {
+            // A swizzle is a bijection of the integers: its inverse is both.
+            a.count(1, 1)?;
+            Ok(Value::Swizzle(a.swizzle(0)?.inverse()))
+        }
         "right_inverse" => unary(a, tl::right_inverse, sa::right_inverse),
         "left_inverse" => unary(a, tl::left_inverse, sa::left_inverse),
         "nullspace" => unary(a, tl::nullspace, |_| Err(not_swizzled("nullspace"))),
