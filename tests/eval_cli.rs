@@ -404,6 +404,10 @@ fn swizzle_literals_and_application() {
         "Sw<3,4,3> o 8 o (8,64):(64,1)",
     );
     ok("Sw<1,0,-1>", "Sw<1,0,-1>");
+    ok(
+        "Sw<3,4,3> ∘ 8 ∘ (8,64):(64,1)",
+        "Sw<3,4,3> o 8 o (8,64):(64,1)",
+    );
     // CuTe requires B >= 0, M >= 0 and |S| >= B: a malformed literal.
     fails("Sw<3,4,2>", 2, "parse");
     fails("Sw<-1,0,1>", 2, "parse");

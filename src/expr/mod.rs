@@ -13,7 +13,7 @@
 //! | `((2,4),3):((1,8),2)`, `8:1` | a layout `SHAPE:STRIDE` |
 //! | `<3:3,(2,4):(1,8),_,4>` | a by-mode tiler: items are layouts, shapes (an integer `n` is `n:1`, a tuple is a by-mode tiler of its modes), nested tilers, or `_` (leave the mode alone) |
 //! | `Sw<3,4,3>` | a swizzle `Sw<B,M,S>` |
-//! | `Sw<3,4,3> o 8 o (8,64):(64,1)`, `Sw<3,4,3> o (8,64):(64,1)` | a swizzled layout `SWIZZLE o OFFSET o LAYOUT` (the offset defaults to 0) |
+//! | `Sw<3,4,3> o 8 o (8,64):(64,1)`, `Sw<3,4,3> o (8,64):(64,1)` | a swizzled layout `SWIZZLE o OFFSET o LAYOUT` (the offset defaults to 0; `∘` may stand for `o`) |
 //!
 //! Spaces are allowed anywhere between tokens. Tuple elements, the parts of a layout and the
 //! items of a tiler may themselves be calls: `(size(4:1),2)`, `shape(L):stride(L)`.

@@ -138,13 +138,14 @@ impl Parser<'_> {
         Some(&rest[..len])
     }
 
-    /// Consumes the word `o` (the composition in `Sw<...> o OFFSET o LAYOUT`) if it is next.
+    /// Consumes the word `o` (the composition in `Sw<...> o OFFSET o LAYOUT`), or the
+    /// composition sign `∘` that papers write there, if it is next.
     fn eat_o(&mut self) -> bool {
         if self.peek_ident() == Some("o") {
             self.pos += 1;
             true
         } else {
-            false
+            self.eat('∘')
         }
     }
 
