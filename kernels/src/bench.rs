@@ -197,11 +197,11 @@ pub fn run_bench(
         let eps = &cfg.epilogues;
         // Warm-up, and a correctness comparison of each pair on sampled rows.
         let mut rel = Vec::new();
-        for i in 0..eps.len() {
+        for (i, e) in eps.iter().enumerate() {
             ours.poison_range(rt, 0, (m * n) as usize)?;
             vendor.poison_range(rt, 0, (m * n) as usize)?;
             launch_ours(i, &ours)?;
-            vendor_launch(&blas, &lt, &eps[i], (m, n, k), &b, &mut vendor)?;
+            vendor_launch(&blas, &lt, e, (m, n, k), &b, &mut vendor)?;
             rt.stream().synchronize().map_err(driver_err("warm-up"))?;
             rel.push(sampled_rel_diff(rt, &ours, &vendor, m, n)?);
         }

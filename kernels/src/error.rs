@@ -44,7 +44,7 @@ pub enum KernelError {
         op: &'static str,
         /// The algebra's error.
         #[source]
-        source: tessera_layout::LayoutError,
+        source: Box<tessera_layout::LayoutError>,
     },
     /// A swizzle step of the planner failed.
     #[error("{op}: swizzle: {source}")]
@@ -53,7 +53,7 @@ pub enum KernelError {
         op: &'static str,
         /// The swizzle crate's error.
         #[source]
-        source: tessera_swizzle::SwizzleError,
+        source: Box<tessera_swizzle::SwizzleError>,
     },
     /// A shared-memory layout of the plan has bank conflicts where the plan needs none.
     #[error("{op}: {layout} has {conflicts} bank conflicts for {access}")]
@@ -76,21 +76,8 @@ pub enum KernelError {
         msg: String,
     },
     /// NVRTC rejected the source. The message holds the log, the options and the source.
-    #[error("{op}: NVRTC failed ({status}) for kernel `{kernel}`\n--- options ---\n{options}\n--- log ---\n{log}\n--- source ---\n{source_text}")]
-    Compile {
-        /// The operation.
-        op: &'static str,
-        /// The kernel's name.
-        kernel: String,
-        /// NVRTC's status.
-        status: String,
-        /// The options passed, one per line.
-        options: String,
-        /// NVRTC's program log.
-        log: String,
-        /// The complete source compiled, with line numbers.
-        source_text: String,
-    },
+    #[error("{0}")]
+    Compile(Box<CompileFailure>),
     /// The CUDA driver reported an error.
     #[error("{op}: CUDA driver error: {msg}")]
     Driver {
@@ -125,6 +112,40 @@ pub enum KernelError {
     },
 }
 
+/// What NVRTC said about a source it could not compile.
+#[derive(Debug, Clone)]
+pub struct CompileFailure {
+    /// The NVRTC call that failed.
+    pub op: &'static str,
+    /// The kernel's name.
+    pub kernel: String,
+    /// NVRTC's status.
+    pub status: String,
+    /// The options passed.
+    pub options: Vec<String>,
+    /// NVRTC's program log.
+    pub log: String,
+    /// The complete source compiled.
+    pub source_text: String,
+}
+
+impl std::fmt::Display for CompileFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{}: NVRTC failed ({}) for kernel `{}`",
+            self.op, self.status, self.kernel
+        )?;
+        writeln!(f, "--- options ---\n{}", self.options.join("\n"))?;
+        writeln!(f, "--- log ---\n{}", self.log)?;
+        writeln!(f, "--- source ---")?;
+        for (i, l) in self.source_text.lines().enumerate() {
+            writeln!(f, "{:5} {l}", i + 1)?;
+        }
+        Ok(())
+    }
+}
+
 /// `Result` with [`KernelError`].
 pub type Result<T> = std::result::Result<T, KernelError>;
 
@@ -137,10 +158,16 @@ impl KernelError {
     }
 
     pub(crate) fn swizzle(op: &'static str) -> impl FnOnce(tessera_swizzle::SwizzleError) -> Self {
-        move |source| KernelError::Swizzle { op, source }
+        move |source| KernelError::Swizzle {
+            op,
+            source: Box::new(source),
+        }
     }
 
     pub(crate) fn layout(op: &'static str) -> impl FnOnce(tessera_layout::LayoutError) -> Self {
-        move |source| KernelError::Layout { op, source }
+        move |source| KernelError::Layout {
+            op,
+            source: Box::new(source),
+        }
     }
 }

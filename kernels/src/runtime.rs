@@ -14,7 +14,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys, Ptx};
 
 use crate::arch::Arch;
-use crate::error::{KernelError, Result};
+use crate::error::{CompileFailure, KernelError, Result};
 
 /// The CUDA include directory: `TESSERA_CUDA_INCLUDE`, else `$CUDA_HOME/include`, else
 /// `$CUDA_PATH/include`, else `/usr/local/cuda/include`; the first that exists.
@@ -84,12 +84,22 @@ pub fn nvrtc_options(arch: Arch, ptxas_verbose: bool) -> Vec<String> {
     o
 }
 
-fn numbered(source: &str) -> String {
-    source
-        .lines()
-        .enumerate()
-        .map(|(i, l)| format!("{:5} {l}\n", i + 1))
-        .collect()
+fn failure(
+    op: &'static str,
+    kernel: &str,
+    status: String,
+    options: &[String],
+    log: &str,
+    source: &str,
+) -> KernelError {
+    KernelError::Compile(Box::new(CompileFailure {
+        op,
+        kernel: kernel.to_string(),
+        status,
+        options: options.to_vec(),
+        log: log.to_string(),
+        source_text: source.to_string(),
+    }))
 }
 
 /// Compiles `source` with NVRTC to a CUBIN for `arch`. Needs no GPU.
@@ -103,15 +113,16 @@ pub fn compile(source: &str, kernel: &str, arch: Arch, ptxas_verbose: bool) -> R
         .map_err(|_| KernelError::invalid(op, "source contains a NUL byte"))?;
     let c_name = std::ffi::CString::new(format!("{kernel}.cu"))
         .map_err(|_| KernelError::invalid(op, "kernel name contains a NUL byte"))?;
-    let prog =
-        nvrtc_result::create_program(&c_src, Some(&c_name)).map_err(|e| KernelError::Compile {
-            op: "nvrtcCreateProgram",
-            kernel: kernel.to_string(),
-            status: format!("{e:?}"),
-            options: options.join("\n"),
-            log: String::new(),
-            source_text: numbered(source),
-        })?;
+    let prog = nvrtc_result::create_program(&c_src, Some(&c_name)).map_err(|e| {
+        failure(
+            "nvrtcCreateProgram",
+            kernel,
+            format!("{e:?}"),
+            &options,
+            "",
+            source,
+        )
+    })?;
     let compiled = unsafe { nvrtc_result::compile_program(prog, &options) };
     let log = unsafe { nvrtc_result::get_program_log(prog) }
         .map(|raw| {
@@ -124,14 +135,14 @@ pub fn compile(source: &str, kernel: &str, arch: Arch, ptxas_verbose: bool) -> R
         })
         .unwrap_or_default();
     let out = match compiled {
-        Err(e) => Err(KernelError::Compile {
-            op: "nvrtcCompileProgram",
-            kernel: kernel.to_string(),
-            status: format!("{e:?}"),
-            options: options.join("\n"),
-            log: log.clone(),
-            source_text: numbered(source),
-        }),
+        Err(e) => Err(failure(
+            "nvrtcCompileProgram",
+            kernel,
+            format!("{e:?}"),
+            &options,
+            &log.clone(),
+            source,
+        )),
         Ok(()) => {
             let mut size = 0usize;
             let r = unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) }
@@ -142,13 +153,15 @@ pub fn compile(source: &str, kernel: &str, arch: Arch, ptxas_verbose: bool) -> R
                         .result()
                         .map(|_| cubin)
                 });
-            r.map_err(|e| KernelError::Compile {
-                op: "nvrtcGetCUBIN",
-                kernel: kernel.to_string(),
-                status: format!("{e:?}"),
-                options: options.join("\n"),
-                log: log.clone(),
-                source_text: numbered(source),
+            r.map_err(|e| {
+                failure(
+                    "nvrtcGetCUBIN",
+                    kernel,
+                    format!("{e:?}"),
+                    &options,
+                    &log.clone(),
+                    source,
+                )
             })
             .map(|cubin| Compiled {
                 cubin,
