@@ -532,3 +532,57 @@ fn decay(s: &SwizzledLayout) -> Option<(Layout, i64)> {
     });
     same.then_some((plain, base))
 }
+
+/// The widest vector common to `a` and `b`: the largest `n` dividing `size(R)` such that
+/// every run of `n` consecutive elements of their common layout `R` (the plain
+/// `max_common_layout` of the inner layouts) is a run of consecutive offsets in both `a`
+/// and `b`, after their swizzles and offsets. CuTe's `max_common_vector` on swizzled layouts
+/// caps the plain answer at `2^M`; this checks every run instead, so it is exact (at least 1).
+///
+/// Post-condition: for every `k` and `j < n`, `a(R(k*n + j)) == a(R(k*n)) + j`, and the
+/// same for `b`.
+///
+/// Errors: the plain `max_common_layout`'s errors; `TooLarge` past
+/// [`ENUMERATION_LIMIT`] elements.
+///
+/// ```
+/// use tessera_swizzle::{algebra, AnyLayout};
+/// let p = |s: &str| s.parse::<AnyLayout>().unwrap();
+/// // a swizzled smem tile and the row-major register view: 8 halves (one 16-byte chunk)
+/// let n = algebra::max_common_vector(&p("Sw<3,3,3> o (8,64):(64,1)"), &p("(8,64):(64,1)")).unwrap();
+/// assert_eq!(n, 8);
+/// assert_eq!(algebra::max_common_vector(&p("(8,64):(64,1)"), &p("(8,64):(64,1)")).unwrap(), 512);
+/// ```
+pub fn max_common_vector<A: Clone + Into<AnyLayout>, B: Clone + Into<AnyLayout>>(
+    a: &A,
+    b: &B,
+) -> Result<i64> {
+    const OP: &str = "max_common_vector";
+    let (a, b): (AnyLayout, AnyLayout) = (a.clone().into(), b.clone().into());
+    let r = tl::max_common_layout(a.inner(), b.inner())?;
+    let n = r.size();
+    if n as u64 > ENUMERATION_LIMIT {
+        return Err(SwizzleError::TooLarge {
+            op: OP,
+            operands: format!("{a}, {b}"),
+            needed: n as u128,
+            limit: ENUMERATION_LIMIT,
+        });
+    }
+    let mut offs = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let x = r.call(i)?;
+        offs.push((a.call(x)?, b.call(x)?));
+    }
+    let runs_of = |w: usize| {
+        offs.chunks(w).all(|c| {
+            c.iter().enumerate().all(|(j, &(x, y))| {
+                x.checked_sub(c[0].0) == Some(j as i64) && y.checked_sub(c[0].1) == Some(j as i64)
+            })
+        })
+    };
+    Ok((1..=n)
+        .rev()
+        .find(|&w| n % w == 0 && runs_of(w as usize))
+        .unwrap_or(1))
+}

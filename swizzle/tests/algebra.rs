@@ -165,3 +165,27 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn max_common_vector_runs_are_consecutive_and_maximal(l in enumerable_swizzled_layout()) {
+        let a = AnyLayout::Swizzled(l.clone());
+        let b = AnyLayout::Plain(l.inner.clone());
+        let Ok(n) = algebra::max_common_vector(&a, &b) else { return Ok(()); };
+        let r = tessera_layout::max_common_layout(&l.inner, &l.inner).unwrap();
+        let size = r.size();
+        prop_assert!(n >= 1 && size % n == 0 || n == 1);
+        let want = ref_offsets(&l);
+        let runs = |w: i64| (0..size).all(|i| {
+            let (s, j) = (i - i % w, i % w);
+            let (x, x0) = (r.call(i).unwrap(), r.call(s).unwrap());
+            want[x as usize] - want[x0 as usize] == j && l.inner.call(x).unwrap() - l.inner.call(x0).unwrap() == j
+        });
+        prop_assert!(runs(n), "{} runs of {}", l, n);
+        for w in (n + 1)..=size {
+            if size % w == 0 {
+                prop_assert!(!runs(w), "{}: {} is not maximal ({} works)", l, n, w);
+            }
+        }
+    }
+}
