@@ -41,6 +41,62 @@ pub fn composition(a: &SwizzledLayout, b: &Layout) -> Result<SwizzledLayout> {
     forward(a, |l| tl::composition(l, b))
 }
 
+/// `A o (Sw o 0 o B)` for a plain `A` (CuTe's `composition(Layout, ComposedLayout)`): the
+/// swizzle is moved outside as `Sw' = make_swizzle(A(YYY), A(ZZZ))`, giving
+/// `Sw' o 0 o (A o B)`.
+///
+/// Post-condition: `R(i) == A(B'(i))` for every `i < size(B)`, where `B'` is the swizzled
+/// layout; checked on the whole domain.
+///
+/// Errors: `Inadmissible` if `B`'s offset is not 0 (CuTe requires it too), `A`'s images of
+/// the masks are not a swizzle, or the rewritten form fails the check; the plain
+/// composition's errors; `TooLarge` past [`ENUMERATION_LIMIT`].
+///
+/// ```
+/// use tessera_swizzle::{algebra, SwizzledLayout};
+/// use tessera_layout::Layout;
+/// // a layout that doubles every offset moves the swizzle's bits up by one
+/// let a: Layout = "64:2".parse().unwrap();
+/// let b: SwizzledLayout = "Sw<2,1,2> o (8,8):(8,1)".parse().unwrap();
+/// let r = algebra::composition_layout_swizzled(&a, &b).unwrap();
+/// assert_eq!(r.to_string(), "Sw<2,2,2> o 0 o (8,8):(16,2)");
+/// ```
+pub fn composition_layout_swizzled(a: &Layout, b: &SwizzledLayout) -> Result<SwizzledLayout> {
+    const OP: &str = "composition";
+    if b.offset != 0 {
+        return Err(SwizzleError::inadmissible(
+            OP,
+            format!("{a} o {b}"),
+            "the swizzled right operand needs offset 0",
+        ));
+    }
+    let sw = if b.swizzle.is_identity() {
+        b.swizzle
+    } else {
+        push_through(OP, a, b.swizzle)?
+    };
+    let r = SwizzledLayout::new(sw, 0, tl::composition(a, &b.inner)?);
+    let n = b.size();
+    if n as u64 > ENUMERATION_LIMIT {
+        return Err(SwizzleError::TooLarge {
+            op: OP,
+            operands: format!("{a} o {b}"),
+            needed: n as u128,
+            limit: ENUMERATION_LIMIT,
+        });
+    }
+    for i in 0..n {
+        if r.call(i)? != a.call(b.call(i)?)? {
+            return Err(SwizzleError::inadmissible(
+                OP,
+                format!("{a} o {b}"),
+                format!("the swizzle cannot be moved outside {a} (fails at {i})"),
+            ));
+        }
+    }
+    Ok(r)
+}
+
 /// `Sw o O o (L o T)` for a tiler `T` (CuTe's `composition(ComposedLayout, Tiler)`).
 pub fn composition_tiler(a: &SwizzledLayout, t: &Tiler) -> Result<SwizzledLayout> {
     forward(a, |l| tl::composition_tiler(l, t))

@@ -189,3 +189,34 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn layout_after_swizzled_layout_is_function_composition(
+        sw in valid_swizzle(), k in 0u32..=3, extra in 0i64..3, l in common::small_layout_any_strides()
+    ) {
+        let b = SwizzledLayout::new(sw, 0, l);
+        // A: a scaled identity long enough for every offset of b (which may be negative:
+        // then A's extended domain is used, as in CuTe)
+        let a = Layout::new(4096 + extra, 1i64 << k).unwrap();
+        let want: Vec<i64> = ref_offsets(&b).iter().map(|&x| a.call(x).unwrap()).collect();
+        if let Ok(r) = algebra::composition_layout_swizzled(&a, &b) {
+            for (i, &w) in want.iter().enumerate() {
+                prop_assert_eq!(r.call(i as i64).unwrap(), w, "{} o {} = {}", a, b, r);
+            }
+        }
+    }
+}
+
+#[test]
+fn layout_after_swizzled_layout_by_hand() {
+    // scaling by 2 shifts the swizzle up one bit; an offset is refused as in CuTe
+    let r = algebra::composition_layout_swizzled(&lay("512:2"), &sl("Sw<3,3,3> o (8,64):(64,1)"))
+        .unwrap();
+    assert_eq!(r.to_string(), "Sw<3,4,3> o 0 o (8,64):(128,2)");
+    assert!(algebra::composition_layout_swizzled(
+        &lay("512:2"),
+        &sl("Sw<3,3,3> o 8 o (8,64):(64,1)")
+    )
+    .is_err());
+}
