@@ -103,7 +103,7 @@ pub fn bank_conflicts<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> Res
     check_enumerable(OP, (lanes * v) as u128, || l.to_string())?;
     let eb = i128::from(elem_bytes);
     let lane_bytes = i128::from(v) * eb;
-    let per_phase = (128 / lane_bytes).clamp(1, 32) as i64;
+    let per_phase = (i128::from(WAVEFRONT_BYTES) / lane_bytes).clamp(1, 32) as i64;
     let mut wavefronts = 0i64;
     let mut lane = 0i64;
     while lane < lanes {
@@ -126,7 +126,8 @@ pub fn bank_conflicts<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> Res
         lane = end;
     }
     let total = i128::from(lanes) * lane_bytes;
-    let ideal = ((total + 127) / 128).max(1) as i64;
+    let wave = i128::from(WAVEFRONT_BYTES);
+    let ideal = ((total + wave - 1) / wave).max(1) as i64;
     Ok(BankConflicts { wavefronts, ideal })
 }
 

@@ -13,6 +13,16 @@
 //! assert_eq!(l.cosize().unwrap(), 4); // the image is {0, 1, 3}
 //! ```
 //!
+//! Where things live:
+//!
+//! - [`Swizzle`]: `Sw<B,M,S>`, its masks, `make_swizzle`, composition, up/downcast.
+//! - [`SwizzledLayout`]: `Sw o OFFSET o L`, evaluation, exact `cosize`/`image_bounds`, and
+//!   `cosize_inner` (the C++ value); [`AnyLayout`]: plain or swizzled, for tools.
+//! - [`algebra`]: the layout algebra on swizzled layouts, forwarded as CuTe does, plus
+//!   inverses, up/downcast, slicing with decay, `max_common_vector`.
+//! - [`bank_conflicts`], [`vectorization`], [`is_bijective`], [`F2Map`]: analyses.
+//! - [`atoms`]: the standard shared-memory atoms; [`picture`]: text grids and SVG.
+//!
 //! The chapter [`tutorial`] explains swizzles, bank conflicts and the cosize pitfall, with
 //! doctested examples.
 
