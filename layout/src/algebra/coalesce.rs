@@ -4,7 +4,7 @@ use crate::error::{LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
-use super::support::{coalesce_flat, Modes};
+use super::support::{for_each_leaf, push_merged, Modes};
 
 /// Builds a flat layout from `(shape, stride)` modes: no mode gives `1:0`, one mode an integral
 /// layout, more a flat tuple. The caller guarantees the modes come from a valid layout with the
@@ -23,7 +23,11 @@ pub(crate) fn from_flat_modes(modes: &[(i64, i64)]) -> Layout {
 /// The flat `(shape, stride)` modes of a layout after merging: size-1 modes are dropped and
 /// `s0:d0` followed by `s1:(s0*d0)` becomes `(s0*s1):d0`.
 pub(crate) fn coalesced_modes(l: &Layout) -> Modes {
-    coalesce_flat(l.shape().leaves().into_iter().zip(l.stride().leaves()))
+    let mut out = Modes::new();
+    for_each_leaf(l.shape(), l.stride(), &mut |s, d| {
+        push_merged(&mut out, s, d)
+    });
+    out
 }
 
 /// The same function on `[0, size)` with as few modes as possible (CuTe's `coalesce`).

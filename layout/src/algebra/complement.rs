@@ -4,7 +4,9 @@ use crate::error::{mul, LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
-use super::support::{ceil_div, ceil_div_shape, coalesce_flat, layout_from_modes, Modes};
+use super::support::{
+    ceil_div, ceil_div_shape, coalesce_flat, for_each_leaf, layout_from_modes, push_merged, Modes,
+};
 
 /// The complement of `L` with respect to `cotarget` (CuTe's `complement(L, cotarget)`):
 /// a layout `R` whose offsets, added to those of `L`, are all distinct and reach `cotarget`
@@ -50,21 +52,24 @@ pub fn complement(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
 fn complement_impl(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
     const OP: &str = "complement";
     // filter(L): stride-0 modes count as extent 1; then coalesce.
-    let leaves = l
-        .shape()
-        .leaves()
-        .into_iter()
-        .zip(l.stride().leaves())
-        .map(|(s, d)| (if d == 0 { 1 } else { s }, d));
-    let mut modes = coalesce_flat(leaves);
+    let mut modes = Modes::new();
+    for_each_leaf(l.shape(), l.stride(), &mut |s, d| {
+        push_merged(&mut modes, if d == 0 { 1 } else { s }, d)
+    });
     for m in modes.iter_mut() {
         m.1 =
             m.1.checked_abs()
                 .ok_or_else(|| LayoutError::overflow(OP, format!("|{}|", m.1)))?;
     }
-    // A stable sort keeps CuTe's choice (the first of equal strides) — equal strides are
-    // rejected below anyway.
-    modes.sort_by_key(|m| m.1);
+    // By stride, stably (CuTe takes the first of equal strides; equal strides are rejected
+    // below anyway). An insertion sort: there are a handful of modes.
+    for i in 1..modes.len() {
+        let mut j = i;
+        while j > 0 && modes[j - 1].1 > modes[j].1 {
+            modes.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     let mut out = Modes::new();
     let mut reach = 1i64;
     for &(s, d) in &modes {

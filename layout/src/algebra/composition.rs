@@ -23,7 +23,7 @@ use crate::layout::Layout;
 
 use smallvec::SmallVec;
 
-use super::support::{ceil_div, checked_layout, concat, Modes};
+use super::support::{ceil_div, checked_layout, concat, for_each_leaf, Modes};
 use super::tiler::Tiler;
 
 /// Largest `size(B)` for which a composition that fails the cheap exactness test is verified
@@ -34,20 +34,20 @@ const BRUTE_FORCE_LIMIT: i64 = 1 << 14;
 /// also past `size(a)`. Only the last mode absorbs the quotient, so its extent is not used;
 /// a trailing size-1 mode is kept as the last mode.
 fn coalesce_x(a: &Layout) -> Modes {
-    let (mut ss, mut ds) = (a.shape().leaves(), a.stride().leaves());
+    let mut leaves = Modes::new();
+    for_each_leaf(a.shape(), a.stride(), &mut |s, d| leaves.push((s, d)));
     if ends_in_empty_tuple(a.shape()) {
         // The mode that absorbs indices past the size is an empty tuple (`():()` itself, or
         // `(2,(1,())):(3,(5,()))`): it maps everything to 0, as a last mode `1:0` would.
-        ss.push(1);
-        ds.push(0);
+        leaves.push((1, 0));
     }
-    let n = ss.len();
+    let n = leaves.len();
     // The last mode absorbs everything past the others, whatever its extent: give it
     // extent 2 if it is 1 so that it is not dropped (CuTe does the same).
     let mut rev: Modes = Modes::new();
-    rev.push((ss[n - 1].max(2), ds[n - 1]));
+    rev.push((leaves[n - 1].0.max(2), leaves[n - 1].1));
     for k in (0..n - 1).rev() {
-        let (s, d) = (ss[k], ds[k]);
+        let (s, d) = leaves[k];
         if s == 1 {
             continue;
         }

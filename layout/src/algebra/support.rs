@@ -42,27 +42,48 @@ pub(crate) fn compact_col_major(shape: &IntTuple, start: i64) -> Result<IntTuple
     })
 }
 
+/// Calls `f(extent, stride)` on the leaves of a congruent shape and stride, left to right,
+/// without collecting them.
+pub(crate) fn for_each_leaf(shape: &IntTuple, stride: &IntTuple, f: &mut impl FnMut(i64, i64)) {
+    match (shape, stride) {
+        (IntTuple::Int(s), IntTuple::Int(d)) => f(*s, *d),
+        (IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => {
+            for (s, d) in ss.iter().zip(ds) {
+                for_each_leaf(s, d, f);
+            }
+        }
+        // Not congruent: the caller guarantees it is; visit nothing rather than panic.
+        _ => debug_assert!(false, "for_each_leaf on non-congruent tuples"),
+    }
+}
+
 /// Flat `(extent, stride)` modes, inline up to 8.
-pub(crate) type Modes = smallvec::SmallVec<[(i64, i64); 8]>;
+pub(crate) type Modes = smallvec::SmallVec<[(i64, i64); 6]>;
 
 /// Drops size-1 modes and merges `s0:d0, s1:(s0*d0)` in a flat mode list.
 pub(crate) fn coalesce_flat(modes: impl IntoIterator<Item = (i64, i64)>) -> Modes {
     let mut out = Modes::new();
     for (s, d) in modes {
-        if s == 1 {
-            continue;
-        }
-        if let Some(last) = out.last_mut() {
-            if last.0.checked_mul(last.1) == Some(d) {
-                if let Some(m) = last.0.checked_mul(s) {
-                    last.0 = m;
-                    continue;
-                }
-            }
-        }
-        out.push((s, d));
+        push_merged(&mut out, s, d);
     }
     out
+}
+
+/// Appends the mode `s:d` to a coalesced list: dropped if `s == 1`, merged into the last mode
+/// `s0:d0` if `d == s0*d0`.
+pub(crate) fn push_merged(out: &mut Modes, s: i64, d: i64) {
+    if s == 1 {
+        return;
+    }
+    if let Some(last) = out.last_mut() {
+        if last.0.checked_mul(last.1) == Some(d) {
+            if let Some(m) = last.0.checked_mul(s) {
+                last.0 = m;
+                return;
+            }
+        }
+    }
+    out.push((s, d));
 }
 
 /// A checked layout from flat modes: none is `1:0`, one an integral layout, more a flat tuple.
@@ -91,36 +112,26 @@ pub(crate) fn checked_layout(
     stride: IntTuple,
 ) -> Result<Layout> {
     debug_assert!(crate::int_tuple::congruent(&shape, &stride));
-    let ok = {
-        let (ss, ds) = (shape.leaves(), stride.leaves());
-        let mut size = 1i64;
-        let (mut lo, mut hi) = (0i64, 0i64);
-        let mut ok = Some(());
-        for (&s, &d) in ss.iter().zip(ds.iter()) {
-            if s < 1 {
-                return Err(LayoutError::BadShape {
-                    op,
-                    shape: shape.to_string(),
-                });
-            }
-            let step = (|| {
-                size = size.checked_mul(s)?;
-                let ext = (s - 1).checked_mul(d)?;
-                if ext < 0 {
-                    lo = lo.checked_add(ext)?;
-                } else {
-                    hi = hi.checked_add(ext)?;
-                }
-                Some(())
-            })();
-            if step.is_none() {
-                ok = None;
-                break;
-            }
+    let mut size = Some(1i64);
+    let (mut lo, mut hi) = (Some(0i64), Some(0i64));
+    let mut bad_extent = false;
+    for_each_leaf(&shape, &stride, &mut |s, d| {
+        bad_extent |= s < 1;
+        size = size.and_then(|v| v.checked_mul(s));
+        match (s - 1).checked_mul(d) {
+            Some(ext) if ext < 0 => lo = lo.and_then(|v| v.checked_add(ext)),
+            Some(ext) => hi = hi.and_then(|v| v.checked_add(ext)),
+            None => size = None,
         }
-        ok.and_then(|_| hi.checked_sub(lo)?.checked_add(1))
-            .is_some()
-    };
+    });
+    if bad_extent {
+        return Err(LayoutError::BadShape {
+            op,
+            shape: shape.to_string(),
+        });
+    }
+    let ok = size.is_some()
+        && matches!((lo, hi), (Some(lo), Some(hi)) if hi.checked_sub(lo).and_then(|x| x.checked_add(1)).is_some());
     if ok {
         Ok(Layout::from_parts_unchecked(shape, stride))
     } else {
