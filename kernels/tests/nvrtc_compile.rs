@@ -68,8 +68,13 @@ fn every_variant_compiles_for_sm80_and_sm90a() {
                     .lines()
                     .filter(|l| l.contains("registers") || l.contains("spill"))
                     .collect();
-                for l in &stats {
-                    assert!(!l.contains(" 0 bytes spill") || true);
+                for l in stats.iter().filter(|l| l.contains("spill")) {
+                    // The register budget (255 at one CTA of 256 threads) holds the whole
+                    // warp tile: a spill is a planner or template regression.
+                    assert!(
+                        l.contains(" 0 bytes spill stores, 0 bytes spill loads"),
+                        "{name} spills: {l}"
+                    );
                 }
                 format!("{name}: {}", stats.join(" | "))
             })
