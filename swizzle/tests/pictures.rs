@@ -29,3 +29,27 @@ fn thread_value_picture_of_an_mma_like_partition() {
         picture::svg_tv_layout(&tv, &"(8,4)".parse().unwrap()).unwrap()
     );
 }
+
+#[test]
+fn the_sm80_mma_a_fragment_picture() {
+    // mma.m16n8k16 A fragment (16x16, 32 threads x 8 values), as the PTX ISA documents it:
+    // thread t = 4*group + i holds a0,a1 at row `group`, columns 2i, 2i+1; a2,a3 at row
+    // group+8; a4,a5 at columns +8; a6,a7 at both.
+    let tv: AnyLayout = "((4,8),(2,2,2)):((32,1),(16,8,128))".parse().unwrap();
+    let tile = "(16,16)".parse().unwrap();
+    let cells = picture::tv_cells(&tv, &tile).unwrap();
+    for t in 0..32i64 {
+        let (g, i) = (t / 4, t % 4);
+        let at = |r: i64, c: i64| cells[r as usize][c as usize];
+        assert_eq!(at(g, 2 * i), Some((t, 0)));
+        assert_eq!(at(g, 2 * i + 1), Some((t, 1)));
+        assert_eq!(at(g + 8, 2 * i), Some((t, 2)));
+        assert_eq!(at(g + 8, 2 * i + 1), Some((t, 3)));
+        assert_eq!(at(g, 2 * i + 8), Some((t, 4)));
+        assert_eq!(at(g + 8, 2 * i + 9), Some((t, 7)));
+    }
+    insta::assert_snapshot!(
+        "tv_svg_sm80_mma_a",
+        picture::svg_tv_layout(&tv, &tile).unwrap()
+    );
+}
