@@ -20,6 +20,7 @@
 
 pub mod arch;
 pub mod codegen;
+pub mod epilogue;
 pub mod error;
 pub mod plan;
 pub mod problem;

@@ -1,0 +1,374 @@
+//! CUDA code generation: a tree becomes one deterministic `__device__ __forceinline__`
+//! function, `tessera_ep_element`, plus two constants that switch the reduction hooks on.
+//!
+//! # The interface a kernel calls
+//!
+//! The source is, in order: the device helpers of `common.cuh`, [`EPILOGUE_TREE_CUH`] (the
+//! argument struct `TesseraEpArgs`, the per-CTA reduction state `TesseraEpCta`, the math
+//! helpers), the generated part ([`generate`]), then [`EPILOGUE_TREE_TAIL_CUH`]:
+//!
+//! - `float tessera_ep_element(const TesseraEpArgs& a, const TesseraEpCta& cta, int b, int lrow,
+//!   int lcol, float acc)`: one element at launch-relative `(lrow, lcol)` of batch `b`; writes
+//!   the aux output and adds to the reductions; returns D's value (not stored).
+//! - `void tessera_ep_pair(a, cta, b, lrow, lcol, acc0, acc1)`: elements `lcol` and `lcol + 1`
+//!   (the latter when inside the launch), and D's stores, two at a time when `a.d_pair`. This is
+//!   the drop-in for the sm80 kernel's `tessera_epilogue_pair(p, C, D, bias, aux, row, col, v0,
+//!   v1)` (with `v0`, `v1` the raw accumulators: alpha is a leaf of the tree).
+//! - `tessera_ep_smem_floats(tile_rows, tile_cols)`, `tessera_ep_cta_begin(cta, smem, ...)`,
+//!   `__syncthreads()`, the elements, `__syncthreads()`, `tessera_ep_cta_end(a, cta, b, tid,
+//!   nthreads)`: per-CTA partial sums of `bgrad_row` / `bgrad_col` in shared memory, then one
+//!   fp32 `atomicAdd` per row or column into the workspace (zeroed by the host). Without the
+//!   hooks (`cta.row_sum == cta.col_sum == nullptr`) each element adds to global memory.
+//!
+//! [`apply_kernel_source`] wraps all of it in `tessera_epilogue_apply`, a kernel that applies
+//! the epilogue to an fp32 matrix standing for the accumulators: the GPU check of a tree that
+//! needs no GEMM. Trees with operand sums add `tessera_ep_operand_sum` ([`OPERAND_SUM_CUH`]).
+//!
+//! Values are fp32; coordinates `long long`. A select is an `if`: only the side taken is
+//! computed (a predicate uniform per tile keeps warps from diverging, see
+//! [`super::coord`]). Identical sub-trees are computed once.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::codegen::COMMON_CUH;
+use crate::problem::DType;
+
+use super::error::{EpilogueError, Result};
+use super::tree::{
+    AuxFormat, BinaryOp, Coord, EpilogueTree, Expr, Kind, Leaf, Sink, UnaryOp, VecAxis,
+};
+
+/// The fixed part in front of the generated function.
+pub const EPILOGUE_TREE_CUH: &str = include_str!("epilogue_tree.cuh");
+/// The fixed functions after the generated one (pair, CTA hooks).
+pub const EPILOGUE_TREE_TAIL_CUH: &str = include_str!("epilogue_tree_tail.cuh");
+/// The stand-alone epilogue kernel `tessera_epilogue_apply`.
+pub const EPILOGUE_APPLY_CUH: &str = include_str!("epilogue_apply.cuh");
+/// The operand-sum kernel `tessera_ep_operand_sum` (BGRADA / BGRADB).
+pub const OPERAND_SUM_CUH: &str = include_str!("operand_sum.cuh");
+
+/// The dtype code of the kernels (0 bf16, 1 fp16, 2 fp32).
+fn code(t: DType) -> i32 {
+    t.code()
+}
+
+fn float_lit(v: f64, e: &Expr) -> Result<String> {
+    let f = v as f32;
+    if !f.is_finite() {
+        return Err(EpilogueError::Type {
+            expr: e.to_string(),
+            msg: format!("constant {v:?} does not fit fp32"),
+        });
+    }
+    let s = format!("{f:?}");
+    // `{:?}` of f32 always has a `.` or an exponent, so the suffix makes a float literal.
+    Ok(if f.is_sign_negative() {
+        format!("({s}f)")
+    } else {
+        format!("{s}f")
+    })
+}
+
+fn int_lit(v: i64) -> String {
+    if v == i64::MIN {
+        "(-9223372036854775807LL - 1)".to_string()
+    } else if v < 0 {
+        format!("({v}LL)")
+    } else {
+        format!("{v}LL")
+    }
+}
+
+struct Gen {
+    body: String,
+    memo: HashMap<String, (String, Kind)>,
+    next: usize,
+}
+
+impl Gen {
+    /// Emits `e` and returns its C++ expression (a variable or a literal) and kind.
+    fn emit(&mut self, e: &Expr) -> Result<(String, Kind)> {
+        let key = e.to_string();
+        if let Some(v) = self.memo.get(&key) {
+            return Ok(v.clone());
+        }
+        let kind = e.kind()?;
+        let as_value = |(s, k): (String, Kind)| -> String {
+            match k {
+                Kind::Int { .. } => format!("static_cast<float>({s})"),
+                _ => s,
+            }
+        };
+        let rhs: String = match e {
+            Expr::Leaf(l) => {
+                let at = |bs: &str, ld: &str| format!("tessera_ep_at(a.{bs}, a.{ld}, b, row, col)");
+                let s = match l {
+                    Leaf::Acc => "acc".to_string(),
+                    Leaf::Alpha => "a.alpha".to_string(),
+                    Leaf::Beta => "a.beta".to_string(),
+                    Leaf::Int(v) => int_lit(*v),
+                    Leaf::Const(v) => float_lit(*v, e)?,
+                    // Literals and scalars need no variable.
+                    Leaf::C => format!(
+                        "(a.beta != 0.0f ? tessera_load(a.c, {}, a.dt_c) : 0.0f)",
+                        at("batch_c", "ldc")
+                    ),
+                    Leaf::Residual => {
+                        format!("tessera_load(a.residual, {}, a.dt_r)", at("batch_r", "ldr"))
+                    }
+                    Leaf::AuxIn => format!(
+                        "tessera_load(a.aux_in, {}, a.dt_aux_in)",
+                        at("batch_aux_in", "ld_aux_in")
+                    ),
+                    Leaf::AuxInBits => format!(
+                        "tessera_ep_load_bit(a.aux_in, {})",
+                        at("batch_aux_in", "ld_aux_in")
+                    ),
+                    Leaf::BiasRow => {
+                        "tessera_load(a.bias_row, b * a.batch_bias_row + row, a.dt_bias_row)"
+                            .to_string()
+                    }
+                    Leaf::BiasCol => {
+                        "tessera_load(a.bias_col, b * a.batch_bias_col + col, a.dt_bias_col)"
+                            .to_string()
+                    }
+                    Leaf::Coord(Coord::Row) => "static_cast<long long>(row)".to_string(),
+                    Leaf::Coord(Coord::Col) => "static_cast<long long>(col)".to_string(),
+                    Leaf::Coord(Coord::Batch) => "static_cast<long long>(b)".to_string(),
+                };
+                if matches!(
+                    l,
+                    Leaf::Acc | Leaf::Alpha | Leaf::Beta | Leaf::Int(_) | Leaf::Const(_)
+                ) {
+                    self.memo.insert(key, (s.clone(), kind));
+                    return Ok((s, kind));
+                }
+                s
+            }
+            Expr::Unary(op, x) => {
+                let xs = self.emit(x)?;
+                if let (UnaryOp::Neg, Kind::Int { .. }) = (op, xs.1) {
+                    format!("-{}", xs.0)
+                } else {
+                    let x = as_value(xs);
+                    match op {
+                        UnaryOp::Neg => format!("-{x}"),
+                        UnaryOp::Relu => format!("fmaxf({x}, 0.0f)"),
+                        UnaryOp::Gelu => format!("tessera_ep_gelu({x})"),
+                        UnaryOp::GeluTanh => format!("tessera_ep_gelu_tanh({x})"),
+                        UnaryOp::Sigmoid => format!("tessera_ep_sigmoid({x})"),
+                        UnaryOp::Tanh => format!("tanhf({x})"),
+                        UnaryOp::Silu => format!("{x} * tessera_ep_sigmoid({x})"),
+                        UnaryOp::Clamp { lo, hi } => {
+                            format!(
+                                "fminf(fmaxf({x}, {}), {})",
+                                float_lit(*lo, e)?,
+                                float_lit(*hi, e)?
+                            )
+                        }
+                        UnaryOp::DRelu => format!("({x} > 0.0f ? 1.0f : 0.0f)"),
+                        UnaryOp::DGelu => format!("tessera_ep_dgelu({x})"),
+                        UnaryOp::DGeluTanh => format!("tessera_ep_dgelu_tanh({x})"),
+                        UnaryOp::DSigmoid => format!("tessera_ep_dsigmoid({x})"),
+                        UnaryOp::DTanh => format!("tessera_ep_dtanh({x})"),
+                        UnaryOp::DSilu => format!("tessera_ep_dsilu({x})"),
+                        UnaryOp::DClamp { lo, hi } => format!(
+                            "({x} > {} && {x} < {} ? 1.0f : 0.0f)",
+                            float_lit(*lo, e)?,
+                            float_lit(*hi, e)?
+                        ),
+                        UnaryOp::Round(DType::F32) => x,
+                        UnaryOp::Round(t) => format!("tessera_ep_round({x}, {})", code(*t)),
+                    }
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let (xa, xb) = (self.emit(a)?, self.emit(b)?);
+                if let Kind::Int { .. } = kind {
+                    let (x, y) = (xa.0, xb.0);
+                    match op {
+                        BinaryOp::Add => format!("{x} + {y}"),
+                        BinaryOp::Sub => format!("{x} - {y}"),
+                        BinaryOp::Mul => format!("{x} * {y}"),
+                        BinaryOp::Max => format!("({x} > {y} ? {x} : {y})"),
+                        BinaryOp::Min => format!("({x} < {y} ? {x} : {y})"),
+                    }
+                } else {
+                    let (x, y) = (as_value(xa), as_value(xb));
+                    match op {
+                        BinaryOp::Add => format!("{x} + {y}"),
+                        BinaryOp::Sub => format!("{x} - {y}"),
+                        BinaryOp::Mul => format!("{x} * {y}"),
+                        BinaryOp::Max => format!("fmaxf({x}, {y})"),
+                        BinaryOp::Min => format!("fminf({x}, {y})"),
+                    }
+                }
+            }
+            Expr::Cmp(op, a, b) => {
+                let (xa, xb) = (self.emit(a)?, self.emit(b)?);
+                format!("{} {} {}", xa.0, op.symbol(), xb.0)
+            }
+            Expr::Select(p, a, b) => {
+                // A branch per side: only the chosen side is computed, and a predicate that is
+                // uniform over a tile (coord::analyze) keeps every warp on one side.
+                let xp = self.emit(p)?;
+                let ty = if let Kind::Int { .. } = kind {
+                    "long long"
+                } else {
+                    "float"
+                };
+                let name = format!("v{}", self.next);
+                self.next += 1;
+                let _ = writeln!(self.body, "  {ty} {name};");
+                let _ = writeln!(self.body, "  if ({}) {{", xp.0);
+                for (i, side) in [a, b].into_iter().enumerate() {
+                    if i == 1 {
+                        let _ = writeln!(self.body, "  }} else {{");
+                    }
+                    let saved_memo = self.memo.clone();
+                    let outer = std::mem::take(&mut self.body);
+                    let x = self.emit(side)?;
+                    let x = if ty == "float" { as_value(x) } else { x.0 };
+                    let inner = std::mem::replace(&mut self.body, outer);
+                    for line in inner.lines() {
+                        let _ = writeln!(self.body, "  {line}");
+                    }
+                    let _ = writeln!(self.body, "    {name} = {x};");
+                    self.memo = saved_memo;
+                }
+                let _ = writeln!(self.body, "  }}");
+                self.memo.insert(key, (name.clone(), kind));
+                return Ok((name, kind));
+            }
+            Expr::Sink(s, x) => {
+                let v = as_value(self.emit(x)?);
+                let at = "tessera_ep_at(a.batch_aux, a.ldaux, b, row, col)";
+                let _ = match s {
+                    Sink::Aux(AuxFormat::Bits) => writeln!(
+                        self.body,
+                        "  tessera_ep_store_bit(a.aux, {at}, {v} > 0.0f);  // aux_bits"
+                    ),
+                    Sink::Aux(AuxFormat::Full(None)) => {
+                        writeln!(
+                            self.body,
+                            "  tessera_store(a.aux, {at}, {v}, a.dt_d);  // aux"
+                        )
+                    }
+                    Sink::Aux(AuxFormat::Full(Some(t))) => writeln!(
+                        self.body,
+                        "  tessera_store(a.aux, {at}, {v}, {});  // aux, {t}",
+                        code(*t)
+                    ),
+                    Sink::Bgrad(VecAxis::Row) => {
+                        writeln!(
+                            self.body,
+                            "  tessera_ep_add_row(a, cta, b, lrow, {v});  // bgrad_row"
+                        )
+                    }
+                    Sink::Bgrad(VecAxis::Col) => {
+                        writeln!(
+                            self.body,
+                            "  tessera_ep_add_col(a, cta, b, lcol, {v});  // bgrad_col"
+                        )
+                    }
+                };
+                self.memo.insert(key, (v.clone(), Kind::Value));
+                return Ok((v, Kind::Value));
+            }
+        };
+        let ty = match kind {
+            Kind::Value => "float",
+            Kind::Int { .. } => "long long",
+            Kind::Pred => "bool",
+        };
+        let name = format!("v{}", self.next);
+        self.next += 1;
+        let _ = writeln!(self.body, "  const {ty} {name} = {rhs};");
+        self.memo.insert(key, (name.clone(), kind));
+        Ok((name, kind))
+    }
+}
+
+/// The generated part for `tree`: the reduction switches and `tessera_ep_element`.
+/// Deterministic: the same tree gives the same text.
+///
+/// ```
+/// use tessera_kernels::epilogue::{cuda::generate, parse_epilogue};
+/// let src = generate(&parse_epilogue("relu(acc + bias_col)").unwrap()).unwrap();
+/// assert!(src.contains("const float v1 = acc + v0;"));
+/// assert!(src.contains("fmaxf(v1, 0.0f)"));
+/// ```
+pub fn generate(tree: &EpilogueTree) -> Result<String> {
+    tree.check_structure()?;
+    let mut g = Gen {
+        body: String::new(),
+        memo: HashMap::new(),
+        next: 0,
+    };
+    let (d, kind) = g.emit(&tree.d)?;
+    let d = match kind {
+        Kind::Int { .. } => format!("static_cast<float>({d})"),
+        _ => d,
+    };
+    let sinks = tree.d.sinks();
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// ---- generated by tessera from the epilogue tree; do not edit ----"
+    );
+    let _ = writeln!(s, "// D = {}", tree.d);
+    for o in &tree.sum_k {
+        let _ = writeln!(
+            s,
+            "// and {o} (tessera_ep_operand_sum, launched beside the GEMM)"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "constexpr bool kTesseraEpRowSum = {}, kTesseraEpColSum = {};",
+        sinks.contains(&Sink::Bgrad(VecAxis::Row)),
+        sinks.contains(&Sink::Bgrad(VecAxis::Col))
+    );
+    let _ = writeln!(
+        s,
+        "__device__ __forceinline__ float tessera_ep_element(const TesseraEpArgs& a, const TesseraEpCta& cta,\n                                                   int b, int lrow, int lcol, float acc) {{"
+    );
+    let _ = writeln!(s, "  const int row = a.row0 + lrow, col = a.col0 + lcol;");
+    let _ = writeln!(s, "  (void)row; (void)col; (void)cta;");
+    s.push_str(&g.body);
+    let _ = writeln!(s, "  return {d};");
+    let _ = writeln!(s, "}}");
+    let _ = writeln!(s, "// ---- end of generated epilogue ----");
+    Ok(s)
+}
+
+/// The epilogue as a kernel includes it: [`EPILOGUE_TREE_CUH`], [`generate`]'s output and
+/// [`EPILOGUE_TREE_TAIL_CUH`] (and the operand-sum kernel when the tree asks for one). Needs
+/// `common.cuh` in front.
+pub fn epilogue_source(tree: &EpilogueTree) -> Result<String> {
+    let mut s = String::new();
+    s.push_str(EPILOGUE_TREE_CUH);
+    s.push('\n');
+    s.push_str(&generate(tree)?);
+    s.push('\n');
+    s.push_str(EPILOGUE_TREE_TAIL_CUH);
+    if !tree.sum_k.is_empty() {
+        s.push('\n');
+        s.push_str(OPERAND_SUM_CUH);
+    }
+    Ok(s)
+}
+
+/// A self-contained source for NVRTC: `common.cuh`, [`epilogue_source`] and the stand-alone
+/// kernel `tessera_epilogue_apply` ([`EPILOGUE_APPLY_CUH`]).
+pub fn apply_kernel_source(tree: &EpilogueTree) -> Result<String> {
+    let mut s = String::new();
+    let _ = writeln!(s, "// tessera epilogue `{tree}`");
+    s.push_str(COMMON_CUH);
+    s.push('\n');
+    s.push_str(&epilogue_source(tree)?);
+    s.push('\n');
+    s.push_str(EPILOGUE_APPLY_CUH);
+    Ok(s)
+}

@@ -1,0 +1,106 @@
+// tessera: the fixed part of a tree-generated epilogue. Needs common.cuh (tessera_load,
+// tessera_store, tessera_store2, tessera_b16_to_f32) in front of it; the generated part
+// (tessera_ep_element, tessera_ep_pair, the CTA reduction hooks) follows it.
+//
+// Coordinates: a launch covers rows [row0, row0 + rows) and columns [col0, col0 + cols) of the
+// full M x N output (one launch: row0 = col0 = 0, rows = m, cols = n). The kernel passes
+// launch-relative (lrow, lcol); every tensor is indexed with the full-output coordinates
+// (row0 + lrow, col0 + lcol) from its base pointer, so a region launch offsets only A and B.
+
+struct TesseraEpArgs {
+  int row0, col0, rows, cols;  // this launch's region of the output
+  int m, n;                    // the full output
+  float alpha, beta;
+  void* d;                 long long ldd, batch_d;             int dt_d;
+  const void* c;           long long ldc, batch_c;             int dt_c;
+  const void* residual;    long long ldr, batch_r;             int dt_r;
+  const void* aux_in;      long long ld_aux_in, batch_aux_in;  int dt_aux_in;  // bits: in bits
+  void* aux;               long long ldaux, batch_aux;  // type fixed by the tree; bits: in bits
+  const void* bias_row;    long long batch_bias_row;           int dt_bias_row;
+  const void* bias_col;    long long batch_bias_col;           int dt_bias_col;
+  float* bgrad_row;        long long batch_bgrad_row;  // fp32, length m per batch, zeroed by the host
+  float* bgrad_col;        long long batch_bgrad_col;  // fp32, length n per batch, zeroed by the host
+  int d_pair;  // 1: D may be stored two elements at a time (ldd, batch_d, col0 even; base aligned)
+};
+
+// Per-CTA partial sums of the reductions, in shared memory (null: add straight to global).
+struct TesseraEpCta {
+  float* row_sum;  // [tile_rows]
+  float* col_sum;  // [tile_cols]
+  int tile_row0, tile_col0, tile_rows, tile_cols;  // launch-relative tile origin and extent
+};
+
+__device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long long ld, int b,
+                                                   int row, int col) {
+  return b * batch_stride + row * ld + col;
+}
+
+__device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bit) {
+  const unsigned w = static_cast<const unsigned*>(p)[bit >> 5];
+  return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
+}
+
+// Each bit is owned by one thread: clear it, then set it. Other threads' bits in the word are
+// untouched by both atomics, so concurrent writers of one word compose.
+__device__ __forceinline__ void tessera_ep_store_bit(void* p, long long bit, bool v) {
+  unsigned* w = static_cast<unsigned*>(p) + (bit >> 5);
+  const unsigned m = 1u << (bit & 31);
+  if (v) {
+    atomicOr(w, m);
+  } else {
+    atomicAnd(w, ~m);
+  }
+}
+
+__device__ __forceinline__ float tessera_ep_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float tessera_ep_gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+__device__ __forceinline__ float tessera_ep_gelu_tanh(float x) {
+  const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+__device__ __forceinline__ float tessera_ep_dgelu(float x) {
+  // Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
+  return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
+__device__ __forceinline__ float tessera_ep_dgelu_tanh(float x) {
+  const float s = 0.79788456080286536f;
+  const float t = tanhf(s * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * s * (1.0f + 3.0f * 0.044715f * x * x);
+}
+__device__ __forceinline__ float tessera_ep_dsigmoid(float x) {
+  const float s = tessera_ep_sigmoid(x);
+  return s * (1.0f - s);
+}
+__device__ __forceinline__ float tessera_ep_dtanh(float x) {
+  const float t = tanhf(x);
+  return 1.0f - t * t;
+}
+__device__ __forceinline__ float tessera_ep_dsilu(float x) {
+  const float s = tessera_ep_sigmoid(x);
+  return s + x * s * (1.0f - s);
+}
+// Round to a 16-bit type and back (an explicit conversion in the tree).
+__device__ __forceinline__ float tessera_ep_round(float x, int dtype) {
+  return tessera_b16_to_f32(tessera_f32_to_b16(x, dtype), dtype);
+}
+
+// A reduction's contribution of one element: into the CTA's shared partial sums when the
+// kernel staged them (tessera_ep_cta_begin), else straight into the fp32 workspace.
+__device__ __forceinline__ void tessera_ep_add_row(const TesseraEpArgs& a, const TesseraEpCta& cta,
+                                                   int b, int lrow, float v) {
+  if (cta.row_sum) {
+    atomicAdd(&cta.row_sum[lrow - cta.tile_row0], v);
+  } else {
+    atomicAdd(&a.bgrad_row[b * a.batch_bgrad_row + a.row0 + lrow], v);
+  }
+}
+__device__ __forceinline__ void tessera_ep_add_col(const TesseraEpArgs& a, const TesseraEpCta& cta,
+                                                   int b, int lcol, float v) {
+  if (cta.col_sum) {
+    atomicAdd(&cta.col_sum[lcol - cta.tile_col0], v);
+  } else {
+    atomicAdd(&a.bgrad_col[b * a.batch_bgrad_col + a.col0 + lcol], v);
+  }
+}

@@ -1,0 +1,55 @@
+// tessera: the fixed functions that call the generated tessera_ep_element.
+
+// Elements (lrow, lcol) and (lrow, lcol + 1) when the latter is inside the launch; stores D
+// (two at a time when a.d_pair and lcol is even).
+__device__ __forceinline__ void tessera_ep_pair(const TesseraEpArgs& a, const TesseraEpCta& cta,
+                                                int b, int lrow, int lcol, float acc0, float acc1) {
+  const float d0 = tessera_ep_element(a, cta, b, lrow, lcol, acc0);
+  const long long i = tessera_ep_at(a.batch_d, a.ldd, b, a.row0 + lrow, a.col0 + lcol);
+  if (lcol + 1 < a.cols) {
+    const float d1 = tessera_ep_element(a, cta, b, lrow, lcol + 1, acc1);
+    if (a.d_pair && (lcol & 1) == 0) {
+      tessera_store2(a.d, i, d0, d1, a.dt_d);
+    } else {
+      tessera_store(a.d, i, d0, a.dt_d);
+      tessera_store(a.d, i + 1, d1, a.dt_d);
+    }
+  } else {
+    tessera_store(a.d, i, d0, a.dt_d);
+  }
+}
+
+// Shared-memory floats the CTA hooks use for a tile_rows x tile_cols tile (0: no reduction).
+__host__ __device__ constexpr int tessera_ep_smem_floats(int tile_rows, int tile_cols) {
+  return (kTesseraEpRowSum ? tile_rows : 0) + (kTesseraEpColSum ? tile_cols : 0);
+}
+
+// Before a tile's elements; the caller then runs __syncthreads().
+__device__ __forceinline__ void tessera_ep_cta_begin(TesseraEpCta& cta, float* smem, int tile_row0,
+                                                     int tile_col0, int tile_rows, int tile_cols,
+                                                     int tid, int nthreads) {
+  cta.tile_row0 = tile_row0;
+  cta.tile_col0 = tile_col0;
+  cta.tile_rows = tile_rows;
+  cta.tile_cols = tile_cols;
+  cta.row_sum = kTesseraEpRowSum ? smem : nullptr;
+  cta.col_sum = kTesseraEpColSum ? smem + (kTesseraEpRowSum ? tile_rows : 0) : nullptr;
+  for (int i = tid; i < tessera_ep_smem_floats(tile_rows, tile_cols); i += nthreads) smem[i] = 0.0f;
+}
+
+// After a tile's elements and a __syncthreads(): one global atomicAdd per row and column.
+__device__ __forceinline__ void tessera_ep_cta_end(const TesseraEpArgs& a, const TesseraEpCta& cta,
+                                                   int b, int tid, int nthreads) {
+  if (kTesseraEpRowSum) {
+    for (int i = tid; i < cta.tile_rows; i += nthreads) {
+      const int lrow = cta.tile_row0 + i;
+      if (lrow < a.rows) atomicAdd(&a.bgrad_row[b * a.batch_bgrad_row + a.row0 + lrow], cta.row_sum[i]);
+    }
+  }
+  if (kTesseraEpColSum) {
+    for (int i = tid; i < cta.tile_cols; i += nthreads) {
+      const int lcol = cta.tile_col0 + i;
+      if (lcol < a.cols) atomicAdd(&a.bgrad_col[b * a.batch_bgrad_col + a.col0 + lcol], cta.col_sum[i]);
+    }
+  }
+}

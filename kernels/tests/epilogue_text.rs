@@ -1,0 +1,227 @@
+//! The text form of epilogue trees: the issue's examples, the named fusions, the v1 comma
+//! list, rejected texts, and print -> parse round trips over random trees.
+
+use tessera_kernels::epilogue::build::*;
+use tessera_kernels::epilogue::{
+    from_v1, parse_epilogue, AuxFormat, EpilogueError, EpilogueTree, Expr, Fusion, Operand,
+    UnaryOp, VecAxis,
+};
+use tessera_kernels::rng::Rng;
+use tessera_kernels::{DType, Epilogue};
+
+fn parsed(s: &str) -> EpilogueTree {
+    parse_epilogue(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+#[test]
+fn the_issue_examples_parse_to_the_trees_they_name() {
+    assert_eq!(
+        parsed("gelu_aux(acc + bias_row)").d,
+        (acc() + bias_row()).store_aux(AuxFormat::Full(None)).gelu()
+    );
+    assert_eq!(
+        parsed("select(row < 100, sigmoid(acc), tanh(acc))").d,
+        select(row().lt(int(100)), acc().sigmoid(), acc().tanh())
+    );
+    assert_eq!(
+        parsed("relu(acc + bias_row + residual)").d,
+        (acc() + bias_row() + residual()).relu()
+    );
+    assert_eq!(parsed("dgelu_bgrad"), Fusion::DGeluBgrad.tree());
+    assert_eq!(
+        parsed("relu_aux(alpha * acc)").d,
+        (alpha() * acc()).store_aux(AuxFormat::Bits).relu()
+    );
+}
+
+#[test]
+fn precedence_and_associativity() {
+    assert_eq!(parsed("acc + c * beta").d, acc() + c() * beta());
+    assert_eq!(parsed("acc - c - beta").d, (acc() - c()) - beta());
+    assert_eq!(parsed("acc - (c - beta)").d, acc() - (c() - beta()));
+    assert_eq!(parsed("-acc * 2").d, (-acc()) * int(2));
+    assert_eq!(parsed("acc * -2.5").d, acc() * num(-2.5));
+    assert_eq!(parsed("-(2.5)").d, -num(2.5));
+    assert_eq!(
+        parsed("select(col >= 1 + 2, acc, 0.0)").d,
+        select(col().ge(int(1) + int(2)), acc(), num(0.0))
+    );
+    assert_eq!(parsed("clamp(acc, -1, 6.0)").d, acc().clamp(-1.0, 6.0));
+    assert_eq!(parsed("max(acc, c)").d, acc().max(c()));
+    assert_eq!(
+        parsed("aux(acc, fp32)").d,
+        acc().store_aux(AuxFormat::Full(Some(DType::F32)))
+    );
+    assert_eq!(parsed("bf16(acc)").d, acc().round_to(DType::Bf16));
+    assert_eq!(parsed("bgrad_row(acc)").d, acc().bgrad(VecAxis::Row));
+    assert_eq!(
+        parsed("acc; sum_k_a; sum_k_b").sum_k,
+        vec![Operand::A, Operand::B]
+    );
+    assert_eq!(parsed("1e-3 * acc").d, num(1e-3) * acc());
+}
+
+#[test]
+fn every_named_fusion_parses_by_its_name_and_prints_its_tree() {
+    for f in Fusion::ALL {
+        let t = parsed(f.name());
+        assert_eq!(t, f.tree(), "{}", f.name());
+        // The printed tree is ordinary text form and reads back to the same tree.
+        assert_eq!(parsed(&t.to_string()), t, "{}", f.name());
+    }
+    let table: Vec<String> = Fusion::ALL
+        .iter()
+        .map(|f| format!("{:14} {:4} {}", f.name(), f.cublaslt_epilogue(), f.tree()))
+        .collect();
+    insta::assert_snapshot!("fusion_table", table.join("\n"));
+}
+
+#[test]
+fn v1_comma_lists_stay_accepted() {
+    for s in [
+        "bias,gelu,aux",
+        "rowbias,relu",
+        "c,bias",
+        "gelu_tanh",
+        "",
+        "none",
+        "relu",
+    ] {
+        let v1 = Epilogue::parse(s).unwrap();
+        assert_eq!(parsed(s), from_v1(&v1), "`{s}`");
+    }
+    assert_eq!(
+        parsed("bias,gelu,aux").d,
+        (alpha() * acc() + bias_col())
+            .store_aux(AuxFormat::Full(None))
+            .gelu()
+    );
+    assert_eq!(parsed("c").d, alpha() * acc() + beta() * c());
+    assert_eq!(
+        parsed("rowbias,relu").d,
+        (alpha() * acc() + bias_row()).relu()
+    );
+    // `relu,gelu` is a v1 list with two activations: rejected.
+    assert!(parse_epilogue("relu,gelu").is_err());
+}
+
+#[test]
+fn malformed_texts_are_errors_with_a_position() {
+    let cases = [
+        ("relu(acc", "expected `)`"),
+        ("acc +", "expected a number"),
+        ("foo(acc)", "unknown function `foo`"),
+        ("acc + bias", "unknown leaf `bias`"),
+        ("relu(acc, c)", "takes 1 argument"),
+        ("acc $ c", "unexpected character"),
+        ("acc acc", "trailing input"),
+        ("acc; sum_k_c", "sum_k_a"),
+        ("aux(acc, int8)", "dtype"),
+        ("clamp(acc, c, 1)", "bounds must be numbers"),
+        ("99999999999999999999", "out of range"),
+    ];
+    for (text, want) in cases {
+        match parse_epilogue(text) {
+            Err(EpilogueError::Parse { msg, pos, .. }) => {
+                assert!(msg.contains(want), "`{text}`: {msg}");
+                assert!(pos <= text.len());
+            }
+            other => panic!("`{text}`: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn ill_kinded_trees_are_rejected() {
+    for text in [
+        "relu(acc < 3)",                // predicate as a value
+        "acc + row",                    // coordinate as a value
+        "select(acc < 3, acc, c)",      // predicate over values
+        "select(row, acc, c)",          // condition not a comparison
+        "select(row < 2, aux(acc), c)", // sink under a select
+        "aux(acc) + aux_bits(c)",       // two aux outputs
+        "bgrad_col(bgrad_col(acc))",    // two reductions on one axis
+        "aux_in + aux_in_bits",         // both aux inputs
+        "acc; sum_k_a; sum_k_a",        // an operand sum twice
+        "row < 3",                      // D is a predicate
+        "clamp(acc, 2, 1)",             // lo > hi
+    ] {
+        let e = parse_epilogue(text).expect_err(text);
+        assert!(
+            matches!(
+                e,
+                EpilogueError::Type { .. } | EpilogueError::Unsupported { .. }
+            ),
+            "`{text}`: {e:?}"
+        );
+    }
+    // Coordinate arithmetic inside predicates is fine, and integer literals are values.
+    parsed("select(row * 2 + 1 < col, acc * 2, 0)");
+}
+
+#[test]
+fn nesting_is_bounded_not_a_stack_overflow() {
+    let deep = format!("{}acc{}", "relu(".repeat(500), ")".repeat(500));
+    assert!(parse_epilogue(&deep).is_err());
+    let deep_neg = format!("{}acc", "-".repeat(500));
+    assert!(parse_epilogue(&deep_neg).is_err());
+    let ok = format!("{}acc{}", "relu(".repeat(20), ")".repeat(20));
+    assert!(parse_epilogue(&ok).is_ok());
+}
+
+/// A random value-kinded tree of depth at most `d`, with no sinks (those are limited to one
+/// per kind) and coordinates only in predicates.
+fn random_value(r: &mut Rng, d: u32) -> Expr {
+    let pick = r.next_u64() % if d == 0 { 6 } else { 12 };
+    match pick {
+        0 => acc(),
+        1 => c(),
+        2 => bias_col(),
+        3 => num(((r.next_u64() % 2001) as f64 - 1000.0) / 8.0),
+        4 => int((r.next_u64() % 21) as i64 - 10),
+        5 => alpha(),
+        6 => random_value(r, d - 1) + random_value(r, d - 1),
+        7 => random_value(r, d - 1) - random_value(r, d - 1),
+        8 => random_value(r, d - 1) * random_value(r, d - 1),
+        9 => {
+            let ops = [
+                UnaryOp::Neg,
+                UnaryOp::Relu,
+                UnaryOp::GeluTanh,
+                UnaryOp::DSilu,
+                UnaryOp::Round(DType::F16),
+            ];
+            random_value(r, d - 1).unary(ops[(r.next_u64() % 5) as usize])
+        }
+        10 => random_value(r, d - 1).max(random_value(r, d - 1)),
+        _ => {
+            let coord = [row(), col(), batch()][(r.next_u64() % 3) as usize].clone();
+            let bound = int((r.next_u64() % 200) as i64 - 20);
+            let p = match r.next_u64() % 4 {
+                0 => coord.lt(bound),
+                1 => coord.le(bound),
+                2 => bound.gt(coord),
+                _ => (coord - int(1)).ge(-bound),
+            };
+            select(p, random_value(r, d - 1), random_value(r, d - 1))
+        }
+    }
+}
+
+#[test]
+fn print_then_parse_is_the_identity_on_random_trees() {
+    let mut r = Rng::new(0x005e_ede9);
+    for i in 0..3000 {
+        let mut d = random_value(&mut r, 5);
+        if i % 3 == 0 {
+            d = d.store_aux(AuxFormat::Bits).relu();
+        }
+        if i % 5 == 0 {
+            d = d.bgrad(VecAxis::Col);
+        }
+        let t = EpilogueTree::new(d);
+        let text = t.to_string();
+        let back = parse_epilogue(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(back, t, "{text}");
+    }
+}
