@@ -45,7 +45,7 @@ pub use bank::{
 };
 pub use error::{Result, SwizzleError, ENUMERATION_LIMIT};
 pub use f2::F2Map;
-pub use swizzle::{Swizzle, MAX_SWIZZLE_BITS};
+pub use swizzle::{make_swizzle, Swizzle, MAX_SWIZZLE_BITS};
 pub use swizzled::SwizzledLayout;
 
 /// Chapter 3 of the tessera tutorial: swizzles (from `docs/03_swizzles.md`; every example is

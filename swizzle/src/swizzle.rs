@@ -379,3 +379,12 @@ impl From<Swizzle> for (i64, i64, i64) {
         (sw.b, sw.m, sw.s)
     }
 }
+
+/// CuTe's `make_swizzle<Y, Z>()`: see [`Swizzle::make_swizzle`].
+///
+/// ```
+/// assert_eq!(tessera_swizzle::make_swizzle(0b1000, 0b0100).unwrap().to_string(), "Sw<1,2,1>");
+/// ```
+pub fn make_swizzle(y: i64, z: i64) -> Result<Swizzle> {
+    Swizzle::make_swizzle(y, z)
+}
