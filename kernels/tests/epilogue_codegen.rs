@@ -1,0 +1,93 @@
+//! Generated epilogue code: snapshots of every named fusion and the examples,
+//! determinism, sharing of identical sub-trees, and refusals before any CUDA exists.
+
+use tessera_kernels::epilogue::cuda::{apply_kernel_source, epilogue_source, generate};
+use tessera_kernels::epilogue::{parse_epilogue, residual_relu, EpilogueTree, Fusion};
+
+fn examples() -> Vec<(String, EpilogueTree)> {
+    let mut v: Vec<(String, EpilogueTree)> = Fusion::ALL
+        .iter()
+        .map(|f| (f.name().to_string(), f.tree()))
+        .collect();
+    v.push(("residual_relu".into(), residual_relu()));
+    for (name, text) in [
+        ("gelu_aux_row", "gelu_aux(acc + bias_row)"),
+        ("select_rows", "select(row < 100, sigmoid(acc), tanh(acc))"),
+        ("residual_row", "relu(acc + bias_row + residual)"),
+        (
+            "col_ranges",
+            "select(col < 64, relu(acc), select(col < 192, silu(acc), clamp(acc, -1, 6.0)))",
+        ),
+        (
+            "aux_fp32_rowgrad",
+            "bgrad_row(fp16(aux(alpha * acc, fp32)) * dsigmoid(aux_in))",
+        ),
+        ("v1_list", "bias,gelu,aux"),
+    ] {
+        v.push((name.into(), parse_epilogue(text).unwrap()));
+    }
+    v
+}
+
+#[test]
+fn generated_epilogues_snapshot() {
+    for (name, t) in examples() {
+        let src = generate(&t).unwrap();
+        insta::assert_snapshot!(format!("generated_{name}"), src);
+    }
+}
+
+#[test]
+fn generation_is_deterministic_and_shares_subtrees() {
+    for (name, t) in examples() {
+        assert_eq!(generate(&t).unwrap(), generate(&t).unwrap(), "{name}");
+        assert_eq!(
+            apply_kernel_source(&t).unwrap(),
+            apply_kernel_source(&t).unwrap()
+        );
+    }
+    let t = parse_epilogue("sigmoid(acc + bias_col) * sigmoid(acc + bias_col) + bias_col").unwrap();
+    let src = generate(&t).unwrap();
+    assert_eq!(src.matches("tessera_ep_sigmoid(").count(), 1, "{src}");
+    assert_eq!(src.matches("tessera_load(a.bias_col").count(), 1, "{src}");
+}
+
+#[test]
+fn select_branches_compute_only_their_side() {
+    let t = parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc))").unwrap();
+    let src = generate(&t).unwrap();
+    let if_at = src.find("if (").unwrap();
+    let else_at = src.find("} else {").unwrap();
+    let sig = src.find("tessera_ep_sigmoid(acc)").unwrap();
+    let tanh = src.find("tanhf(acc)").unwrap();
+    assert!(if_at < sig && sig < else_at && else_at < tanh, "{src}");
+    // A value computed in one branch is not reused outside it.
+    let t = parse_epilogue("select(row < 1, sigmoid(acc), acc) + sigmoid(acc)").unwrap();
+    let src = generate(&t).unwrap();
+    assert_eq!(src.matches("tessera_ep_sigmoid(acc)").count(), 2, "{src}");
+}
+
+#[test]
+fn reductions_switch_on_their_hooks() {
+    let src = generate(&Fusion::DGeluBgrad.tree()).unwrap();
+    assert!(src.contains("constexpr bool kTesseraEpRowSum = false, kTesseraEpColSum = true;"));
+    let src = generate(&Fusion::GeluAuxBias.tree()).unwrap();
+    assert!(src.contains("constexpr bool kTesseraEpRowSum = false, kTesseraEpColSum = false;"));
+    let full = epilogue_source(&Fusion::BgradA.tree()).unwrap();
+    assert!(full.contains("tessera_ep_operand_sum"));
+    let full = epilogue_source(&Fusion::Bias.tree()).unwrap();
+    assert!(!full.contains("tessera_ep_operand_sum"));
+}
+
+#[test]
+fn unrepresentable_trees_are_refused_before_cuda() {
+    // fp32 overflow of a constant.
+    let t = parse_epilogue("acc * 1e300").unwrap();
+    assert!(generate(&t).is_err());
+    // A hand-built ill-kinded tree is refused too.
+    use tessera_kernels::epilogue::build::*;
+    let bad = EpilogueTree::new(acc() + row());
+    assert!(generate(&bad).is_err());
+    let nan = EpilogueTree::new(acc() * num(f64::NAN));
+    assert!(generate(&nan).is_err());
+}
