@@ -125,3 +125,65 @@ fn errors_exit_1_with_a_message() {
         assert!(o.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// The fill colours of the cells of grid column `col` (cells are the `<rect>`s after the
+/// background, row by row).
+fn column_fills(svg: &str, cols: usize, col: usize) -> Vec<String> {
+    let fills: Vec<String> = svg
+        .lines()
+        .filter(|l| l.starts_with("<rect ") && l.contains("stroke="))
+        .map(|l| {
+            l.split("fill=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    fills.iter().skip(col).step_by(cols).cloned().collect()
+}
+
+#[test]
+fn bank_group_colours_show_the_swizzle() {
+    let with = temp_svg("banks.svg");
+    let without = temp_svg("banks0.svg");
+    for (layout, path) in [
+        ("Sw<3,3,3> o (8,64):(64,1)", &with),
+        ("(8,64):(64,1)", &without),
+    ] {
+        let o = tessera(&[
+            "show",
+            layout,
+            "--banks",
+            "2",
+            "--svg",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let (with, without) = (
+        std::fs::read_to_string(&with).unwrap(),
+        std::fs::read_to_string(&without).unwrap(),
+    );
+    for col in [0, 8, 63] {
+        // swizzled: the 8 rows of a column are in 8 different 16-byte bank groups
+        let mut f = column_fills(&with, 64, col);
+        assert_eq!(f.len(), 8);
+        f.sort();
+        f.dedup();
+        assert_eq!(f.len(), 8, "column {col}");
+        // plain: all 8 rows in the same group
+        let mut g = column_fills(&without, 64, col);
+        g.dedup();
+        assert_eq!(g.len(), 1, "column {col}");
+    }
+    let o = tessera(&["show", "(4,2):(2,1)", "--tile", "(2,4)", "--banks", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+}

@@ -3,7 +3,8 @@
 //! `tessera show 'LAYOUT'` prints CuTe's `print_layout` grid of a rank-2 plain or swizzled
 //! layout; `--svg FILE` also writes the grid as an SVG picture. With `--tile (M,N)` the
 //! layout is read as a thread/value layout (mode 0 threads, mode 1 values) into a
-//! column-major `M x N` tile, and the picture shows which `T#/V#` owns each tile cell.
+//! column-major `M x N` tile, and the picture shows which `T#/V#` owns each tile cell. With
+//! `--banks BYTES` the SVG cells of a memory layout are coloured by 16-byte bank group.
 
 use std::process::ExitCode;
 
@@ -21,12 +22,16 @@ pub struct ShowArgs {
     /// Read the layout as a thread/value layout into a tile of this shape, e.g. `(8,8)`.
     #[arg(long)]
     pub tile: Option<String>,
+    /// Colour the SVG cells by 16-byte bank group, for elements of this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub banks: Option<i64>,
 }
 
 /// The text and SVG `tessera show` produces for its arguments (the SVG only if asked).
 pub fn render(
     layout: &str,
     tile: Option<&str>,
+    banks: Option<i64>,
     svg: bool,
 ) -> Result<(String, Option<String>), String> {
     let l: AnyLayout = layout.parse().map_err(|e| format!("{e}"))?;
@@ -34,7 +39,10 @@ pub fn render(
         None => {
             let text = picture::print_layout(&l).map_err(|e| e.to_string())?;
             let pic = svg
-                .then(|| picture::svg_layout(&l))
+                .then(|| match banks {
+                    Some(b) => picture::svg_layout_banks(&l, b),
+                    None => picture::svg_layout(&l),
+                })
                 .transpose()
                 .map_err(|e| e.to_string())?;
             Ok((text, pic))
@@ -53,7 +61,16 @@ pub fn render(
 
 /// Runs `tessera show`.
 pub fn run(args: ShowArgs) -> ExitCode {
-    match render(&args.layout, args.tile.as_deref(), args.svg.is_some()) {
+    if args.banks.is_some() && args.tile.is_some() {
+        eprintln!("error: show: --banks colours a memory layout; it does not apply with --tile");
+        return ExitCode::from(1);
+    }
+    match render(
+        &args.layout,
+        args.tile.as_deref(),
+        args.banks,
+        args.svg.is_some(),
+    ) {
         Ok((text, pic)) => {
             print!("{text}");
             if let (Some(path), Some(pic)) = (&args.svg, pic) {

@@ -257,6 +257,38 @@ pub fn svg_layout<L: Clone + Into<AnyLayout>>(l: &L) -> Result<String> {
     })
 }
 
+/// An SVG picture of a shared-memory layout of `elem_bytes`-byte elements: the grid of
+/// [`svg_layout`], each cell coloured by the 16-byte bank group its offset falls in
+/// (`offset * elem_bytes / 16 mod 8`, i.e. banks `4g..4g+3`). In a conflict-free tile for
+/// 16-byte reads down a column, the 8 rows of every column have 8 different colours.
+///
+/// Errors: as [`svg_layout`]; `Inadmissible` if `elem_bytes` is not in `1..=16`.
+pub fn svg_layout_banks<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> Result<String> {
+    let l: AnyLayout = l.clone().into();
+    if !(1..=16).contains(&elem_bytes) {
+        return Err(SwizzleError::inadmissible(
+            "svg_layout_banks",
+            format!("{l}, {elem_bytes}"),
+            "the element size must be 1 to 16 bytes",
+        ));
+    }
+    let (rows, cols) = grid_dims("svg_layout_banks", &l)?;
+    let (lo, hi) = l.image_bounds()?;
+    let digits = num_digits(lo).max(num_digits(hi)) as i64 + i64::from(lo < 0);
+    let cw = (8 * digits + 12).max(28);
+    let title = format!("{l}, {elem_bytes}-byte elements, coloured by 16-byte bank group");
+    grid_svg(&title, rows, cols, cw, 24, |m, n| {
+        let v = at(&l, m, n)?;
+        let group = (i128::from(v) * i128::from(elem_bytes))
+            .div_euclid(16)
+            .rem_euclid(8);
+        Ok((
+            THREAD_COLOURS[group as usize].to_string(),
+            vec![v.to_string()],
+        ))
+    })
+}
+
 /// An SVG picture of a thread/value layout over its `(M, N)` tile (see [`tv_cells`]): each
 /// cell coloured by its thread and labelled `T#` over `V#`; unreached cells are white.
 pub fn svg_tv_layout<L: Clone + Into<AnyLayout>>(tv: &L, tile: &IntTuple) -> Result<String> {
