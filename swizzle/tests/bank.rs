@@ -145,3 +145,41 @@ proptest! {
         prop_assert_eq!((got.wavefronts, got.ideal), want, "{}", s);
     }
 }
+
+/// The definition of `vectorization`, by brute force over candidate widths.
+fn brute_vector(offset_of: impl Fn(i64) -> i64, lanes: i64, v: i64, eb: i64) -> (i64, i64) {
+    let ok = |n: i64, aligned: bool| {
+        (0..lanes).all(|t| {
+            (0..v).all(|e| {
+                let start = e - e % n;
+                let first = offset_of(t + lanes * start);
+                offset_of(t + lanes * e) == first + (e - start) && (!aligned || first % n == 0)
+            })
+        })
+    };
+    let contiguous = (1..=v)
+        .filter(|n| v % n == 0 && ok(*n, false))
+        .max()
+        .unwrap();
+    let vector = [1i64, 2, 4, 8, 16]
+        .into_iter()
+        .filter(|&w| contiguous % w == 0 && w * eb <= 16 && ok(w, true))
+        .max()
+        .unwrap();
+    (contiguous, vector)
+}
+
+proptest! {
+    #[test]
+    fn vectorization_matches_its_definition(
+        (l, eb) in warp_access_layout(), b in 0i64..=3, m in 0i64..=4, o in 0i64..64
+    ) {
+        let sw = Swizzle::new(b, m, b + 1).unwrap();
+        let s = SwizzledLayout::new(sw, o, l.clone());
+        let lanes = l.mode(0).unwrap().size();
+        let want = brute_vector(|i| ref_apply(b, m, b + 1, o + l.call(i).unwrap()), lanes, l.size() / lanes, eb);
+        let got = vectorization(&s, eb).unwrap();
+        prop_assert_eq!((got.contiguous, got.vector_elems), want, "{}", s);
+        prop_assert_eq!(got.vector_bytes, got.vector_elems * eb);
+    }
+}
