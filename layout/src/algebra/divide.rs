@@ -54,6 +54,15 @@ fn modes_of(p: Parts) -> Vec<Parts> {
     }
 }
 
+/// The top-level modes of a shape and stride, by value, without collecting them.
+fn into_modes(p: Parts) -> impl Iterator<Item = Parts> {
+    let (one, many) = match p {
+        (IntTuple::Tuple(s), IntTuple::Tuple(d)) => (None, Some(s.into_iter().zip(d))),
+        p => (Some(p), None),
+    };
+    one.into_iter().chain(many.into_iter().flatten())
+}
+
 /// Splits the rank-2 modes that a divide or product leaves at the tiler's layout items into
 /// `(first parts, second parts + the layout's modes beyond the tiler)` (CuTe's `zip2_by`).
 fn zip2_by(op: &'static str, p: Parts, guide: &Tiler) -> Result<(Parts, Parts)> {
@@ -70,7 +79,7 @@ fn zip2_by(op: &'static str, p: Parts, guide: &Tiler) -> Result<(Parts, Parts)> 
             }
             let (mut f0, mut f1) = (Vec::with_capacity(gs.len()), Vec::with_capacity(gs.len()));
             let (mut s0, mut s1) = (Vec::with_capacity(rank), Vec::with_capacity(rank));
-            for (i, m) in modes_of(p).into_iter().enumerate() {
+            for (i, m) in into_modes(p).enumerate() {
                 match gs.get(i) {
                     Some(g) => {
                         let (a, b) = zip2_by(op, m, g)?;
