@@ -33,9 +33,10 @@ struct TesseraSm90Params {
   int flags;      // kSm90Flag* below
 };
 
-constexpr int kSm90FlagStorePair = 1;  // D, C, aux rows may be accessed two elements at a time
-constexpr int kSm90FlagAux = 2;        // write the pre-activation to aux
-constexpr int kSm90FlagReadC = 4;      // beta != 0: read C
+// D, C, aux rows may be accessed two elements at a time (checked on the host). The rest of
+// the epilogue is compile-time (kEpi* in the preamble); act, bias_mode and out_dtype above
+// repeat it for a reader of the parameter block.
+constexpr int kSm90FlagStorePair = 1;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
@@ -59,18 +60,20 @@ __device__ __forceinline__ void tessera_sm90_tile(int tile, const TesseraSm90Par
   tn = in_group / rows;
 }
 
-// Pre-activation of one element: alpha * acc + beta * C + bias.
+// Pre-activation of one element: alpha * acc + beta * C + bias. The epilogue's terms, its
+// activation and the output type are compile-time constants of the plan (kEpi*), so each
+// variant's code is only what it computes.
 __device__ __forceinline__ float tessera_sm90_pre(const TesseraSm90Params& p, float acc, int b,
                                                   int row, int col) {
   float x = p.alpha * acc;
-  if (p.flags & kSm90FlagReadC) {
+  if (kEpiReadC) {
     x += p.beta * tessera_load(p.c, (long long)b * p.batch_c + (long long)row * p.ldc + col,
-                               p.out_dtype);
+                               kEpiOut);
   }
-  if (p.bias_mode == 1) {
-    x += tessera_load(p.bias, (long long)b * p.batch_bias + row, p.out_dtype);
-  } else if (p.bias_mode == 2) {
-    x += tessera_load(p.bias, (long long)b * p.batch_bias + col, p.out_dtype);
+  if (kEpiBias == 1) {
+    x += tessera_load(p.bias, (long long)b * p.batch_bias + row, kEpiOut);
+  } else if (kEpiBias == 2) {
+    x += tessera_load(p.bias, (long long)b * p.batch_bias + col, kEpiOut);
   }
   return x;
 }
@@ -85,22 +88,34 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
   const long long di = (long long)b * p.batch_d + (long long)row * p.ldd + col;
   const long long ai = (long long)b * p.batch_aux + (long long)row * p.ldaux + col;
   const bool pair = second && (p.flags & kSm90FlagStorePair);
-  if (p.flags & kSm90FlagAux) {
+  if (kEpiAux) {
     if (pair) {
-      tessera_store2(p.aux, ai, x0, x1, p.out_dtype);
+      tessera_store2(p.aux, ai, x0, x1, kEpiOut);
     } else {
-      tessera_store(p.aux, ai, x0, p.out_dtype);
-      if (second) tessera_store(p.aux, ai + 1, x1, p.out_dtype);
+      tessera_store(p.aux, ai, x0, kEpiOut);
+      if (second) tessera_store(p.aux, ai + 1, x1, kEpiOut);
     }
   }
-  const float y0 = tessera_activate(x0, p.act);
-  const float y1 = tessera_activate(x1, p.act);
+  const float y0 = tessera_activate(x0, kEpiAct);
+  const float y1 = tessera_activate(x1, kEpiAct);
   if (pair) {
-    tessera_store2(p.d, di, y0, y1, p.out_dtype);
+    tessera_store2(p.d, di, y0, y1, kEpiOut);
   } else {
-    tessera_store(p.d, di, y0, p.out_dtype);
-    if (second) tessera_store(p.d, di + 1, y1, p.out_dtype);
+    tessera_store(p.d, di, y0, kEpiOut);
+    if (second) tessera_store(p.d, di + 1, y1, kEpiOut);
   }
+}
+
+// As tessera_sm90_store for a pair known to be inside D with aligned pair accesses.
+__device__ __forceinline__ void tessera_sm90_store_pair(const TesseraSm90Params& p, int b, int row,
+                                                        int col, float v0, float v1) {
+  const float x0 = tessera_sm90_pre(p, v0, b, row, col);
+  const float x1 = tessera_sm90_pre(p, v1, b, row, col + 1);
+  if (kEpiAux) {
+    tessera_store2(p.aux, (long long)b * p.batch_aux + (long long)row * p.ldaux + col, x0, x1, kEpiOut);
+  }
+  tessera_store2(p.d, (long long)b * p.batch_d + (long long)row * p.ldd + col,
+                 tessera_activate(x0, kEpiAct), tessera_activate(x1, kEpiAct), kEpiOut);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
@@ -197,6 +212,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       // per row, and applies the epilogue with coalesced global accesses.
       const int row0 = tm * kBM + cw * 64;
       const int col0 = tn * kBN;
+      // The whole 64 x kBN block is inside D and pairs are aligned: no predicates.
+      const bool interior = (p.flags & kSm90FlagStorePair) && row0 + 64 <= p.m && col0 + kBN <= p.n;
       float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - tessera_smem_addr(tessera_smem_raw))) +
                        cw * 64 * kEpiPitch;
 #pragma unroll
@@ -207,14 +224,32 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
           *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[i], acc[i + 1]);
         }
         tessera_bar_sync(1 + cw, 128);
-#pragma unroll 1
-        for (int e = t; e < 64 * (kEpiCols / 2); e += 128) {
-          const int r = e / (kEpiCols / 2);
-          const int c = 2 * (e % (kEpiCols / 2));
-          const float2 v = *reinterpret_cast<const float2*>(scratch + r * kEpiPitch + c);
-          tessera_sm90_store(p, b, row0 + r, col0 + j * kEpiCols + c, v.x, v.y);
+        constexpr int kIters = 64 * (kEpiCols / 2) / 128;
+        float2 v[kIters];
+#pragma unroll
+        for (int it = 0; it < kIters; ++it) {
+          const int e = t + 128 * it;
+          v[it] = *reinterpret_cast<const float2*>(scratch + (e / (kEpiCols / 2)) * kEpiPitch +
+                                                   2 * (e % (kEpiCols / 2)));
         }
+        // Everyone has read the scratch: the next pass may overwrite it while these stores go.
         tessera_bar_sync(1 + cw, 128);
+        const int cb = col0 + j * kEpiCols;
+        if (interior) {
+#pragma unroll
+          for (int it = 0; it < kIters; ++it) {
+            const int e = t + 128 * it;
+            tessera_sm90_store_pair(p, b, row0 + e / (kEpiCols / 2), cb + 2 * (e % (kEpiCols / 2)),
+                                    v[it].x, v[it].y);
+          }
+        } else {
+#pragma unroll
+          for (int it = 0; it < kIters; ++it) {
+            const int e = t + 128 * it;
+            tessera_sm90_store(p, b, row0 + e / (kEpiCols / 2), cb + 2 * (e % (kEpiCols / 2)),
+                               v[it].x, v[it].y);
+          }
+        }
       }
     }
   }

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use tessera_kernels::runtime::{compile, nvrtc_version};
 use tessera_kernels::sm90::codegen::cuda_source;
 use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
-use tessera_kernels::{Arch, DType, GemmProblem};
+use tessera_kernels::{Activation, Arch, BiasMode, DType, Epilogue, GemmProblem};
 
 /// The variants: both 16-bit input types, each tile the planner picks on its own (128x256,
-/// 128x128, 64x128) and the forced ones the tests use. Epilogue, output type and extents are
-/// run-time parameters, so they add no variant.
+/// 128x128, 64x128) and the forced ones the tests use; every epilogue and output type (compiled
+/// into the kernel). Extents are run-time parameters.
 fn variants() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for input in [DType::Bf16, DType::F16] {
@@ -38,6 +38,41 @@ fn variants() -> BTreeMap<String, String> {
             out.insert(plan.kernel_name(), cuda_source(&plan));
         }
     }
+    // The epilogue is compiled in: every activation x bias x aux x C, and each output type.
+    for act in [
+        Activation::None,
+        Activation::Relu,
+        Activation::GeluErf,
+        Activation::GeluTanh,
+    ] {
+        for bias in [BiasMode::None, BiasMode::PerRow, BiasMode::PerCol] {
+            for (aux, beta) in [(false, 0.0), (true, 1.0)] {
+                let mut p = GemmProblem::new(4096, 4096, 4096);
+                p.epilogue = Epilogue {
+                    act,
+                    bias,
+                    aux,
+                    alpha: 1.0,
+                    beta,
+                };
+                let plan = Sm90Plan::new(&p).expect("plan");
+                out.insert(plan.kernel_name(), cuda_source(&plan));
+            }
+        }
+    }
+    for output in [DType::F16, DType::F32] {
+        let mut p = GemmProblem::new(4096, 4096, 4096);
+        p.output = output;
+        p.epilogue = Epilogue {
+            act: Activation::GeluTanh,
+            bias: BiasMode::PerCol,
+            aux: true,
+            alpha: 1.0,
+            beta: 1.0,
+        };
+        let plan = Sm90Plan::new(&p).expect("plan");
+        out.insert(plan.kernel_name(), cuda_source(&plan));
+    }
     out
 }
 
@@ -54,7 +89,11 @@ fn every_sm90_variant_compiles_for_sm90a() {
         }
     }
     let jobs: Vec<(String, String)> = variants().into_iter().collect();
-    assert_eq!(jobs.len(), 12, "2 types x 6 tiles");
+    assert_eq!(
+        jobs.len(),
+        12 + 23 + 2,
+        "2 types x 6 tiles, 24 epilogues (one is the plain 4096 plan), 2 output types"
+    );
     let (left, right) = jobs.split_at(jobs.len() / 2);
     let run = |part: &[(String, String)]| -> Vec<String> {
         part.iter()

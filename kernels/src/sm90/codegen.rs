@@ -78,6 +78,21 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         "constexpr int kAccRegs = {}; // fp32 accumulators per consumer thread",
         bn / 2
     );
+    let e = plan.problem.epilogue;
+    let _ = writeln!(s, "// epilogue: {e}, output {}", plan.problem.output);
+    let _ = writeln!(
+        s,
+        "constexpr int kEpiAct = {}, kEpiBias = {}, kEpiOut = {}; // act 0 none 1 relu 2 gelu 3 gelu_tanh; bias 0 none 1 row 2 col; out 0 bf16 1 fp16 2 fp32",
+        e.act.code(),
+        e.bias.code(),
+        plan.problem.output.code()
+    );
+    let _ = writeln!(
+        s,
+        "constexpr bool kEpiAux = {}, kEpiReadC = {};",
+        e.aux,
+        e.beta != 0.0
+    );
     for o in [&plan.a, &plan.b] {
         let x = o.name;
         let _ = writeln!(s, "// {x}: smem {} (atom {})", o.smem, o.smem.atom);

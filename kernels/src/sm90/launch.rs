@@ -158,8 +158,6 @@ struct Sm90Params {
 unsafe impl DeviceRepr for Sm90Params {}
 
 const FLAG_STORE_PAIR: i32 = 1;
-const FLAG_AUX: i32 = 2;
-const FLAG_READ_C: i32 = 4;
 
 /// A compiled Hopper plan.
 pub struct Sm90Kernel {
@@ -371,16 +369,8 @@ impl Sm90Kernel {
             &self.plan.b.tma,
         )?;
         let (tiles_m, tiles_n) = self.plan.grid_tiles();
-        let mut flags = 0;
-        if paths.store_pair {
-            flags |= FLAG_STORE_PAIR;
-        }
-        if e.aux {
-            flags |= FLAG_AUX;
-        }
-        if e.beta != 0.0 {
-            flags |= FLAG_READ_C;
-        }
+        // The epilogue's terms are compiled into the kernel; only the alignment is run-time.
+        let flags = if paths.store_pair { FLAG_STORE_PAIR } else { 0 };
         let params = Sm90Params {
             d: args.d.ptr(rt),
             c: if e.beta != 0.0 {

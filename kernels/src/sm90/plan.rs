@@ -194,9 +194,15 @@ impl Sm90Plan {
     /// A short name identifying the generated source.
     pub fn kernel_name(&self) -> String {
         let (bm, bn, bk) = self.cta_tile;
+        let e = self.problem.epilogue;
+        let epi = if e.is_plain() {
+            String::new()
+        } else {
+            format!("_{}", e.to_string().replace(',', "_"))
+        };
         format!(
-            "tessera_gemm_{}_tn_{}x{}x{}_s{}_ws{}_sm_90a",
-            self.problem.input, bm, bn, bk, self.stages, self.consumers
+            "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_ws{}{epi}_sm_90a",
+            self.problem.input, self.problem.output, bm, bn, bk, self.stages, self.consumers
         )
     }
 
