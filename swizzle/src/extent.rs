@@ -4,9 +4,11 @@
 //! `ZZZ` bits, so it stays in the aligned block of size [`Swizzle::zzz_block`] that holds `x`.
 //! Hence the smallest swizzled offset comes from the unswizzled offsets in the *lowest* such
 //! block, and the largest from the *highest* block: only those two windows of the affine
-//! image `O + L` are enumerated, however large the layout is. The windows are walked by a
-//! pruned search over the modes (never more than [`ENUMERATION_LIMIT`] points); if a window
-//! is too crowded, the whole domain is enumerated instead under the same bound.
+//! image `O + L` are enumerated, however large the layout is. A window is walked by a pruned
+//! search over the modes when few coordinates land in it, or sieved (which offsets of the
+//! window are reached, one pass per mode) when many do; either stays under
+//! [`ENUMERATION_LIMIT`] steps. Only when the swizzle's block itself is wider than that bound
+//! is the whole domain enumerated, under the same bound, or an error returned.
 
 use tessera_layout::Layout;
 
@@ -121,9 +123,13 @@ pub(crate) fn swizzled_bounds(
     let w_lo = (a128.div_euclid(k) + 1) * k - a128;
     let w_hi = b128 - b128.div_euclid(k) * k + 1;
     let windows = window_count(&modes, w_lo).saturating_add(window_count(&modes, w_hi));
-    if windows <= u128::from(ENUMERATION_LIMIT) {
-        let (mut min, mut max) = (i64::MAX, i64::MIN);
-        // a + u and b - u stay inside [a, b], so the casts are exact.
+    // The sieve costs about (rank + 1) * window width, whatever the number of coordinates.
+    let rank = modes.len() as u128 + 1;
+    let sieve = (w_lo as u128 + w_hi as u128).saturating_mul(rank);
+    let limit = u128::from(ENUMERATION_LIMIT);
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    // a + u and b - u stay inside [a, b], so the casts are exact.
+    if windows <= limit && windows <= sieve {
         walk_window(&modes, 0, w_lo, &mut |u| {
             min = min.min(sw.apply((a128 + u) as i64));
         });
@@ -132,9 +138,25 @@ pub(crate) fn swizzled_bounds(
         });
         return Ok((min, max));
     }
+    if sieve <= limit {
+        for (u, _) in sieve_window(&modes, w_lo as usize)
+            .iter()
+            .enumerate()
+            .filter(|x| *x.1)
+        {
+            min = min.min(sw.apply((a128 + u as i128) as i64));
+        }
+        for (u, _) in sieve_window(&modes, w_hi as usize)
+            .iter()
+            .enumerate()
+            .filter(|x| *x.1)
+        {
+            max = max.max(sw.apply((b128 - u as i128) as i64));
+        }
+        return Ok((min, max));
+    }
     let size = inner.size() as u128;
     check_enumerable(op, windows.min(size), ctx)?;
-    let (mut min, mut max) = (i64::MAX, i64::MIN);
     for_each_offset(inner, |x| {
         // offset + x lies in [a, b], checked above.
         let v = sw.apply(offset + x);
@@ -142,6 +164,38 @@ pub(crate) fn swizzled_bounds(
         max = max.max(v);
     });
     Ok((min, max))
+}
+
+/// Which `u < w` are sums `Σ k_j e_j` with `0 <= k_j < n_j` (modes `(n_j, e_j)`, `e_j > 0`):
+/// a sieve over the window, one pass per mode. Adding a mode ORs each position with the
+/// `n_j` positions below it at steps of `e_j`, kept as a running count along each residue
+/// class modulo `e_j`, so a mode costs O(w) however large `n_j` is.
+fn sieve_window(modes: &[(i64, i64)], w: usize) -> Vec<bool> {
+    let mut reach = vec![false; w];
+    if w == 0 {
+        return reach;
+    }
+    reach[0] = true;
+    for &(n, e) in modes {
+        let e = usize::try_from(e).unwrap_or(usize::MAX);
+        if e >= w {
+            continue; // only k = 0 stays in the window
+        }
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        let mut next = vec![false; w];
+        for r in 0..e {
+            let mut count = 0usize;
+            for (j, pos) in (r..w).step_by(e).enumerate() {
+                count += usize::from(reach[pos]);
+                if j >= n && reach[pos - n * e] {
+                    count -= 1;
+                }
+                next[pos] = count > 0;
+            }
+        }
+        reach = next;
+    }
+    reach
 }
 
 /// `max - min + 1` of bounds, checked.
