@@ -32,6 +32,8 @@ pub mod algebra;
 mod any;
 pub mod atoms;
 mod bank;
+#[doc(hidden)]
+pub mod check;
 mod error;
 mod extent;
 mod f2;
