@@ -175,6 +175,21 @@ pub fn tile_to_shape(
     forward(a, |l| tl::tile_to_shape(l, shape, order))
 }
 
+/// CuTe's `complement(ComposedLayout, cotarget)`: the complement of the inner layout `L`
+/// (a plain layout over `L`'s codomain, before the offset and the swizzle), which is what
+/// the divides and products use.
+///
+/// Post-condition: that of [`tessera_layout::complement`] for `L`.
+pub fn complement(a: &SwizzledLayout, cotarget: &IntTuple) -> Result<Layout> {
+    Ok(tl::complement(&a.inner, cotarget)?)
+}
+
+/// CuTe's `complement(ComposedLayout)`: [`tessera_layout::complement_default`] of the inner
+/// layout (its cotarget is the inner layout's cosize, CuTe's `cosize(ComposedLayout)`).
+pub fn complement_default(a: &SwizzledLayout) -> Result<Layout> {
+    Ok(tl::complement_default(&a.inner)?)
+}
+
 /// `Sw o O o coalesce(L)`.
 pub fn coalesce(a: &SwizzledLayout) -> SwizzledLayout {
     a.with_inner(tl::coalesce(&a.inner))
