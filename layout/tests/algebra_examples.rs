@@ -120,6 +120,14 @@ fn composition_examples() {
             "(2,4,2):(1,2,8)",
             "(2,(2,2),2):(-1,(-2,1),2)",
         ),
+        // Steps of both signs through a 1-D A: exact at any size, no point-by-point check.
+        (
+            "1000000:1",
+            "(1000,1000):(1,-1000)",
+            "(1000,1000):(1,-1000)",
+        ),
+        // Both signs only in A's last mode: exact too.
+        ("(4,1000):(1,7)", "(3,2):(4,-4)", "(3,2):(7,-7)"),
     ] {
         let what = format!("{a} o {b}");
         let (a, b) = (l(a), l(b));
@@ -192,6 +200,9 @@ fn composition_rejects_inadmissible_pairs() {
         ("(5,3):(7,1)", "7:1"),
         // pycute returns 4:2.
         ("(4,6,8):(2,3,5)", "6:1"),
+        // Steps of both signs with digits below A's last mode: C++ division truncates, so
+        // A(1 - 4) = A(-3) = -3, not A(1) + A(-4) = 1 - 7.
+        ("(4,1000000):(1,7)", "(2,1000):(1,-4)"),
         // Stride divisibility: CuTe static_asserts, and so does this crate (2:7 would do,
         // but no rule of CuTe's form finds it).
         ("(4,3):(1,5)", "2:6"),

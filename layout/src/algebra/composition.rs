@@ -10,8 +10,9 @@
 //! * per leaf: when the step `|d|` is below a mode's extent `s` and does not divide it, the
 //!   walk through that mode is not periodic, so all `n` steps must fit inside the mode
 //!   (`n <= ceil(s / |d|)`); CuTe skips this test (`(4,6,8):(2,3,5) ∘ 6:3`).
-//! * across leaves: `A(x + y) = A(x) + A(y)` only when adding the mixed-radix digits of `x`
-//!   and `y` (in A's modes) does not carry and all have the same sign. Each leaf's
+//! * across leaves: `A(x + y) = A(x) + A(y)` when adding the mixed-radix digits of `x` and
+//!   `y` (in A's modes) does not carry and, below A's last mode, all have one sign (C++
+//!   division truncates, so a negative index has negative digits). Each leaf's
 //!   result records the largest digit it can put in each mode of A; the digits of all leaves
 //!   must add up below the mode's extent (`(6,2):(1,7) ∘ (3,2):(2,3)` fails this). When that
 //!   sufficient test fails, the result is checked point by point if `size(B)` is small, and
@@ -269,8 +270,10 @@ pub(crate) fn composition_parts(
         (IntTuple::Tuple(shapes), IntTuple::Tuple(strides))
     };
     let r = checked_layout(OP, shape, stride)?;
-    let carry_free =
-        !(digits.pos && digits.neg) && digits.sum.iter().zip(&flat).all(|(&sum, &(s, _))| sum < s);
+    // Mixed signs only matter where some leaf puts digits below A's last mode: multiples of
+    // the last mode's index stride add up exactly whatever their signs.
+    let carry_free = (!(digits.pos && digits.neg) || digits.sum.iter().all(|&x| x == 0))
+        && digits.sum.iter().zip(&flat).all(|(&sum, &(s, _))| sum < s);
     let leaves: usize = parts.iter().map(|(s, _)| s.leaf_count()).sum();
     if !carry_free && leaves > 1 {
         let b = make_b()?;
