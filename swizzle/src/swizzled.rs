@@ -145,7 +145,7 @@ impl SwizzledLayout {
     /// // image {0, 1, 3}: needs 4 offsets, C++ says 3
     /// assert_eq!(p("Sw<1,0,1> o 3:1").cosize().unwrap(), 4);
     /// assert_eq!(p("Sw<1,0,1> o 3:1").cosize_inner(), 3);
-    /// // offset 5 reaches 5 -> 16, 2 -> 8
+    /// // YYY (bits 0-1) below ZZZ (bits 2-3): 3 -> 15, so 6 elements need 16 offsets
     /// assert_eq!(p("Sw<2,0,-2> o 6:1").cosize().unwrap(), 16);
     /// // an offset shifts the image: reaches 68
     /// assert_eq!(p("Sw<3,0,3> o 5 o (8,8):(8,1)").image_bounds().unwrap(), (5, 68));

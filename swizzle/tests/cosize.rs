@@ -66,8 +66,8 @@ fn huge_domains_are_decided_without_enumeration() {
     let l = sl("Sw<3,4,3> o 0 o (1048576,1048576):(1,1048576)");
     assert_eq!(l.image_bounds().unwrap(), (0, (1 << 40) - 1));
     // The period 2^10 divides the big stride, so Sw(x + k * 2^30) = Sw(x) + k * 2^30 and the
-    // ends come from the small mode: Sw<3,4,3> o 100 o 8:128 reaches 100 ^ (k << 4) for
-    // x = 100 + 128k: min over k of Sw(100 + 128k).
+    // ends come from the small mode Sw<3,4,3> o 100 o 8:128 (offsets Sw(100 + 128k), k < 8,
+    // by the reference), the largest shifted by the last big step.
     let small = sl("Sw<3,4,3> o 100 o 8:128");
     let offs = ref_offsets(&small);
     let (lo, hi) = (*offs.iter().min().unwrap(), *offs.iter().max().unwrap());
