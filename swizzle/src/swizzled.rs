@@ -207,10 +207,7 @@ impl SwizzledLayout {
 fn peek_o(c: &mut Cursor<'_>) -> bool {
     c.skip_ws();
     let mut chars = c.rest().chars();
-    chars.next() == Some('o')
-        && !chars
-            .next()
-            .is_some_and(|n| n.is_alphanumeric() || n == '_')
+    chars.next() == Some('o') && !chars.next().is_some_and(|n| n.is_alphabetic() || n == '_')
 }
 
 fn expect_o(c: &mut Cursor<'_>) -> tessera_layout::Result<()> {

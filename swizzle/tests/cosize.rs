@@ -165,3 +165,28 @@ proptest! {
         check_cosize(&l).map_err(TestCaseError::fail)?;
     }
 }
+
+#[test]
+fn compact_text_forms_parse() {
+    let want = sl("Sw<3,4,3> o 0 o (8,64):(64,1)");
+    for text in [
+        "Sw<3,4,3>o0o(8,64):(64,1)",
+        "Sw<3,4,3>o(8,64):(64,1)",
+        " Sw<3,4,3> o  0  o (8,64):(64,1) ",
+    ] {
+        assert_eq!(text.parse::<SwizzledLayout>().unwrap(), want, "{text}");
+    }
+    assert_eq!(sl("Sw<1,0,1> o -3 o 3").to_string(), "Sw<1,0,1> o -3 o 3:1");
+    for bad in [
+        "Sw<3,4,3>",
+        "Sw<3,4,3> o",
+        "Sw<3,4,3> o 0 o",
+        "Sw<3,4,3> x (8,64):(64,1)",
+        "Sw<3,4,3> o 0 o (8,64):(64,1) o 2",
+    ] {
+        assert!(
+            bad.parse::<SwizzledLayout>().unwrap_err().is_parse(),
+            "{bad}"
+        );
+    }
+}
