@@ -166,6 +166,37 @@ impl SwizzledLayout {
         Ok(self.with_inner(self.inner.mode(i)?))
     }
 
+    /// The mode at a path of indices, with the same swizzle and offset (CuTe's
+    /// `layout<I...>` on a composed layout).
+    pub fn get(&self, path: &[usize]) -> Result<SwizzledLayout> {
+        Ok(self.with_inner(self.inner.get(path)?))
+    }
+
+    /// The selected modes (CuTe's `select<I...>`), same swizzle and offset.
+    pub fn select(&self, idx: &[usize]) -> Result<SwizzledLayout> {
+        Ok(self.with_inner(self.inner.select(idx)?))
+    }
+
+    /// Modes `[begin, end)` (CuTe's `take<B,E>`), same swizzle and offset.
+    pub fn take(&self, begin: usize, end: usize) -> Result<SwizzledLayout> {
+        Ok(self.with_inner(self.inner.take(begin, end)?))
+    }
+
+    /// Modes `[begin, end)` grouped into one (CuTe's `group<B,E>`), same function.
+    pub fn group(&self, begin: usize, end: usize) -> Result<SwizzledLayout> {
+        Ok(self.with_inner(self.inner.group(begin, end)?))
+    }
+
+    /// The same function with a flat shape (CuTe's `flatten`).
+    pub fn flatten(&self) -> SwizzledLayout {
+        self.with_inner(self.inner.flatten())
+    }
+
+    /// `m` appended as a new last mode of the inner layout (CuTe's `append`).
+    pub fn append(&self, m: &Layout) -> Result<SwizzledLayout> {
+        Ok(self.with_inner(self.inner.append(m)?))
+    }
+
     /// The same swizzle and offset over another inner layout.
     pub fn with_inner(&self, inner: Layout) -> SwizzledLayout {
         SwizzledLayout {
