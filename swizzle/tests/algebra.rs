@@ -220,3 +220,20 @@ fn layout_after_swizzled_layout_by_hand() {
     )
     .is_err());
 }
+
+proptest! {
+    #[test]
+    fn mode_operations_keep_the_function(l in enumerable_swizzled_layout()) {
+        let want = ref_offsets(&l);
+        prop_assert_eq!(ref_offsets(&l.flatten()), want.clone());
+        if l.rank() >= 2 {
+            prop_assert_eq!(ref_offsets(&l.group(0, 2).unwrap()), want.clone());
+            // mode 0 is the first size(mode 0) indices
+            let m0 = l.get(&[0]).unwrap();
+            prop_assert_eq!(&ref_offsets(&m0)[..], &want[..m0.size() as usize]);
+            prop_assert_eq!(l.take(0, 1).unwrap().size(), m0.size());
+            let m1 = l.inner.mode(1).unwrap().size();
+            prop_assert_eq!(l.select(&[1, 0]).unwrap().size(), m0.size() * m1);
+        }
+    }
+}
