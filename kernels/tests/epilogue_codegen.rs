@@ -91,3 +91,48 @@ fn unrepresentable_trees_are_refused_before_cuda() {
     let nan = EpilogueTree::new(acc() * num(f64::NAN));
     assert!(generate(&nan).is_err());
 }
+
+/// Lays out `struct TesseraEpArgs` from its declaration in the fixed header by the C rules
+/// (each field at the next multiple of its alignment) and returns (name, offset) and the size.
+fn device_layout() -> (Vec<(String, usize)>, usize) {
+    use tessera_kernels::epilogue::cuda::EPILOGUE_TREE_CUH;
+    let start = EPILOGUE_TREE_CUH.find("struct TesseraEpArgs {").unwrap();
+    let body = &EPILOGUE_TREE_CUH[start..];
+    let body = &body[body.find('{').unwrap() + 1..body.find("};").unwrap()];
+    let mut fields = Vec::new();
+    let (mut off, mut align_max) = (0usize, 1usize);
+    for line in body.lines() {
+        let code = line.split("//").next().unwrap();
+        for decl in code.split(';').map(str::trim).filter(|d| !d.is_empty()) {
+            // `TYPE name, name, ...`: the type is everything before the first name.
+            let first = decl.split(',').next().unwrap();
+            let split = first.rfind([' ', '*']).unwrap() + 1;
+            let (ty, names) = decl.split_at(split);
+            let size = match ty.trim() {
+                "int" | "float" => 4,
+                "long long" => 8,
+                t if t.ends_with('*') => 8,
+                t => panic!("unknown type `{t}` in TesseraEpArgs"),
+            };
+            for name in names.split(',').map(str::trim) {
+                off = off.div_ceil(size) * size;
+                fields.push((name.to_string(), off));
+                off += size;
+                align_max = align_max.max(size);
+            }
+        }
+    }
+    (fields, off.div_ceil(align_max) * align_max)
+}
+
+#[test]
+fn host_mirror_matches_the_device_struct_field_by_field() {
+    use tessera_kernels::epilogue::cuda::{ep_args_layout, EpArgs};
+    let (device, size) = device_layout();
+    let host: Vec<(String, usize)> = ep_args_layout()
+        .into_iter()
+        .map(|(n, o)| (n.to_string(), o))
+        .collect();
+    assert_eq!(device, host);
+    assert_eq!(size, std::mem::size_of::<EpArgs>());
+}

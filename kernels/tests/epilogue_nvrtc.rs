@@ -45,6 +45,15 @@ fn every_fusion_compiles_for_sm80_and_sm90a() {
         .unwrap()
         .replace("tessera_ep_at(a.batch_d", "tessera_ep_at_missing(a.batch_d");
     assert!(compile(&broken, "tessera_epilogue_apply", Arch::Sm80, false).is_err());
+    // The size assert is live: a host mirror of another size fails to compile.
+    let src = apply_kernel_source(&Fusion::Bias.tree()).unwrap();
+    let size = std::mem::size_of::<tessera_kernels::epilogue::cuda::EpArgs>();
+    let skewed = src.replace(
+        &format!("sizeof(TesseraEpArgs) == {size}"),
+        &format!("sizeof(TesseraEpArgs) == {}", size + 8),
+    );
+    assert!(skewed != src, "the size assert is missing");
+    assert!(compile(&skewed, "tessera_epilogue_apply", Arch::Sm80, false).is_err());
     let jobs: Vec<(Arch, String, String)> = [Arch::Sm80, Arch::Sm90a]
         .into_iter()
         .flat_map(|arch| {

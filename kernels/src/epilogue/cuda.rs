@@ -369,6 +369,204 @@ pub fn apply_kernel_source(tree: &EpilogueTree) -> Result<String> {
     s.push('\n');
     s.push_str(&epilogue_source(tree)?);
     s.push('\n');
+    s.push_str(&abi_asserts());
     s.push_str(EPILOGUE_APPLY_CUH);
     Ok(s)
+}
+
+/// The host mirror of `TesseraEpArgs`: field order and types match the device struct
+/// ([`abi_asserts`] makes NVRTC check every offset). Pointers are device addresses (0: none).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EpArgs {
+    /// First output row of this launch.
+    pub row0: i32,
+    /// First output column of this launch.
+    pub col0: i32,
+    /// Rows of this launch.
+    pub rows: i32,
+    /// Columns of this launch.
+    pub cols: i32,
+    /// Rows of the full output.
+    pub m: i32,
+    /// Columns of the full output.
+    pub n: i32,
+    /// alpha.
+    pub alpha: f32,
+    /// beta.
+    pub beta: f32,
+    /// D.
+    pub d: u64,
+    /// D's row pitch (elements).
+    pub ldd: i64,
+    /// D's batch stride (elements).
+    pub batch_d: i64,
+    /// D's type code.
+    pub dt_d: i32,
+    /// C.
+    pub c: u64,
+    /// C's row pitch.
+    pub ldc: i64,
+    /// C's batch stride.
+    pub batch_c: i64,
+    /// C's type code.
+    pub dt_c: i32,
+    /// The residual.
+    pub residual: u64,
+    /// The residual's row pitch.
+    pub ldr: i64,
+    /// The residual's batch stride.
+    pub batch_r: i64,
+    /// The residual's type code.
+    pub dt_r: i32,
+    /// The aux input (`aux_in` or `aux_in_bits`).
+    pub aux_in: u64,
+    /// Its row pitch (bits for a mask).
+    pub ld_aux_in: i64,
+    /// Its batch stride (bits for a mask).
+    pub batch_aux_in: i64,
+    /// Its type code.
+    pub dt_aux_in: i32,
+    /// The aux output.
+    pub aux: u64,
+    /// Its row pitch (bits for a mask).
+    pub ldaux: i64,
+    /// Its batch stride (bits for a mask).
+    pub batch_aux: i64,
+    /// `bias_row`.
+    pub bias_row: u64,
+    /// Its batch stride (0: shared).
+    pub batch_bias_row: i64,
+    /// Its type code.
+    pub dt_bias_row: i32,
+    /// `bias_col`.
+    pub bias_col: u64,
+    /// Its batch stride (0: shared).
+    pub batch_bias_col: i64,
+    /// Its type code.
+    pub dt_bias_col: i32,
+    /// `bgrad_row`'s fp32 workspace.
+    pub bgrad_row: u64,
+    /// Its batch stride.
+    pub batch_bgrad_row: i64,
+    /// `bgrad_col`'s fp32 workspace.
+    pub bgrad_col: u64,
+    /// Its batch stride.
+    pub batch_bgrad_col: i64,
+    /// 1 when D may be stored two elements at a time.
+    pub d_pair: i32,
+}
+
+impl EpArgs {
+    /// The pitches, strides, types and extents of `binding` for one launch over the whole
+    /// output (`row0 = col0 = 0`); device addresses are left 0 for the caller to fill.
+    /// `d_pair` is set when D's pitch and batch stride are even and its base is 4-byte aligned.
+    pub fn from_binding(b: &super::check::Binding) -> EpArgs {
+        let mat = |s: &Option<super::check::MatSpec>| {
+            s.map_or((0, 0, 0), |s| (s.ld, s.batch_stride, s.dtype.code()))
+        };
+        let vec = |s: &Option<super::check::VecSpec>| {
+            s.map_or((0, 0), |s| (s.batch_stride, s.dtype.code()))
+        };
+        let (ldc, batch_c, dt_c) = mat(&b.c);
+        let (ldr, batch_r, dt_r) = mat(&b.residual);
+        let aux_in = if b.aux_in.is_some() {
+            &b.aux_in
+        } else {
+            &b.aux_in_bits
+        };
+        let (ld_aux_in, batch_aux_in, dt_aux_in) = mat(aux_in);
+        let (ldaux, batch_aux, _) = mat(&b.aux);
+        let (batch_bias_row, dt_bias_row) = vec(&b.bias_row);
+        let (batch_bias_col, dt_bias_col) = vec(&b.bias_col);
+        let d_pair = b.d.ld % 2 == 0
+            && b.d.batch_stride % 2 == 0
+            && b.d.align_bytes % (2 * b.d.dtype.bytes()) == 0;
+        EpArgs {
+            rows: b.m as i32,
+            cols: b.n as i32,
+            m: b.m as i32,
+            n: b.n as i32,
+            alpha: b.alpha,
+            beta: b.beta,
+            ldd: b.d.ld,
+            batch_d: b.d.batch_stride,
+            dt_d: b.d.dtype.code(),
+            ldc,
+            batch_c,
+            dt_c,
+            ldr,
+            batch_r,
+            dt_r,
+            ld_aux_in,
+            batch_aux_in,
+            dt_aux_in,
+            ldaux,
+            batch_aux,
+            batch_bias_row,
+            dt_bias_row,
+            batch_bias_col,
+            dt_bias_col,
+            batch_bgrad_row: b.bgrad_row.map_or(0, |v| v.batch_stride),
+            batch_bgrad_col: b.bgrad_col.map_or(0, |v| v.batch_stride),
+            d_pair: i32::from(d_pair),
+            ..EpArgs::default()
+        }
+    }
+}
+
+/// Every field of [`EpArgs`] with its byte offset, in declaration order (for checking the
+/// device struct's layout: see the `epilogue_codegen` test, which lays out `TesseraEpArgs`
+/// from its declaration by the C rules and compares).
+pub fn ep_args_layout() -> Vec<(&'static str, usize)> {
+    use std::mem::offset_of;
+    vec![
+        ("row0", offset_of!(EpArgs, row0)),
+        ("col0", offset_of!(EpArgs, col0)),
+        ("rows", offset_of!(EpArgs, rows)),
+        ("cols", offset_of!(EpArgs, cols)),
+        ("m", offset_of!(EpArgs, m)),
+        ("n", offset_of!(EpArgs, n)),
+        ("alpha", offset_of!(EpArgs, alpha)),
+        ("beta", offset_of!(EpArgs, beta)),
+        ("d", offset_of!(EpArgs, d)),
+        ("ldd", offset_of!(EpArgs, ldd)),
+        ("batch_d", offset_of!(EpArgs, batch_d)),
+        ("dt_d", offset_of!(EpArgs, dt_d)),
+        ("c", offset_of!(EpArgs, c)),
+        ("ldc", offset_of!(EpArgs, ldc)),
+        ("batch_c", offset_of!(EpArgs, batch_c)),
+        ("dt_c", offset_of!(EpArgs, dt_c)),
+        ("residual", offset_of!(EpArgs, residual)),
+        ("ldr", offset_of!(EpArgs, ldr)),
+        ("batch_r", offset_of!(EpArgs, batch_r)),
+        ("dt_r", offset_of!(EpArgs, dt_r)),
+        ("aux_in", offset_of!(EpArgs, aux_in)),
+        ("ld_aux_in", offset_of!(EpArgs, ld_aux_in)),
+        ("batch_aux_in", offset_of!(EpArgs, batch_aux_in)),
+        ("dt_aux_in", offset_of!(EpArgs, dt_aux_in)),
+        ("aux", offset_of!(EpArgs, aux)),
+        ("ldaux", offset_of!(EpArgs, ldaux)),
+        ("batch_aux", offset_of!(EpArgs, batch_aux)),
+        ("bias_row", offset_of!(EpArgs, bias_row)),
+        ("batch_bias_row", offset_of!(EpArgs, batch_bias_row)),
+        ("dt_bias_row", offset_of!(EpArgs, dt_bias_row)),
+        ("bias_col", offset_of!(EpArgs, bias_col)),
+        ("batch_bias_col", offset_of!(EpArgs, batch_bias_col)),
+        ("dt_bias_col", offset_of!(EpArgs, dt_bias_col)),
+        ("bgrad_row", offset_of!(EpArgs, bgrad_row)),
+        ("batch_bgrad_row", offset_of!(EpArgs, batch_bgrad_row)),
+        ("bgrad_col", offset_of!(EpArgs, bgrad_col)),
+        ("batch_bgrad_col", offset_of!(EpArgs, batch_bgrad_col)),
+        ("d_pair", offset_of!(EpArgs, d_pair)),
+    ]
+}
+
+/// A `static_assert` that `TesseraEpArgs` has [`EpArgs`]'s size (NVRTC has no `offsetof`;
+/// the field offsets are checked on the host against the declaration).
+pub fn abi_asserts() -> String {
+    format!(
+        "static_assert(sizeof(TesseraEpArgs) == {}, \"TesseraEpArgs differs from the host mirror EpArgs\");\n",
+        std::mem::size_of::<EpArgs>()
+    )
 }

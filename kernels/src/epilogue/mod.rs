@@ -13,6 +13,7 @@
 //! - [`eval`] is the float64 CPU reference of a tree.
 //! - [`cuda`] generates the `__device__` epilogue function the GEMM kernels call.
 //! - [`coord`] plans coordinate-aware epilogues (one kernel, or one launch per region).
+//! - `launch` (feature `cuda`) runs a generated epilogue alone on the GPU, for its checks.
 //! - [`paddle`] is the `fused_gemm_epilogue` API with PaddlePaddle's semantics (CPU reference).
 //!
 //! The [`tutorial`] chapter walks through all of it.
@@ -23,6 +24,8 @@ pub mod cuda;
 pub mod error;
 pub mod eval;
 pub mod fusions;
+#[cfg(feature = "cuda")]
+pub mod launch;
 pub mod paddle;
 pub mod parse;
 pub mod tree;

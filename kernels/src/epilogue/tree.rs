@@ -1,4 +1,4 @@
-//! The epilogue expression tree: leaves, operators, sinks, its text form ([`Display`]) and its
+//! The epilogue expression tree: leaves, operators, sinks, its text form (`Display`) and its
 //! kinds (values, coordinates, predicates).
 //!
 //! Every node computes one value per output element `(batch, row, col)` of the row-major

@@ -1,0 +1,217 @@
+//! Running a generated epilogue on the GPU without a GEMM: `tessera_epilogue_apply` over an fp32
+//! matrix standing for the accumulators (the check of the generated code against
+//! [`super::eval`], and the operand-sum kernel of BGRADA / BGRADB).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
+
+use crate::error::{KernelError, Result};
+use crate::gemm::DeviceBuf;
+use crate::problem::DType;
+use crate::runtime::{compile, driver_err, Runtime};
+
+use super::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
+use super::cuda::{apply_kernel_source, EpArgs};
+use super::tree::EpilogueTree;
+
+// SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field by `TesseraEpArgs` (checked by
+// the `epilogue_codegen` test and a size assert compiled with every epilogue).
+unsafe impl DeviceRepr for EpArgs {}
+
+/// The device buffers of one epilogue launch. A bit-mask is a buffer of 32-bit words
+/// (dtype fp32, `len` = words); reductions are fp32 and must be zeroed before the launch.
+#[derive(Default)]
+pub struct EpBuffers<'a> {
+    /// D.
+    pub d: Option<&'a DeviceBuf>,
+    /// C.
+    pub c: Option<&'a DeviceBuf>,
+    /// `residual`.
+    pub residual: Option<&'a DeviceBuf>,
+    /// `aux_in` or `aux_in_bits`.
+    pub aux_in: Option<&'a DeviceBuf>,
+    /// The aux output.
+    pub aux: Option<&'a DeviceBuf>,
+    /// `bias_row`.
+    pub bias_row: Option<&'a DeviceBuf>,
+    /// `bias_col`.
+    pub bias_col: Option<&'a DeviceBuf>,
+    /// `bgrad_row`.
+    pub bgrad_row: Option<&'a DeviceBuf>,
+    /// `bgrad_col`.
+    pub bgrad_col: Option<&'a DeviceBuf>,
+}
+
+const OP: &str = "epilogue apply";
+
+fn too_small(operand: &'static str, have: usize, need: i64) -> KernelError {
+    KernelError::InvalidProblem {
+        op: OP,
+        msg: format!("{operand}: buffer of {have} elements, the binding reaches {need}"),
+    }
+}
+
+/// The address of `buf` after checking it covers `spec` for `b`'s extents.
+fn mat_ptr(
+    rt: &Runtime,
+    name: &'static str,
+    buf: Option<&DeviceBuf>,
+    spec: &Option<MatSpec>,
+    b: &Binding,
+) -> Result<u64> {
+    let (Some(spec), Some(buf)) = (spec, buf) else {
+        return match spec {
+            Some(_) => Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!("{name} is bound but has no buffer"),
+            }),
+            None => Ok(0),
+        };
+    };
+    let last = (b.batch - 1) * spec.batch_stride + (b.m - 1) * spec.ld + b.n; // elements or bits
+    let (need, dtype) = if spec.bits {
+        ((last + 31) / 32, DType::F32)
+    } else {
+        (last, spec.dtype)
+    };
+    if buf.dtype != dtype {
+        return Err(KernelError::InvalidProblem {
+            op: OP,
+            msg: format!("{name}: buffer of {}, bound as {dtype}", buf.dtype),
+        });
+    }
+    if (buf.len as i64) < need {
+        return Err(too_small(name, buf.len, need));
+    }
+    Ok(buf.ptr(rt))
+}
+
+fn vec_ptr(
+    rt: &Runtime,
+    name: &'static str,
+    buf: Option<&DeviceBuf>,
+    spec: &Option<VecSpec>,
+    batch: i64,
+) -> Result<u64> {
+    let (Some(spec), Some(buf)) = (spec, buf) else {
+        return match spec {
+            Some(_) => Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!("{name} is bound but has no buffer"),
+            }),
+            None => Ok(0),
+        };
+    };
+    let need = (batch - 1) * spec.batch_stride + spec.len;
+    if buf.dtype != spec.dtype {
+        return Err(KernelError::InvalidProblem {
+            op: OP,
+            msg: format!("{name}: buffer of {}, bound as {}", buf.dtype, spec.dtype),
+        });
+    }
+    if (buf.len as i64) < need {
+        return Err(too_small(name, buf.len, need));
+    }
+    Ok(buf.ptr(rt))
+}
+
+/// A tree compiled into `tessera_epilogue_apply` for the runtime's device.
+pub struct EpilogueApply {
+    tree: EpilogueTree,
+    func: CudaFunction,
+    _module: Arc<CudaModule>,
+}
+
+impl EpilogueApply {
+    /// Generates, compiles and loads the stand-alone epilogue kernel of `tree`.
+    pub fn new(rt: &Runtime, tree: &EpilogueTree) -> Result<EpilogueApply> {
+        let src = apply_kernel_source(tree)?;
+        let compiled = compile(&src, "tessera_epilogue_apply", rt.arch(), false)?;
+        rt.context()
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        let module = rt
+            .context()
+            .load_module(Ptx::from_binary(compiled.cubin))
+            .map_err(driver_err("cuModuleLoadData"))?;
+        let func = module
+            .load_function("tessera_epilogue_apply")
+            .map_err(driver_err("cuModuleGetFunction"))?;
+        Ok(EpilogueApply {
+            tree: tree.clone(),
+            func,
+            _module: module,
+        })
+    }
+
+    /// Checks `binding` and the buffers, then applies the epilogue to `acc` (fp32,
+    /// `batch x M x N`, tight) on the runtime's stream.
+    pub fn launch(
+        &self,
+        rt: &Runtime,
+        b: &Binding,
+        bufs: &EpBuffers<'_>,
+        acc: &DeviceBuf,
+    ) -> Result<()> {
+        check(&self.tree, b, &KernelCaps::GENERATED)?;
+        if acc.dtype != DType::F32 || (acc.len as i64) < b.batch * b.m * b.n {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "acc must be fp32 with batch x M x N elements, got {} x {}",
+                    acc.dtype, acc.len
+                ),
+            });
+        }
+        let mut args = EpArgs::from_binding(b);
+        args.d = mat_ptr(rt, "D", bufs.d, &Some(b.d), b)?;
+        args.c = if b.beta != 0.0 {
+            mat_ptr(rt, "c", bufs.c, &b.c, b)?
+        } else {
+            0
+        };
+        args.residual = mat_ptr(rt, "residual", bufs.residual, &b.residual, b)?;
+        let aux_in = if b.aux_in.is_some() {
+            &b.aux_in
+        } else {
+            &b.aux_in_bits
+        };
+        args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, b)?;
+        args.aux = mat_ptr(rt, "aux", bufs.aux, &b.aux, b)?;
+        args.bias_row = vec_ptr(rt, "bias_row", bufs.bias_row, &b.bias_row, b.batch)?;
+        args.bias_col = vec_ptr(rt, "bias_col", bufs.bias_col, &b.bias_col, b.batch)?;
+        args.bgrad_row = vec_ptr(rt, "bgrad_row", bufs.bgrad_row, &b.bgrad_row, b.batch)?;
+        args.bgrad_col = vec_ptr(rt, "bgrad_col", bufs.bgrad_col, &b.bgrad_col, b.batch)?;
+        if ((b.m + 31) / 32) > 65_535 || b.batch > 65_535 {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "M = {} or batch = {} exceeds the apply kernel's grid",
+                    b.m, b.batch
+                ),
+            });
+        }
+        let acc_ptr = acc.ptr(rt);
+        let (ld_acc, batch_acc) = (b.n, b.m * b.n);
+        let cfg = LaunchConfig {
+            grid_dim: (
+                ((b.n + 63) / 64) as u32,
+                ((b.m + 31) / 32) as u32,
+                b.batch as u32,
+            ),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut builder = rt.stream().launch_builder(&self.func);
+        builder.arg(&args);
+        builder.arg(&acc_ptr);
+        builder.arg(&ld_acc);
+        builder.arg(&batch_acc);
+        // SAFETY: `check` and the buffer checks above guarantee every address the kernel
+        // forms for this binding lies inside its buffer, with the bound types.
+        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_epilogue_apply"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,258 @@
+//! GPU check of generated epilogues: `tessera_epilogue_apply` over random fp32 "accumulators"
+//! against the float64 evaluator, for every named fusion and the examples, in bf16 and
+//! fp32, with a batch of 2 and an odd N (the pair path's tail).
+//!
+//! Skips with a printed reason when there is no device; `TESSERA_REQUIRE_GPU=1` makes that a
+//! failure. `TESSERA_SEED=<n>` replays a run.
+#![cfg(feature = "cuda")]
+
+use tessera_kernels::epilogue::check::Binding;
+use tessera_kernels::epilogue::eval::{evaluate, EvalInputs};
+use tessera_kernels::epilogue::launch::{EpBuffers, EpilogueApply};
+use tessera_kernels::epilogue::{
+    parse_epilogue, residual_relu, AuxFormat, EpilogueTree, Expr, Fusion, Sink,
+};
+use tessera_kernels::gemm::DeviceBuf;
+use tessera_kernels::reference::round_to;
+use tessera_kernels::rng::Rng;
+use tessera_kernels::runtime::Runtime;
+use tessera_kernels::DType;
+
+fn runtime() -> Option<Runtime> {
+    match Runtime::new(0) {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("TESSERA_REQUIRE_GPU=1 but no usable GPU: {e}");
+            }
+            eprintln!("SKIPPED (no GPU): {e}");
+            None
+        }
+    }
+}
+
+fn trees() -> Vec<(String, EpilogueTree)> {
+    let mut v: Vec<(String, EpilogueTree)> = Fusion::ALL
+        .iter()
+        // The apply kernel runs the element-wise part; operand sums are a separate kernel.
+        .map(|f| (f.name().to_string(), EpilogueTree::new(f.tree().d)))
+        .collect();
+    v.push(("residual_relu".into(), residual_relu()));
+    for text in [
+        "gelu_aux(acc + bias_row)",
+        "select(row < 40, sigmoid(acc), tanh(acc))",
+        "relu(acc + bias_row + residual)",
+        "select(col < 33, relu(acc), select(batch >= 1, silu(acc), clamp(acc, -1, 0.5)))",
+        "bgrad_row(bf16(aux(alpha * acc, fp32)) * dsigmoid(aux_in))",
+    ] {
+        v.push((text.to_string(), parse_epilogue(text).unwrap()));
+    }
+    v
+}
+
+/// `e` with its bit-mask aux store turned into an fp32 store, to see the values the bits test.
+fn bits_to_full(e: &Expr) -> Expr {
+    match e {
+        Expr::Leaf(_) => e.clone(),
+        Expr::Sink(Sink::Aux(AuxFormat::Bits), x) => {
+            bits_to_full(x).store_aux(AuxFormat::Full(Some(DType::F32)))
+        }
+        Expr::Sink(s, x) => Expr::Sink(*s, Box::new(bits_to_full(x))),
+        Expr::Unary(op, x) => Expr::Unary(*op, Box::new(bits_to_full(x))),
+        Expr::Binary(op, a, b) => {
+            Expr::Binary(*op, Box::new(bits_to_full(a)), Box::new(bits_to_full(b)))
+        }
+        Expr::Cmp(op, a, b) => Expr::Cmp(*op, Box::new(bits_to_full(a)), Box::new(bits_to_full(b))),
+        Expr::Select(p, a, b) => Expr::Select(
+            p.clone(),
+            Box::new(bits_to_full(a)),
+            Box::new(bits_to_full(b)),
+        ),
+    }
+}
+
+fn rounded(r: &mut Rng, n: usize, t: DType) -> Vec<f32> {
+    (0..n).map(|_| round_to(r.uniform(-2.0, 2.0), t)).collect()
+}
+
+fn words(rt: &Runtime, buf: &DeviceBuf) -> Vec<u32> {
+    let bytes = rt.stream().clone_dtoh(&buf.data).unwrap();
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn generated_epilogues_match_the_evaluator() {
+    let Some(rt) = runtime() else { return };
+    let seed = std::env::var("TESSERA_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(Rng::fresh_seed);
+    eprintln!("seed {seed} (replay with TESSERA_SEED={seed})");
+    let mut r = Rng::new(seed);
+    let (m, n, nb) = (77i64, 101i64, 2i64);
+    let (mu, nu, bu) = (m as usize, n as usize, nb as usize);
+    let f64s = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+    for out in [DType::Bf16, DType::F32] {
+        for (name, t) in trees() {
+            let mut b = Binding::for_tree(&t, m, n, 16, nb, out);
+            b.alpha = 1.5;
+            b.beta = if b.c.is_some() { 0.5 } else { 0.0 };
+            let acc = rounded(&mut r, bu * mu * nu, DType::F32);
+            let c = rounded(&mut r, bu * mu * nu, out);
+            let res = rounded(&mut r, bu * mu * nu, out);
+            let aux_in = rounded(&mut r, bu * mu * nu, out);
+            let bias_row = rounded(&mut r, mu, out);
+            let bias_col = rounded(&mut r, nu, out);
+            let bits: Vec<bool> = (0..bu * mu * nu).map(|_| r.next_u64() & 1 == 1).collect();
+            // The bit-mask input with the binding's pitch (bits), as 32-bit words.
+            let ld_bits = b.aux_in_bits.map_or(0, |s| s.ld as usize);
+            let mut in_words = vec![0u32; (bu * mu * ld_bits).div_ceil(32)];
+            for bi in 0..bu {
+                for i in 0..mu {
+                    for j in 0..nu {
+                        if bits[(bi * mu + i) * nu + j] {
+                            let bit = (bi * mu + i) * ld_bits + j;
+                            in_words[bit / 32] |= 1 << (bit % 32);
+                        }
+                    }
+                }
+            }
+            let up = |t: DType, v: &[f32]| DeviceBuf::upload(&rt, t, v).unwrap();
+            let acc_d = up(DType::F32, &acc);
+            let d = DeviceBuf::poisoned(&rt, out, bu * mu * nu).unwrap();
+            let c_d = up(out, &c);
+            let res_d = up(out, &res);
+            let aux_in_d = if b.aux_in_bits.is_some() {
+                up(
+                    DType::F32,
+                    &in_words
+                        .iter()
+                        .map(|&w| f32::from_bits(w))
+                        .collect::<Vec<f32>>(),
+                )
+            } else {
+                up(out, &aux_in)
+            };
+            let aux_d = b.aux.map(|s| {
+                if s.bits {
+                    // Junk bits: the kernel must clear as well as set.
+                    let junk: Vec<f32> = (0..(bu * mu * s.ld as usize).div_ceil(32))
+                        .map(|_| f32::from_bits(r.next_u64() as u32))
+                        .collect();
+                    up(DType::F32, &junk)
+                } else {
+                    DeviceBuf::poisoned(&rt, s.dtype, bu * mu * nu).unwrap()
+                }
+            });
+            let br_d = up(out, &bias_row);
+            let bc_d = up(out, &bias_col);
+            let gr_d = up(DType::F32, &vec![0.0; bu * mu]);
+            let gc_d = up(DType::F32, &vec![0.0; bu * nu]);
+            let bufs = EpBuffers {
+                d: Some(&d),
+                c: Some(&c_d),
+                residual: Some(&res_d),
+                aux_in: Some(&aux_in_d),
+                aux: aux_d.as_ref(),
+                bias_row: Some(&br_d),
+                bias_col: Some(&bc_d),
+                bgrad_row: Some(&gr_d),
+                bgrad_col: Some(&gc_d),
+            };
+            let k = EpilogueApply::new(&rt, &t).unwrap_or_else(|e| panic!("{name}: {e}"));
+            k.launch(&rt, &b, &bufs, &acc_d)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            rt.stream().synchronize().unwrap();
+
+            let (acc64, c64, res64, aux64, br64, bc64) = (
+                f64s(&acc),
+                f64s(&c),
+                f64s(&res),
+                f64s(&aux_in),
+                f64s(&bias_row),
+                f64s(&bias_col),
+            );
+            let mut inp = EvalInputs::new(mu, nu, bu, &acc64);
+            inp.alpha = b.alpha as f64;
+            inp.beta = b.beta as f64;
+            inp.c = Some(&c64);
+            inp.residual = Some(&res64);
+            inp.aux_in = Some(&aux64);
+            inp.aux_in_bits = Some(&bits);
+            inp.bias_row = Some(&br64);
+            inp.bias_col = Some(&bc64);
+            let want = evaluate(&t, &inp).unwrap();
+            let tol = |w: f64, t: DType| t.unit_roundoff() * w.abs() + 1e-5 * (1.0 + w.abs());
+            let got = d.download(&rt).unwrap();
+            for (i, (g, w)) in got.iter().zip(&want.d).enumerate() {
+                assert!(
+                    (g - w).abs() <= tol(*w, out),
+                    "{name} {out}: D[{i}] = {g}, want {w}"
+                );
+            }
+            match (
+                t.d.sinks().iter().find_map(|s| match s {
+                    Sink::Aux(f) => Some(*f),
+                    _ => None,
+                }),
+                &aux_d,
+                &want.aux,
+            ) {
+                (Some(AuxFormat::Bits), Some(a), Some(wa)) => {
+                    // The values behind the bits: where fp32 and float64 may disagree on the
+                    // sign (|x| tiny), the bit is not compared.
+                    let pre = evaluate(&EpilogueTree::new(bits_to_full(&t.d)), &inp)
+                        .unwrap()
+                        .aux
+                        .unwrap();
+                    let ws = words(&rt, a);
+                    let ld = b.aux.unwrap().ld as usize;
+                    for bi in 0..bu {
+                        for i in 0..mu {
+                            for j in 0..nu {
+                                let at = (bi * mu + i) * nu + j;
+                                let bit = (bi * mu + i) * ld + j;
+                                let g = (ws[bit / 32] >> (bit % 32)) & 1 == 1;
+                                if pre[at].abs() > 1e-5 {
+                                    assert_eq!(
+                                        g,
+                                        wa[at] == 1.0,
+                                        "{name}: aux bit ({bi}, {i}, {j})"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                (Some(AuxFormat::Full(ty)), Some(a), Some(wa)) => {
+                    let ty = ty.unwrap_or(out);
+                    for (i, (g, w)) in a.download(&rt).unwrap().iter().zip(wa).enumerate() {
+                        assert!(
+                            (g - w).abs() <= tol(*w, ty),
+                            "{name}: aux[{i}] = {g}, want {w}"
+                        );
+                    }
+                }
+                (None, None, None) => {}
+                other => panic!(
+                    "{name}: aux mismatch {:?}",
+                    (other.0, other.1.is_some(), other.2.is_some())
+                ),
+            }
+            for (buf, wantv, len) in [(&gr_d, &want.bgrad_row, m), (&gc_d, &want.bgrad_col, n)] {
+                if let Some(wv) = wantv {
+                    let scale = (m * n / len) as f64 * 8.0;
+                    for (i, (g, w)) in buf.download(&rt).unwrap().iter().zip(wv).enumerate() {
+                        assert!(
+                            (g - w).abs() <= 1e-5 * scale * (1.0 + w.abs()),
+                            "{name}: bgrad[{i}] = {g}, want {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
