@@ -594,3 +594,21 @@ fn errors_name_the_operation_and_operands() {
     let e = upcast(&l("8:2"), 3).unwrap_err();
     assert_eq!(e.op(), "upcast");
 }
+
+/// Overlapping modes: the canonical left inverse of `(2,3):(2,1)` would be `(2,2):(2,1)`,
+/// for which L(R(L(5))) = L(R(4)) = L(2) = 1 != 4, so the operation must refuse rather than
+/// return it. With stride-0 (broadcast) modes the weak post-condition still holds.
+#[test]
+fn left_inverse_of_overlapping_modes() {
+    let l: Layout = "(2,3):(2,1)".parse().unwrap();
+    let err = tessera_layout::left_inverse(&l).unwrap_err();
+    assert_eq!(err.op(), "left_inverse");
+    let l: Layout = "(4,6):(4,1)".parse().unwrap();
+    assert!(tessera_layout::left_inverse(&l).is_err());
+    let l: Layout = "(4,3):(1,0)".parse().unwrap();
+    let r = tessera_layout::left_inverse(&l).unwrap();
+    for i in 0..l.size() {
+        let o = l.call(i).unwrap();
+        assert_eq!(l.call(r.call(o).unwrap()).unwrap(), o);
+    }
+}

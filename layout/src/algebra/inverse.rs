@@ -56,9 +56,11 @@ pub fn right_inverse(l: &Layout) -> Result<Layout> {
 /// of `L` in order of stride, mode `k` of `R` has extent `d_k / d_{k-1}` and maps back to
 /// the index stride of L's mode `k-1`; the offsets below the smallest stride map to 0.
 ///
-/// Post-condition: `R(L(i)) == i` for every `i < size(L)` when `L` is injective.
+/// Post-condition: `L(R(L(i))) == L(i)` for every `i < size(L)`; so `R(L(i)) == i` when `L`
+/// is injective.
 ///
-/// Errors: `Inadmissible` if a stride is not a multiple of the extent of the result so far
+/// Errors: `Inadmissible` if the modes of `L` overlap so that the canonical answer breaks the
+/// post-condition (e.g. `(2,3):(2,1)`), if a stride is not a multiple of the extent of the result so far
 /// (CuTe's divisibility condition), or `L` has a negative stride (CuTe's answer is not a
 /// layout).
 ///
@@ -100,5 +102,32 @@ pub fn left_inverse(l: &Layout) -> Result<Layout> {
     }
     shapes.push(modes.last().map_or(1, |m| m.0));
     let out = coalesce_flat(shapes.into_iter().zip(strides));
-    layout_from_modes("left_inverse", &out).map_err(|e| e.within("left_inverse", ctx))
+    let r = layout_from_modes("left_inverse", &out).map_err(|e| e.within("left_inverse", ctx))?;
+    // With the divisibility chain above, L is injective on its non-zero-stride modes exactly
+    // when each stride reaches past the previous mode (d_{k+1} >= s_k d_k); then the
+    // post-condition holds by the mixed-radix argument. Otherwise (overlapping modes) the
+    // canonical answer may be wrong, so it is verified point by point, or refused.
+    let chain = modes
+        .iter()
+        .filter(|m| m.1 != 0)
+        .collect::<Vec<_>>()
+        .windows(2)
+        .all(|w| w[0].0.checked_mul(w[0].1).is_some_and(|e| w[1].1 >= e));
+    if !chain {
+        let reaches = |i: i64| -> Option<bool> {
+            let o = l.call(i).ok()?;
+            Some(l.call(r.call(o).ok()?).ok()? == o)
+        };
+        if l.size() > LEFT_INVERSE_CHECK_LIMIT || !(0..l.size()).all(|i| reaches(i) == Some(true)) {
+            return Err(LayoutError::inadmissible(
+                "left_inverse",
+                ctx(),
+                "modes overlap, and no canonical left inverse R satisfies L(R(L(i))) == L(i)",
+            ));
+        }
+    }
+    Ok(r)
 }
+
+/// Largest non-injective layout whose canonical left inverse is verified point by point.
+const LEFT_INVERSE_CHECK_LIMIT: i64 = 1 << 16;
