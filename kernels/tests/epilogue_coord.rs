@@ -221,3 +221,16 @@ fn the_planner_chooses_by_the_kernels_support() {
         CoordStrategy::OneKernel
     );
 }
+
+#[test]
+fn extents_out_of_range_are_errors() {
+    let t = parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc))").unwrap();
+    assert!(analyze(&t, i64::MAX, 10, (128, 128)).is_err());
+    assert!(analyze(&t, 10, 10, (0, 128)).is_err());
+    assert!(split_regions(&t, 10, i64::MAX, 1).is_err());
+    let big = parse_epilogue("select(row < 9223372036854775807, acc, c)").unwrap();
+    assert_eq!(split_regions(&big, 10, 10, 1).unwrap().regions.len(), 1);
+    let edge = parse_epilogue("select(row <= 9223372036854775807, acc, c)").unwrap();
+    // `row <= i64::MAX` has no representable cut: not a half-plane the split can use.
+    assert!(split_regions(&edge, 10, 10, 1).is_err());
+}

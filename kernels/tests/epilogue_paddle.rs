@@ -300,3 +300,60 @@ fn bad_arguments_are_errors() {
     )
     .is_err());
 }
+
+#[test]
+fn inconsistent_matrices_are_errors_not_panics() {
+    let bad = Matrix {
+        rows: 2,
+        cols: 2,
+        data: vec![0.0; 3],
+    };
+    let y = Matrix::new(2, 2, vec![0.0; 4]).unwrap();
+    assert!(fused_gemm_epilogue(
+        &bad,
+        &y,
+        &[0.0, 0.0],
+        false,
+        false,
+        PaddleActivation::None,
+        false
+    )
+    .is_err());
+    assert!(fused_gemm_epilogue(
+        &y,
+        &bad,
+        &[0.0, 0.0],
+        true,
+        true,
+        PaddleActivation::None,
+        false
+    )
+    .is_err());
+    assert!(fused_gemm_epilogue_grad(
+        &bad,
+        &y,
+        &y,
+        None,
+        false,
+        false,
+        PaddleActivation::None,
+        WantGrads::ALL
+    )
+    .is_err());
+    let mask = ReserveSpace::ReluMask {
+        rows: 2,
+        cols: 2,
+        bits: vec![true],
+    };
+    assert!(fused_gemm_epilogue_grad(
+        &y,
+        &y,
+        &y,
+        Some(&mask),
+        false,
+        false,
+        PaddleActivation::Relu,
+        WantGrads::ALL
+    )
+    .is_err());
+}

@@ -225,3 +225,96 @@ fn print_then_parse_is_the_identity_on_random_trees() {
         assert_eq!(back, t, "{text}");
     }
 }
+
+#[test]
+fn token_soup_never_panics_and_what_parses_round_trips() {
+    use tessera_kernels::epilogue::check::check;
+    use tessera_kernels::epilogue::cuda::generate;
+    use tessera_kernels::epilogue::{Binding, KernelCaps};
+    let vocab = [
+        "acc",
+        "c",
+        "alpha",
+        "beta",
+        "bias_row",
+        "bias_col",
+        "residual",
+        "aux_in",
+        "aux_in_bits",
+        "row",
+        "col",
+        "batch",
+        "1",
+        "-2",
+        "0.5",
+        "1e-3",
+        "+",
+        "-",
+        "*",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "(",
+        ")",
+        ",",
+        ";",
+        "relu",
+        "gelu",
+        "select",
+        "clamp",
+        "max",
+        "aux",
+        "aux_bits",
+        "relu_aux",
+        "gelu_aux",
+        "bgrad_row",
+        "bgrad_col",
+        "fp16",
+        "sum_k_a",
+        "dgelu_bgrad",
+        "bias",
+        "gelu,aux",
+        "9223372036854775808",
+        "@",
+    ];
+    let mut r = Rng::new(42);
+    let mut parsed_ok = 0;
+    for _ in 0..20_000 {
+        let len = 1 + (r.next_u64() % 12) as usize;
+        let text: Vec<&str> = (0..len)
+            .map(|_| vocab[(r.next_u64() % vocab.len() as u64) as usize])
+            .collect();
+        let text = text.join(" ");
+        if let Ok(t) = parse_epilogue(&text) {
+            parsed_ok += 1;
+            assert_eq!(parse_epilogue(&t.to_string()).as_ref(), Ok(&t), "{text}");
+            let _ = generate(&t);
+            let b = Binding::for_tree(&t, 33, 65, 8, 2, DType::F16);
+            let _ = check(&t, &b, &KernelCaps::GENERATED);
+        }
+    }
+    assert!(
+        parsed_ok > 100,
+        "only {parsed_ok} texts parsed: the sweep tests little"
+    );
+}
+
+#[test]
+fn long_chains_are_refused_before_they_get_deep() {
+    let chain = vec!["acc"; 5000].join(" + ");
+    let e = parse_epilogue(&chain).unwrap_err();
+    assert!(e.to_string().contains("at most 4096"), "{e}");
+    let chain = vec!["acc"; 1000].join(" * ");
+    assert!(parse_epilogue(&chain).is_err());
+    let ok = vec!["acc"; 40].join(" + ");
+    assert!(parse_epilogue(&ok).is_ok());
+    // A tree built in code is bounded by the checks instead.
+    let mut deep = acc();
+    for _ in 0..2_000 {
+        deep = deep + acc();
+    }
+    assert!(deep.kind().is_err());
+    assert_eq!(deep.depth(), 2_001);
+    assert!(EpilogueTree::new(deep).check_structure().is_err());
+}

@@ -132,10 +132,11 @@ fn ceil_div(a: i64, b: i64) -> i64 {
 /// ```
 pub fn analyze(tree: &EpilogueTree, m: i64, n: i64, tile: (i64, i64)) -> Result<SelectAnalysis> {
     let (bm, bn) = tile;
-    if m < 1 || n < 1 || bm < 1 || bn < 1 {
+    let max = i32::MAX as i64;
+    if m < 1 || n < 1 || bm < 1 || bn < 1 || m > max || n > max || bm > max || bn > max {
         return Err(EpilogueError::input(
             "coord::analyze",
-            format!("extents {m} x {n} and tile {bm} x {bn} must be positive"),
+            format!("extents {m} x {n} and tile {bm} x {bn} must be in 1 ..= 2^31 - 1"),
         ));
     }
     let (bs, general) = boundaries(tree)?;
@@ -267,10 +268,11 @@ fn cuts(extent: i64, coord: Coord, bs: &[Boundary]) -> Vec<i64> {
 /// assert_eq!((p.regions[1].rows.clone(), p.regions[1].tree.to_string()), (100..300, "tanh(acc)".into()));
 /// ```
 pub fn split_regions(tree: &EpilogueTree, m: i64, n: i64, batch: i64) -> Result<RegionPlan> {
-    if m < 1 || n < 1 || batch < 1 {
+    let max = i32::MAX as i64;
+    if m < 1 || n < 1 || batch < 1 || m > max || n > max || batch > max {
         return Err(EpilogueError::input(
             "coord::split_regions",
-            format!("extents {batch} x {m} x {n} must be positive"),
+            format!("extents {batch} x {m} x {n} must be in 1 ..= 2^31 - 1"),
         ));
     }
     let (bs, general) = boundaries(tree)?;

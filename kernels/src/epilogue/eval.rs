@@ -360,9 +360,14 @@ fn validate(tree: &EpilogueTree, inp: &EvalInputs<'_>) -> Result<()> {
             }
         }
     }
+    let k_len = |x: usize| {
+        nb.checked_mul(x)
+            .and_then(|v| v.checked_mul(inp.k))
+            .ok_or_else(|| EpilogueError::input(OP, "batch * K * (M or N) overflows"))
+    };
     for (o, t, len) in [
-        (Operand::A, inp.a, nb * m * inp.k),
-        (Operand::B, inp.b, nb * inp.k * n),
+        (Operand::A, inp.a, k_len(m)?),
+        (Operand::B, inp.b, k_len(n)?),
     ] {
         if tree.sum_k.contains(&o) {
             match t {

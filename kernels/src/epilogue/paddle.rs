@@ -78,8 +78,26 @@ impl Matrix {
     }
 }
 
+/// Checks that `data` holds `rows * cols` values (the fields are public).
+fn valid(op: &'static str, name: &str, x: &Matrix) -> Result<()> {
+    if x.rows.checked_mul(x.cols) != Some(x.data.len()) {
+        return Err(EpilogueError::input(
+            op,
+            format!(
+                "{name}: {} values for {} x {}",
+                x.data.len(),
+                x.rows,
+                x.cols
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `a b` in float64.
 fn matmul(op: &'static str, a: &Matrix, b: &Matrix) -> Result<Matrix> {
+    valid(op, "left operand", a)?;
+    valid(op, "right operand", b)?;
     if a.cols != b.rows {
         return Err(EpilogueError::input(
             op,
@@ -197,6 +215,8 @@ pub fn fused_gemm_epilogue(
     reserve: bool,
 ) -> Result<FusedForward> {
     const OP: &str = "fused_gemm_epilogue";
+    valid(OP, "x", x)?;
+    valid(OP, "y", y)?;
     let acc = matmul(OP, &x.op(trans_x), &y.op(trans_y))?;
     let (m, n) = (acc.rows, acc.cols);
     if bias.len() != n {
@@ -291,6 +311,21 @@ pub fn fused_gemm_epilogue_grad(
     want: WantGrads,
 ) -> Result<FusedGrads> {
     const OP: &str = "fused_gemm_epilogue_grad";
+    for (name, m) in [("dout", dout), ("x", x), ("y", y)] {
+        valid(OP, name, m)?;
+    }
+    match reserve_space {
+        Some(ReserveSpace::ReluMask { rows, cols, bits })
+            if rows.checked_mul(*cols) != Some(bits.len()) =>
+        {
+            return Err(EpilogueError::input(
+                OP,
+                format!("reserve_space: {} bits for {rows} x {cols}", bits.len()),
+            ))
+        }
+        Some(ReserveSpace::GeluInput(pre)) => valid(OP, "reserve_space", pre)?,
+        _ => {}
+    }
     let (opx, opy) = (x.op(trans_x), y.op(trans_y));
     let (m, k, n) = (opx.rows, opx.cols, opy.cols);
     if opy.rows != k || dout.rows != m || dout.cols != n {

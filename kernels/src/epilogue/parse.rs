@@ -45,11 +45,18 @@ pub fn parse_epilogue(text: &str) -> Result<EpilogueTree> {
         })?;
         from_v1(&v1)
     } else {
-        let mut p = Parser {
-            text,
-            toks: lex(text)?,
-            at: 0,
-        };
+        let toks = lex(text)?;
+        if toks.len() > MAX_TOKENS {
+            return Err(EpilogueError::Parse {
+                text: text.chars().take(80).collect::<String>() + "...",
+                pos: 0,
+                msg: format!(
+                    "{} tokens; the text form takes at most {MAX_TOKENS}",
+                    toks.len()
+                ),
+            });
+        }
+        let mut p = Parser { text, toks, at: 0 };
         let t = p.tree()?;
         if p.at < p.toks.len() {
             return Err(p.error("unexpected trailing input"));
@@ -211,6 +218,9 @@ struct Parser<'a> {
 
 /// Nesting limit of the text form, so that hostile input cannot overflow the stack.
 const MAX_DEPTH: usize = 64;
+/// Length limit of the text form (it also bounds the depth of `a + a + ...` chains, which the
+/// parser builds iteratively but every later pass walks recursively).
+const MAX_TOKENS: usize = 4096;
 
 impl Parser<'_> {
     fn pos(&self) -> usize {
@@ -281,7 +291,13 @@ impl Parser<'_> {
 
     fn sum(&mut self, depth: usize) -> Result<Expr> {
         let mut a = self.product(depth)?;
+        // Each operator of a chain adds a level to the tree's left spine.
+        let mut depth = depth;
         loop {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                return Err(self.error(format!("nested deeper than {MAX_DEPTH}")));
+            }
             let op = if self.eat("+") {
                 BinaryOp::Add
             } else if self.eat("-") {
@@ -296,7 +312,12 @@ impl Parser<'_> {
 
     fn product(&mut self, depth: usize) -> Result<Expr> {
         let mut a = self.prefix(depth)?;
+        let mut depth = depth;
         while self.eat("*") {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                return Err(self.error(format!("nested deeper than {MAX_DEPTH}")));
+            }
             let b = self.prefix(depth)?;
             a = Expr::Binary(BinaryOp::Mul, Box::new(a), Box::new(b));
         }

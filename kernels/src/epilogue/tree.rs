@@ -257,6 +257,9 @@ pub struct EpilogueTree {
     pub sum_k: Vec<Operand>,
 }
 
+/// The deepest tree the checks accept (every pass over a tree recurses once per level).
+pub const MAX_TREE_DEPTH: usize = 256;
+
 /// The kind of a node's result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -276,7 +279,16 @@ impl Expr {
     /// The kind of this node's result, or why the node is ill-formed: a coordinate used as a
     /// value, a predicate anywhere but a select's condition, a comparison of values, a sink
     /// under a select, a non-finite constant or clamp bound.
+    ///
+    /// Trees deeper than [`MAX_TREE_DEPTH`] are refused first (the passes over a tree recurse).
     pub fn kind(&self) -> Result<Kind> {
+        let depth = self.depth();
+        if depth > MAX_TREE_DEPTH {
+            return Err(EpilogueError::Type {
+                expr: format!("<a tree of depth {depth}>"),
+                msg: format!("deeper than {MAX_TREE_DEPTH}"),
+            });
+        }
         self.kind_in(false)
     }
 
@@ -402,14 +414,27 @@ impl Expr {
         n
     }
 
-    /// Depth (a leaf has depth 1).
+    /// Depth (a leaf has depth 1). Iterative: safe on any tree.
     pub fn depth(&self) -> usize {
-        match self {
-            Expr::Leaf(_) => 1,
-            Expr::Unary(_, x) | Expr::Sink(_, x) => 1 + x.depth(),
-            Expr::Binary(_, a, b) | Expr::Cmp(_, a, b) => 1 + a.depth().max(b.depth()),
-            Expr::Select(p, a, b) => 1 + p.depth().max(a.depth()).max(b.depth()),
+        let mut stack = vec![(self, 1usize)];
+        let mut max = 0;
+        while let Some((e, d)) = stack.pop() {
+            max = max.max(d);
+            match e {
+                Expr::Leaf(_) => {}
+                Expr::Unary(_, x) | Expr::Sink(_, x) => stack.push((x, d + 1)),
+                Expr::Binary(_, a, b) | Expr::Cmp(_, a, b) => {
+                    stack.push((a, d + 1));
+                    stack.push((b, d + 1));
+                }
+                Expr::Select(p, a, b) => {
+                    stack.push((p, d + 1));
+                    stack.push((a, d + 1));
+                    stack.push((b, d + 1));
+                }
+            }
         }
+        max
     }
 
     /// `self.op(other)`, boxed.
