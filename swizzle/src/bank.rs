@@ -108,21 +108,24 @@ pub fn bank_conflicts<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> Res
     let mut lane = 0i64;
     while lane < lanes {
         let end = (lane + per_phase).min(lanes);
-        let mut words: Vec<Vec<i128>> = vec![Vec::new(); BANKS as usize];
+        // The distinct 4-byte words this phase touches; sorting and deduplicating keeps the
+        // cost n log n in the access size (a broadcast of one word is free).
+        let mut words: Vec<i128> = Vec::new();
         for t in lane..end {
             for e in 0..v {
                 let off = i128::from(l.call(t + lanes * e)?);
                 let first = (off * eb).div_euclid(4);
                 let last = (off * eb + eb - 1).div_euclid(4);
-                for w in first..=last {
-                    let bank = w.rem_euclid(i128::from(BANKS)) as usize;
-                    if !words[bank].contains(&w) {
-                        words[bank].push(w);
-                    }
-                }
+                words.extend(first..=last);
             }
         }
-        wavefronts += words.iter().map(Vec::len).max().unwrap_or(0) as i64;
+        words.sort_unstable();
+        words.dedup();
+        let mut per_bank = [0i64; BANKS as usize];
+        for w in &words {
+            per_bank[w.rem_euclid(i128::from(BANKS)) as usize] += 1;
+        }
+        wavefronts += per_bank.iter().copied().max().unwrap_or(0);
         lane = end;
     }
     let total = i128::from(lanes) * lane_bytes;
