@@ -3,7 +3,7 @@
 
 use tessera_kernels::epilogue::build::*;
 use tessera_kernels::epilogue::{
-    from_v1, parse_epilogue, AuxFormat, EpilogueError, EpilogueTree, Expr, Fusion, Operand,
+    from_v1, parse_epilogue, to_v1, AuxFormat, EpilogueError, EpilogueTree, Expr, Fusion, Operand,
     UnaryOp, VecAxis,
 };
 use tessera_kernels::rng::Rng;
@@ -101,7 +101,32 @@ fn v1_comma_lists_stay_accepted() {
         parsed("rowbias,relu").d,
         (alpha() * acc() + bias_row()).relu()
     );
-    // `relu,gelu` is a v1 list with two activations: rejected.
+    // Every v1 epilogue comes back from its tree.
+    for s in [
+        "bias,gelu,aux",
+        "rowbias,relu",
+        "c,bias",
+        "gelu_tanh,c,rowbias,aux",
+        "",
+        "relu,aux",
+    ] {
+        let v1 = Epilogue::parse(s).unwrap();
+        assert_eq!(to_v1(&from_v1(&v1)), Some(v1), "`{s}`");
+    }
+    assert_eq!(
+        to_v1(&Fusion::GeluBias.tree()).unwrap().to_string(),
+        "c,bias,gelu_tanh"
+    );
+    for f in [
+        Fusion::ReluAuxBias,
+        Fusion::DRelu,
+        Fusion::DGeluBgrad,
+        Fusion::BgradA,
+    ] {
+        assert_eq!(to_v1(&f.tree()), None, "{}", f.name());
+    }
+    assert_eq!(to_v1(&parsed("relu(acc + bias_col)")), None); // no alpha
+                                                              // `relu,gelu` is a v1 list with two activations: rejected.
     assert!(parse_epilogue("relu,gelu").is_err());
 }
 

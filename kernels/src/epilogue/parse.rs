@@ -122,6 +122,58 @@ pub fn from_v1(e: &Epilogue) -> EpilogueTree {
     EpilogueTree::new(d)
 }
 
+/// The v1 [`Epilogue`] a tree stands for, when the sm80 kernel's flag-driven epilogue can run
+/// it: `act(aux(alpha * acc [+ beta * c] [+ bias_row | bias_col]))` with `act` one of
+/// `relu`, `gelu`, `gelu_tanh` (or none) and `aux` optional, in D's type. `alpha` and `beta`
+/// are 1 in the result (their terms are present); set the values to run with.
+///
+/// ```
+/// use tessera_kernels::epilogue::{parse_epilogue, to_v1};
+/// let e = to_v1(&parse_epilogue("gelu_aux(alpha * acc + bias_col)").unwrap()).unwrap();
+/// assert_eq!(e.to_string(), "bias,gelu,aux");
+/// assert!(to_v1(&parse_epilogue("relu_aux(alpha * acc)").unwrap()).is_none()); // a bit-mask
+/// ```
+pub fn to_v1(tree: &EpilogueTree) -> Option<Epilogue> {
+    use crate::problem::{Activation, BiasMode};
+    if !tree.sum_k.is_empty() {
+        return None;
+    }
+    let mut e = Epilogue::default();
+    let mut x = &tree.d;
+    if let Expr::Unary(op, inner) = x {
+        e.act = match op {
+            UnaryOp::Relu => Activation::Relu,
+            UnaryOp::Gelu => Activation::GeluErf,
+            UnaryOp::GeluTanh => Activation::GeluTanh,
+            _ => return None,
+        };
+        x = inner;
+    }
+    if let Expr::Sink(Sink::Aux(AuxFormat::Full(None)), inner) = x {
+        e.aux = true;
+        x = inner;
+    }
+    if let Expr::Binary(BinaryOp::Add, rest, bias) = x {
+        match **bias {
+            Expr::Leaf(Leaf::BiasRow) => e.bias = crate::problem::BiasMode::PerRow,
+            Expr::Leaf(Leaf::BiasCol) => e.bias = BiasMode::PerCol,
+            _ => {}
+        }
+        if e.bias != BiasMode::None {
+            x = rest;
+        }
+    }
+    let lin = build::alpha() * build::acc();
+    if *x == lin {
+        return Some(e);
+    }
+    if *x == lin + build::beta() * build::c() {
+        e.beta = 1.0;
+        return Some(e);
+    }
+    None
+}
+
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
     Int(i64),
