@@ -11,6 +11,10 @@ pub use tessera_swizzle as swizzle;
 
 pub mod expr;
 
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// The tutorial. Every example is a doctest, so `cargo test --doc` runs the whole book.
 pub mod tutorial {
     #[doc = include_str!("../docs/01_layouts.md")]
