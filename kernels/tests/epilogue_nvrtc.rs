@@ -86,3 +86,36 @@ fn every_fusion_compiles_for_sm80_and_sm90a() {
         run(right);
     });
 }
+
+#[test]
+fn the_gemm_with_a_tree_epilogue_compiles_without_spills() {
+    use tessera_kernels::epilogue::cuda::{gemm_has_tree_hook, gemm_tree_source};
+    use tessera_kernels::{GemmPlan, GemmProblem};
+    if let Err(e) = nvrtc_version() {
+        if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {
+            panic!("TESSERA_REQUIRE_NVRTC=1 but {e}");
+        }
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    eprintln!("sm80 template has the tree hook: {}", gemm_has_tree_hook());
+    let trees = [
+        Fusion::ReluAuxBias.tree(),
+        Fusion::DGeluBgrad.tree(),
+        parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc))").unwrap(),
+    ];
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        let plan = GemmPlan::new(&GemmProblem::new(4096, 4096, 4096), arch).unwrap();
+        for t in &trees {
+            let src = gemm_tree_source(&plan, t).unwrap();
+            let c = compile(&src, &plan.kernel_name(), arch, true)
+                .unwrap_or_else(|e| panic!("{t} for {arch:?}: {e}"));
+            for l in c.log.lines().filter(|l| l.contains("spill")) {
+                assert!(
+                    l.contains(" 0 bytes spill stores") && l.contains(" 0 bytes spill loads"),
+                    "{t} for {arch:?}: {l}"
+                );
+            }
+        }
+    }
+}

@@ -31,7 +31,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::codegen::COMMON_CUH;
+use crate::codegen::{preamble, COMMON_CUH, GEMM_SM80_CUH};
+use crate::plan::GemmPlan;
 use crate::problem::DType;
 
 use super::error::{EpilogueError, Result};
@@ -569,4 +570,40 @@ pub fn abi_asserts() -> String {
         "static_assert(sizeof(TesseraEpArgs) == {}, \"TesseraEpArgs differs from the host mirror EpArgs\");\n",
         std::mem::size_of::<EpArgs>()
     )
+}
+
+/// The sm80-class GEMM of `plan` with `tree` as its epilogue: `common.cuh`, the plan's
+/// preamble, [`epilogue_source`] with the arguments in constant memory
+/// (`__constant__ TesseraEpArgs tessera_ep_args`, set by the host through the module's global
+/// before each launch), `#define TESSERA_EPILOGUE_TREE 1`, then the kernel template.
+///
+/// The template calls `tessera_ep_pair(tessera_ep_args, TesseraEpCta{}, batch, row, col, v0,
+/// v1)` in place of its flag-driven `tessera_epilogue_pair` when `TESSERA_EPILOGUE_TREE` is
+/// defined (reductions then add straight to the fp32 workspace: the per-CTA staging of
+/// `tessera_ep_cta_begin` / `_end` needs shared memory the plan does not reserve yet).
+/// Without that hook in the template the define has no effect; [`gemm_has_tree_hook`] says
+/// whether it is there.
+pub fn gemm_tree_source(plan: &GemmPlan, tree: &EpilogueTree) -> Result<String> {
+    let mut s = String::new();
+    let _ = writeln!(s, "// tessera sm80-class GEMM `{}` with the epilogue `{tree}`", plan.kernel_name());
+    s.push_str(COMMON_CUH);
+    s.push('\n');
+    s.push_str(&preamble(plan));
+    s.push('\n');
+    s.push_str(EPILOGUE_TREE_CUH);
+    s.push_str("\n// The epilogue's arguments, uniform over the launch (constant cache broadcast).\n");
+    s.push_str("__constant__ TesseraEpArgs tessera_ep_args;\n\n");
+    s.push_str(&generate(tree)?);
+    s.push('\n');
+    s.push_str(EPILOGUE_TREE_TAIL_CUH);
+    s.push_str(&abi_asserts());
+    s.push_str("#define TESSERA_EPILOGUE_TREE 1\n\n");
+    s.push_str(GEMM_SM80_CUH);
+    Ok(s)
+}
+
+/// Whether the sm80 template has the `TESSERA_EPILOGUE_TREE` hook that calls the generated
+/// epilogue.
+pub fn gemm_has_tree_hook() -> bool {
+    GEMM_SM80_CUH.contains("#ifdef TESSERA_EPILOGUE_TREE")
 }
