@@ -256,3 +256,53 @@ fn generated_epilogues_match_the_evaluator() {
         }
     }
 }
+
+#[test]
+fn operand_sums_match_the_evaluator() {
+    use tessera_kernels::epilogue::launch::OperandSum;
+    use tessera_kernels::epilogue::Operand;
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::{GemmProblem, Major};
+    let Some(rt) = runtime() else { return };
+    let k = OperandSum::new(&rt).unwrap();
+    let mut r = Rng::new(3);
+    for (am, bm) in [(Major::Row, Major::Col), (Major::Col, Major::Row)] {
+        let mut p = GemmProblem::new(37, 45, 70);
+        p.batch = 2;
+        p.a_major = am;
+        p.b_major = bm;
+        let s = GemmStrides::tight(&p);
+        let (mu, nu, ku) = (37usize, 45usize, 70usize);
+        let a = rounded(&mut r, 2 * mu * ku, DType::Bf16);
+        let b = rounded(&mut r, 2 * ku * nu, DType::Bf16);
+        let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
+        let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+        let sa = DeviceBuf::poisoned(&rt, DType::F32, 2 * mu).unwrap();
+        let sb = DeviceBuf::poisoned(&rt, DType::F32, 2 * nu).unwrap();
+        k.launch(&rt, &p, &s, Operand::A, &a_d, &sa, mu as i64)
+            .unwrap();
+        k.launch(&rt, &p, &s, Operand::B, &b_d, &sb, nu as i64)
+            .unwrap();
+        let (ga, gb) = (sa.download(&rt).unwrap(), sb.download(&rt).unwrap());
+        for bi in 0..2 {
+            for i in 0..mu {
+                let want: f64 = (0..ku)
+                    .map(|kk| a[s.a_index(&p, bi as i64, i as i64, kk as i64)] as f64)
+                    .sum();
+                assert!(
+                    (ga[bi * mu + i] - want).abs() <= 1e-5 * ku as f64,
+                    "{am} sum_k_a[{bi}, {i}]"
+                );
+            }
+            for j in 0..nu {
+                let want: f64 = (0..ku)
+                    .map(|kk| b[s.b_index(&p, bi as i64, kk as i64, j as i64)] as f64)
+                    .sum();
+                assert!(
+                    (gb[bi * nu + j] - want).abs() <= 1e-5 * ku as f64,
+                    "{bm} sum_k_b[{bi}, {j}]"
+                );
+            }
+        }
+    }
+}

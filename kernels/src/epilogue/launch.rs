@@ -215,3 +215,115 @@ impl EpilogueApply {
         Ok(())
     }
 }
+
+/// The operand-sum kernel `tessera_ep_operand_sum` (cuBLASLt's BGRADA / BGRADB in the
+/// row-major view: `sum_k_b`, `sum_k_a`), launched beside the GEMM.
+pub struct OperandSum {
+    func: CudaFunction,
+    _module: Arc<CudaModule>,
+}
+
+impl OperandSum {
+    /// Compiles and loads the kernel for the runtime's device.
+    pub fn new(rt: &Runtime) -> Result<OperandSum> {
+        let src = format!(
+            "// tessera operand sums\n{}\n{}",
+            crate::codegen::COMMON_CUH,
+            super::cuda::OPERAND_SUM_CUH
+        );
+        let compiled = compile(&src, "tessera_ep_operand_sum", rt.arch(), false)?;
+        rt.context()
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        let module = rt
+            .context()
+            .load_module(Ptx::from_binary(compiled.cubin))
+            .map_err(driver_err("cuModuleLoadData"))?;
+        let func = module
+            .load_function("tessera_ep_operand_sum")
+            .map_err(driver_err("cuModuleGetFunction"))?;
+        Ok(OperandSum {
+            func,
+            _module: module,
+        })
+    }
+
+    /// `out[b * out_batch + i] = sum_k op(b, i, k)` for the GEMM operand `which` of `p` (A:
+    /// `i < M`; B: `i < N`) with the strides `s`, into the fp32 vector `out`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &self,
+        rt: &Runtime,
+        p: &crate::problem::GemmProblem,
+        s: &crate::reference::GemmStrides,
+        which: super::tree::Operand,
+        operand: &DeviceBuf,
+        out: &DeviceBuf,
+        out_batch: i64,
+    ) -> Result<()> {
+        use super::tree::Operand;
+        use crate::problem::Major;
+        p.validate()?;
+        let (outer, ld, batch_stride, k_contiguous) = match which {
+            Operand::A => (p.m, s.lda, s.batch_a, p.a_major == Major::Row),
+            Operand::B => (p.n, s.ldb, s.batch_b, p.b_major == Major::Col),
+        };
+        let name = if which == Operand::A { "A" } else { "B" };
+        let (rows, inner) = if k_contiguous {
+            (outer, p.k)
+        } else {
+            (p.k, outer)
+        };
+        if ld < inner {
+            return Err(KernelError::InvalidProblem {
+                op: "operand sum",
+                msg: format!("{name}: ld = {ld} is smaller than {inner}"),
+            });
+        }
+        let need = (p.batch - 1) * batch_stride + (rows - 1) * ld + inner;
+        if operand.dtype != p.input || (operand.len as i64) < need {
+            return Err(KernelError::InvalidProblem {
+                op: "operand sum",
+                msg: format!(
+                    "{name}: buffer of {} x {}, the problem needs {} x {need}",
+                    operand.len, operand.dtype, p.input
+                ),
+            });
+        }
+        let out_need = (p.batch - 1) * out_batch + outer;
+        if out.dtype != DType::F32 || out_batch < 0 || (out.len as i64) < out_need {
+            return Err(KernelError::InvalidProblem {
+                op: "operand sum",
+                msg: format!(
+                    "out: buffer of {} x {}, needs fp32 x {out_need}",
+                    out.len, out.dtype
+                ),
+            });
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (((outer + 127) / 128) as u32, p.batch as u32, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (x, o) = (operand.ptr(rt), out.ptr(rt));
+        let (outer32, k32, kc, elem) = (
+            outer as i32,
+            p.k as i32,
+            i32::from(k_contiguous),
+            p.input.code(),
+        );
+        let mut builder = rt.stream().launch_builder(&self.func);
+        builder.arg(&x);
+        builder.arg(&ld);
+        builder.arg(&batch_stride);
+        builder.arg(&outer32);
+        builder.arg(&k32);
+        builder.arg(&kc);
+        builder.arg(&elem);
+        builder.arg(&o);
+        builder.arg(&out_batch);
+        // SAFETY: the operand and output extents were checked above for these strides.
+        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_ep_operand_sum"))?;
+        Ok(())
+    }
+}
