@@ -60,6 +60,17 @@ __device__ __forceinline__ void tessera_sm90_tile(int tile, const TesseraSm90Par
   tn = in_group / rows;
 }
 
+// The activation of the plan. GELU (tanh) is computed as x * sigmoid(2u) = x / (1 + e^(-2u)),
+// the same function as 0.5 x (1 + tanh(u)) without its cancellation for negative x, with the
+// fast exponential and division (relative error near 1e-6, far below the 16-bit outputs').
+__device__ __forceinline__ float tessera_sm90_activate(float x) {
+  if (kEpiAct == 3) {
+    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    return __fdividef(x, 1.0f + __expf(-2.0f * u));
+  }
+  return tessera_activate(x, kEpiAct);
+}
+
 // Pre-activation of one element: alpha * acc + beta * C + bias. The epilogue's terms, its
 // activation and the output type are compile-time constants of the plan (kEpi*), so each
 // variant's code is only what it computes.
@@ -96,26 +107,14 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
       if (second) tessera_store(p.aux, ai + 1, x1, kEpiOut);
     }
   }
-  const float y0 = tessera_activate(x0, kEpiAct);
-  const float y1 = tessera_activate(x1, kEpiAct);
+  const float y0 = tessera_sm90_activate(x0);
+  const float y1 = tessera_sm90_activate(x1);
   if (pair) {
     tessera_store2(p.d, di, y0, y1, kEpiOut);
   } else {
     tessera_store(p.d, di, y0, kEpiOut);
     if (second) tessera_store(p.d, di + 1, y1, kEpiOut);
   }
-}
-
-// As tessera_sm90_store for a pair known to be inside D with aligned pair accesses.
-__device__ __forceinline__ void tessera_sm90_store_pair(const TesseraSm90Params& p, int b, int row,
-                                                        int col, float v0, float v1) {
-  const float x0 = tessera_sm90_pre(p, v0, b, row, col);
-  const float x1 = tessera_sm90_pre(p, v1, b, row, col + 1);
-  if (kEpiAux) {
-    tessera_store2(p.aux, (long long)b * p.batch_aux + (long long)row * p.ldaux + col, x0, x1, kEpiOut);
-  }
-  tessera_store2(p.d, (long long)b * p.batch_d + (long long)row * p.ldd + col,
-                 tessera_activate(x0, kEpiAct), tessera_activate(x1, kEpiAct), kEpiOut);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
@@ -216,15 +215,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       const bool interior = (p.flags & kSm90FlagStorePair) && row0 + 64 <= p.m && col0 + kBN <= p.n;
       float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - tessera_smem_addr(tessera_smem_raw))) +
                        cw * 64 * kEpiPitch;
-#pragma unroll
+      // The pass loop is not unrolled: its body (the epilogue proper) exists once in the
+      // machine code. Only the staging is, one predicated block per pass, because registers
+      // are named by compile-time indices.
+#pragma unroll 1
       for (int j = 0; j < kBN / kEpiCols; ++j) {
 #pragma unroll
-        for (int i = j * kEpiRegs; i < (j + 1) * kEpiRegs; i += 2) {
-          const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - j * kEpiCols;
-          *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[i], acc[i + 1]);
+        for (int jj = 0; jj < kBN / kEpiCols; ++jj) {
+          if (jj == j) {
+#pragma unroll
+            for (int i = jj * kEpiRegs; i < (jj + 1) * kEpiRegs; i += 2) {
+              const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - jj * kEpiCols;
+              *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[i], acc[i + 1]);
+            }
+          }
         }
         tessera_bar_sync(1 + cw, 128);
         constexpr int kIters = 64 * (kEpiCols / 2) / 128;
+        constexpr int kRowsPerIter = 128 / (kEpiCols / 2);
         float2 v[kIters];
 #pragma unroll
         for (int it = 0; it < kIters; ++it) {
@@ -236,11 +244,48 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         tessera_bar_sync(1 + cw, 128);
         const int cb = col0 + j * kEpiCols;
         if (interior) {
+          // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
+          // column-bias values per pass; every operand is loaded before the first store.
+          const int c = cb + 2 * (t % (kEpiCols / 2));
+          const int r = row0 + t / (kEpiCols / 2);
+          float x0[kIters], x1[kIters];
 #pragma unroll
           for (int it = 0; it < kIters; ++it) {
-            const int e = t + 128 * it;
-            tessera_sm90_store_pair(p, b, row0 + e / (kEpiCols / 2), cb + 2 * (e % (kEpiCols / 2)),
-                                    v[it].x, v[it].y);
+            x0[it] = p.alpha * v[it].x;
+            x1[it] = p.alpha * v[it].y;
+          }
+          if (kEpiReadC) {
+#pragma unroll
+            for (int it = 0; it < kIters; ++it) {
+              const long long ci = (long long)b * p.batch_c + (long long)(r + kRowsPerIter * it) * p.ldc + c;
+              x0[it] += p.beta * tessera_load(p.c, ci, kEpiOut);
+              x1[it] += p.beta * tessera_load(p.c, ci + 1, kEpiOut);
+            }
+          }
+          if (kEpiBias == 2) {
+            const float b0 = tessera_load(p.bias, (long long)b * p.batch_bias + c, kEpiOut);
+            const float b1 = tessera_load(p.bias, (long long)b * p.batch_bias + c + 1, kEpiOut);
+#pragma unroll
+            for (int it = 0; it < kIters; ++it) {
+              x0[it] += b0;
+              x1[it] += b1;
+            }
+          } else if (kEpiBias == 1) {
+#pragma unroll
+            for (int it = 0; it < kIters; ++it) {
+              const float br = tessera_load(p.bias, (long long)b * p.batch_bias + r + kRowsPerIter * it, kEpiOut);
+              x0[it] += br;
+              x1[it] += br;
+            }
+          }
+#pragma unroll
+          for (int it = 0; it < kIters; ++it) {
+            const long long row = r + kRowsPerIter * it;
+            if (kEpiAux) {
+              tessera_store2(p.aux, (long long)b * p.batch_aux + row * p.ldaux + c, x0[it], x1[it], kEpiOut);
+            }
+            tessera_store2(p.d, (long long)b * p.batch_d + row * p.ldd + c, tessera_sm90_activate(x0[it]),
+                           tessera_sm90_activate(x1[it]), kEpiOut);
           }
         } else {
 #pragma unroll

@@ -1,7 +1,7 @@
 //! Prints the complete CUDA source of the Hopper plan for `M N K` (default 4096³):
 //! `cargo run -p tessera-kernels --example sm90_emit -- 4096 4096 4096`. With the `cuda`
 //! feature and `--cubin FILE`, also compiles it with NVRTC for sm_90a and writes the CUBIN
-//! (for `cuobjdump --dump-sass`).
+//! (for `cuobjdump --dump-sass`); `--epilogue bias,gelu_tanh` plans that epilogue.
 use tessera_kernels::sm90::{codegen::cuda_source, Sm90Plan};
 use tessera_kernels::GemmProblem;
 
@@ -15,7 +15,18 @@ fn main() {
     } else {
         (4096, 4096, 4096)
     };
-    match Sm90Plan::new(&GemmProblem::new(m, n, k)) {
+    let argv: Vec<String> = std::env::args().collect();
+    let mut problem = GemmProblem::new(m, n, k);
+    if let Some(i) = argv.iter().position(|a| a == "--epilogue") {
+        match tessera_kernels::Epilogue::parse(argv.get(i + 1).map(String::as_str).unwrap_or("")) {
+            Ok(e) => problem.epilogue = e,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    match Sm90Plan::new(&problem) {
         Ok(plan) => {
             eprint!("{plan}");
             let src = cuda_source(&plan);
