@@ -306,3 +306,67 @@ fn operand_sums_match_the_evaluator() {
         }
     }
 }
+
+#[test]
+fn both_coordinate_strategies_match_the_evaluator() {
+    use tessera_kernels::epilogue::coord::split_regions;
+    let Some(rt) = runtime() else { return };
+    let mut r = Rng::new(5);
+    let (m, n) = (77i64, 101i64);
+    let (mu, nu) = (m as usize, n as usize);
+    let out = DType::F32;
+    // Boundaries on a 32 x 64 grid and off it.
+    for text in [
+        "select(row < 64, sigmoid(acc), tanh(acc))",
+        "select(row < 40, sigmoid(acc + bias_col), tanh(acc))",
+        "select(col >= 33, relu(acc), select(row > 70, silu(acc), -acc))",
+    ] {
+        let t = parse_epilogue(text).unwrap();
+        let b = Binding::for_tree(&t, m, n, 16, 1, out);
+        let acc = rounded(&mut r, mu * nu, DType::F32);
+        let bias_col = rounded(&mut r, nu, out);
+        let acc_d = DeviceBuf::upload(&rt, DType::F32, &acc).unwrap();
+        let bc_d = DeviceBuf::upload(&rt, out, &bias_col).unwrap();
+        let one = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
+        let split = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
+        let bufs = |d| EpBuffers {
+            d: Some(d),
+            bias_col: Some(&bc_d),
+            ..EpBuffers::default()
+        };
+        EpilogueApply::new(&rt, &t)
+            .unwrap()
+            .launch(&rt, &b, &bufs(&one), &acc_d)
+            .unwrap();
+        let plan = split_regions(&t, m, n, 1).unwrap();
+        assert!(plan.regions.len() >= 2, "{text}");
+        for reg in &plan.regions {
+            assert_eq!(reg.batches, 0..1);
+            let rb = Binding::for_tree(&reg.tree, m, n, 16, 1, out);
+            EpilogueApply::new(&rt, &reg.tree)
+                .unwrap()
+                .launch_region(
+                    &rt,
+                    &rb,
+                    &bufs(&split),
+                    &acc_d,
+                    reg.rows.clone(),
+                    reg.cols.clone(),
+                )
+                .unwrap();
+        }
+        let acc64: Vec<f64> = acc.iter().map(|&x| x as f64).collect();
+        let bc64: Vec<f64> = bias_col.iter().map(|&x| x as f64).collect();
+        let mut inp = EvalInputs::new(mu, nu, 1, &acc64);
+        inp.bias_col = Some(&bc64);
+        let want = evaluate(&t, &inp).unwrap().d;
+        for (name, buf) in [("one kernel", &one), ("per region", &split)] {
+            for (i, (g, w)) in buf.download(&rt).unwrap().iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{text} {name}: D[{i}] = {g}, want {w}"
+                );
+            }
+        }
+    }
+}

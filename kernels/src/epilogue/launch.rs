@@ -155,7 +155,37 @@ impl EpilogueApply {
         bufs: &EpBuffers<'_>,
         acc: &DeviceBuf,
     ) -> Result<()> {
+        self.launch_region(rt, b, bufs, acc, 0..b.m, 0..b.n)
+    }
+
+    /// As [`EpilogueApply::launch`], over rows `rows` and columns `cols` of the output only
+    /// (one launch of a region plan, [`super::coord::split_regions`]): the epilogue sees the
+    /// full-output coordinates; `acc` is read at the same positions of the full matrix.
+    pub fn launch_region(
+        &self,
+        rt: &Runtime,
+        b: &Binding,
+        bufs: &EpBuffers<'_>,
+        acc: &DeviceBuf,
+        rows: std::ops::Range<i64>,
+        cols: std::ops::Range<i64>,
+    ) -> Result<()> {
         check(&self.tree, b, &KernelCaps::GENERATED)?;
+        if rows.start < 0
+            || cols.start < 0
+            || rows.end > b.m
+            || cols.end > b.n
+            || rows.is_empty()
+            || cols.is_empty()
+        {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "region rows {rows:?} x cols {cols:?} is empty or outside {} x {}",
+                    b.m, b.n
+                ),
+            });
+        }
         if acc.dtype != DType::F32 || (acc.len as i64) < b.batch * b.m * b.n {
             return Err(KernelError::InvalidProblem {
                 op: OP,
@@ -165,7 +195,23 @@ impl EpilogueApply {
                 ),
             });
         }
+        let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
+        if (rm + 31) / 32 > 65_535 || b.batch > 65_535 {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "{rm} rows or batch = {} exceeds the apply kernel's grid",
+                    b.batch
+                ),
+            });
+        }
         let mut args = EpArgs::from_binding(b);
+        args.row0 = rows.start as i32;
+        args.col0 = cols.start as i32;
+        args.rows = rm as i32;
+        args.cols = rn as i32;
+        // A pair store also needs an even first column.
+        args.d_pair &= i32::from(cols.start % 2 == 0);
         args.d = mat_ptr(rt, "D", bufs.d, &Some(b.d), b)?;
         args.c = if b.beta != 0.0 {
             mat_ptr(rt, "c", bufs.c, &b.c, b)?
@@ -184,21 +230,13 @@ impl EpilogueApply {
         args.bias_col = vec_ptr(rt, "bias_col", bufs.bias_col, &b.bias_col, b.batch)?;
         args.bgrad_row = vec_ptr(rt, "bgrad_row", bufs.bgrad_row, &b.bgrad_row, b.batch)?;
         args.bgrad_col = vec_ptr(rt, "bgrad_col", bufs.bgrad_col, &b.bgrad_col, b.batch)?;
-        if ((b.m + 31) / 32) > 65_535 || b.batch > 65_535 {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "M = {} or batch = {} exceeds the apply kernel's grid",
-                    b.m, b.batch
-                ),
-            });
-        }
-        let acc_ptr = acc.ptr(rt);
+        // The region's first accumulator in the full tight matrix.
+        let acc_ptr = acc.ptr(rt) + 4 * (rows.start * b.n + cols.start) as u64;
         let (ld_acc, batch_acc) = (b.n, b.m * b.n);
         let cfg = LaunchConfig {
             grid_dim: (
-                ((b.n + 63) / 64) as u32,
-                ((b.m + 31) / 32) as u32,
+                ((rn + 63) / 64) as u32,
+                ((rm + 31) / 32) as u32,
                 b.batch as u32,
             ),
             block_dim: (128, 1, 1),
@@ -210,7 +248,7 @@ impl EpilogueApply {
         builder.arg(&ld_acc);
         builder.arg(&batch_acc);
         // SAFETY: `check` and the buffer checks above guarantee every address the kernel
-        // forms for this binding lies inside its buffer, with the bound types.
+        // forms for this binding and region lies inside its buffer, with the bound types.
         unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_epilogue_apply"))?;
         Ok(())
     }
