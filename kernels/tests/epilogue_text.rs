@@ -74,6 +74,20 @@ fn every_named_fusion_parses_by_its_name_and_prints_its_tree() {
         .map(|f| format!("{:14} {:4} {}", f.name(), f.cublaslt_epilogue(), f.tree()))
         .collect();
     insta::assert_snapshot!("fusion_table", table.join("\n"));
+    let described: Vec<String> = Fusion::ALL
+        .iter()
+        .map(|f| f.tree())
+        .chain(
+            [
+                "bias,gelu,aux",
+                "select(row < 100, sigmoid(acc), tanh(acc))",
+                "bgrad_row(aux(acc, fp32) + residual)",
+            ]
+            .map(parsed),
+        )
+        .map(|t| tessera_kernels::epilogue::describe(&t))
+        .collect();
+    insta::assert_snapshot!("described", described.join("\n"));
 }
 
 #[test]

@@ -585,13 +585,19 @@ pub fn abi_asserts() -> String {
 /// whether it is there.
 pub fn gemm_tree_source(plan: &GemmPlan, tree: &EpilogueTree) -> Result<String> {
     let mut s = String::new();
-    let _ = writeln!(s, "// tessera sm80-class GEMM `{}` with the epilogue `{tree}`", plan.kernel_name());
+    let _ = writeln!(
+        s,
+        "// tessera sm80-class GEMM `{}` with the epilogue `{tree}`",
+        plan.kernel_name()
+    );
     s.push_str(COMMON_CUH);
     s.push('\n');
     s.push_str(&preamble(plan));
     s.push('\n');
     s.push_str(EPILOGUE_TREE_CUH);
-    s.push_str("\n// The epilogue's arguments, uniform over the launch (constant cache broadcast).\n");
+    s.push_str(
+        "\n// The epilogue's arguments, uniform over the launch (constant cache broadcast).\n",
+    );
     s.push_str("__constant__ TesseraEpArgs tessera_ep_args;\n\n");
     s.push_str(&generate(tree)?);
     s.push('\n');

@@ -17,7 +17,7 @@
 //! `gelu_tanh` / `dgelu_tanh`; the text form's `gelu` is the erf form.
 
 use super::tree::build::{acc, alpha, aux_in, aux_in_bits, beta, bias_col, c, residual};
-use super::tree::{AuxFormat, EpilogueTree, Expr, Operand, UnaryOp, VecAxis};
+use super::tree::{AuxFormat, EpilogueTree, Expr, Leaf, Operand, Sink, UnaryOp, VecAxis};
 
 /// A standard fusion, named as cuBLASLt's `CUBLASLT_EPILOGUE_*` in lower case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -153,4 +153,68 @@ pub fn residual_relu() -> EpilogueTree {
 pub fn backward_of(act: UnaryOp) -> Option<Expr> {
     let d = act.derivative()?;
     Some((alpha() * acc() + beta() * c()) * aux_in().unary(d))
+}
+
+/// A few lines for `tessera plan gemm --epilogue TEXT`: the tree, the named fusion it is (if
+/// any), what it reads and writes with their extents, and whether the v1 flag-driven
+/// epilogue can run it.
+///
+/// ```
+/// use tessera_kernels::epilogue::{describe, Fusion};
+/// let text = describe(&Fusion::GeluAuxBias.tree());
+/// assert!(text.starts_with("epilogue gelu_tanh(aux(alpha * acc + beta * c + bias_col)) = gelu_aux_bias"));
+/// assert!(text.contains("aux: M x N in D's type"));
+/// ```
+pub fn describe(tree: &EpilogueTree) -> String {
+    let mut s = format!("epilogue {tree}");
+    if let Some(f) = Fusion::ALL.into_iter().find(|f| f.tree() == *tree) {
+        s += &format!(
+            " = {} (cuBLASLt epilogue {})",
+            f.name(),
+            f.cublaslt_epilogue()
+        );
+    }
+    s.push('\n');
+    let e = &tree.d;
+    let mut reads = vec!["acc: M x N fp32".to_string()];
+    for (leaf, what) in [
+        (Leaf::C, "c: M x N (read when beta != 0)"),
+        (Leaf::BiasRow, "bias_row: M"),
+        (Leaf::BiasCol, "bias_col: N"),
+        (Leaf::Residual, "residual: M x N"),
+        (Leaf::AuxIn, "aux_in: M x N"),
+        (Leaf::AuxInBits, "aux_in_bits: M x N bits"),
+    ] {
+        if e.uses(leaf) {
+            reads.push(what.to_string());
+        }
+    }
+    let mut writes = vec!["D: M x N".to_string()];
+    for sink in e.sinks() {
+        writes.push(match sink {
+            Sink::Aux(AuxFormat::Bits) => "aux: M x N bits (ld a multiple of 128)".to_string(),
+            Sink::Aux(AuxFormat::Full(None)) => "aux: M x N in D's type".to_string(),
+            Sink::Aux(AuxFormat::Full(Some(t))) => format!("aux: M x N {t}"),
+            Sink::Bgrad(VecAxis::Row) => "bgrad_row: M fp32 (sum over columns)".to_string(),
+            Sink::Bgrad(VecAxis::Col) => "bgrad_col: N fp32 (sum over rows)".to_string(),
+        });
+    }
+    for o in &tree.sum_k {
+        writes.push(match o {
+            Operand::A => "sum_k_a: M fp32 (sum of A over k)".to_string(),
+            Operand::B => "sum_k_b: N fp32 (sum of B over k)".to_string(),
+        });
+    }
+    s += &format!(
+        "  reads  {}\n  writes {}\n",
+        reads.join(", "),
+        writes.join(", ")
+    );
+    s += &match super::parse::to_v1(tree) {
+        Some(v1) => {
+            format!("  runs on the flag-driven epilogue as `{v1}` (alpha, beta as bound)\n")
+        }
+        None => "  needs the generated epilogue (TESSERA_EPILOGUE_TREE)\n".to_string(),
+    };
+    s
 }
