@@ -92,12 +92,11 @@ fn unrepresentable_trees_are_refused_before_cuda() {
     assert!(generate(&nan).is_err());
 }
 
-/// Lays out `struct TesseraEpArgs` from its declaration in the fixed header by the C rules
-/// (each field at the next multiple of its alignment) and returns (name, offset) and the size.
-fn device_layout() -> (Vec<(String, usize)>, usize) {
-    use tessera_kernels::epilogue::cuda::EPILOGUE_TREE_CUH;
-    let start = EPILOGUE_TREE_CUH.find("struct TesseraEpArgs {").unwrap();
-    let body = &EPILOGUE_TREE_CUH[start..];
+/// Lays out `struct NAME` from its declaration in `src` by the C rules (each field at the next
+/// multiple of its alignment) and returns (name, offset) and the size.
+fn device_layout(src: &str, name: &str) -> (Vec<(String, usize)>, usize) {
+    let start = src.find(&format!("struct {name} {{")).unwrap();
+    let body = &src[start..];
     let body = &body[body.find('{').unwrap() + 1..body.find("};").unwrap()];
     let mut fields = Vec::new();
     let (mut off, mut align_max) = (0usize, 1usize);
@@ -127,12 +126,27 @@ fn device_layout() -> (Vec<(String, usize)>, usize) {
 
 #[test]
 fn host_mirror_matches_the_device_struct_field_by_field() {
+    use tessera_kernels::epilogue::cuda::EPILOGUE_TREE_CUH;
     use tessera_kernels::epilogue::cuda::{ep_args_layout, EpArgs};
-    let (device, size) = device_layout();
+    let (device, size) = device_layout(EPILOGUE_TREE_CUH, "TesseraEpArgs");
     let host: Vec<(String, usize)> = ep_args_layout()
         .into_iter()
         .map(|(n, o)| (n.to_string(), o))
         .collect();
     assert_eq!(device, host);
     assert_eq!(size, std::mem::size_of::<EpArgs>());
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn tree_gemm_params_match_the_sm80_template() {
+    use tessera_kernels::codegen::GEMM_SM80_CUH;
+    use tessera_kernels::epilogue::launch::{tree_gemm_params_layout, TreeGemmParams};
+    let (device, size) = device_layout(GEMM_SM80_CUH, "TesseraGemmParams");
+    let host: Vec<(String, usize)> = tree_gemm_params_layout()
+        .into_iter()
+        .map(|(n, o)| (n.to_string(), o))
+        .collect();
+    assert_eq!(device, host);
+    assert_eq!(size, std::mem::size_of::<TreeGemmParams>());
 }

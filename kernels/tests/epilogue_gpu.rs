@@ -370,3 +370,101 @@ fn both_coordinate_strategies_match_the_evaluator() {
         }
     }
 }
+
+#[test]
+fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
+    use tessera_kernels::epilogue::cuda::gemm_has_tree_hook;
+    use tessera_kernels::epilogue::launch::TreeGemm;
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::{GemmPlan, GemmProblem};
+    if !gemm_has_tree_hook() {
+        eprintln!("SKIPPED: the sm80 template has no TESSERA_EPILOGUE_TREE hook yet");
+        return;
+    }
+    let Some(rt) = runtime() else { return };
+    let mut r = Rng::new(11);
+    let (m, n, k, nb) = (130i64, 200i64, 64i64, 2i64);
+    let (mu, nu, ku, bu) = (m as usize, n as usize, k as usize, nb as usize);
+    let out = DType::Bf16;
+    let mut p = GemmProblem::new(m, n, k);
+    p.batch = nb;
+    p.output = out;
+    let plan = GemmPlan::new(&p, rt.arch()).unwrap();
+    let s = GemmStrides::tight(&p);
+    let a = rounded(&mut r, bu * mu * ku, DType::Bf16);
+    let b = rounded(&mut r, bu * ku * nu, DType::Bf16);
+    let mut acc = vec![0f64; bu * mu * nu];
+    for bi in 0..nb {
+        for i in 0..m {
+            for j in 0..n {
+                acc[((bi * m + i) * n + j) as usize] = (0..k)
+                    .map(|kk| {
+                        a[s.a_index(&p, bi, i, kk)] as f64 * b[s.b_index(&p, bi, kk, j)] as f64
+                    })
+                    .sum();
+            }
+        }
+    }
+    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
+    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    for t in [
+        Fusion::GeluAuxBias.tree(),
+        Fusion::ReluAuxBias.tree(),
+        Fusion::DGeluBgrad.tree(),
+        parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc + bias_col))").unwrap(),
+    ] {
+        let mut bind = Binding::for_tree(&t, m, n, k, nb, out);
+        bind.alpha = 0.5;
+        let bias = rounded(&mut r, nu, out);
+        let aux_in = rounded(&mut r, bu * mu * nu, out);
+        let bias_d = DeviceBuf::upload(&rt, out, &bias).unwrap();
+        let aux_in_d = DeviceBuf::upload(&rt, out, &aux_in).unwrap();
+        let d = DeviceBuf::poisoned(&rt, out, bu * mu * nu).unwrap();
+        let aux_d = bind.aux.map(|sp| {
+            if sp.bits {
+                DeviceBuf::upload(
+                    &rt,
+                    DType::F32,
+                    &vec![0.0; (bu * mu * sp.ld as usize).div_ceil(32)],
+                )
+                .unwrap()
+            } else {
+                DeviceBuf::poisoned(&rt, sp.dtype, bu * mu * nu).unwrap()
+            }
+        });
+        let gc = DeviceBuf::upload(&rt, DType::F32, &vec![0.0; bu * nu]).unwrap();
+        let bufs = EpBuffers {
+            d: Some(&d),
+            aux_in: Some(&aux_in_d),
+            aux: aux_d.as_ref(),
+            bias_col: Some(&bias_d),
+            bgrad_col: Some(&gc),
+            ..EpBuffers::default()
+        };
+        let g = TreeGemm::new(&rt, &plan, &t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        g.launch(&rt, &a_d, &b_d, &s, &bind, &bufs)
+            .unwrap_or_else(|e| panic!("{t}: {e}"));
+        rt.stream().synchronize().unwrap();
+        let (bias64, aux64): (Vec<f64>, Vec<f64>) = (
+            bias.iter().map(|&x| x as f64).collect(),
+            aux_in.iter().map(|&x| x as f64).collect(),
+        );
+        let mut inp = EvalInputs::new(mu, nu, bu, &acc);
+        inp.alpha = 0.5;
+        inp.bias_col = Some(&bias64);
+        inp.aux_in = Some(&aux64);
+        let want = evaluate(&t, &inp).unwrap();
+        for (i, (gv, w)) in d.download(&rt).unwrap().iter().zip(&want.d).enumerate() {
+            let tol = out.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
+            assert!((gv - w).abs() <= tol, "{t}: D[{i}] = {gv}, want {w}");
+        }
+        if let Some(wv) = &want.bgrad_col {
+            for (j, (gv, w)) in gc.download(&rt).unwrap().iter().zip(wv).enumerate() {
+                assert!(
+                    (gv - w).abs() <= 1e-3 * (1.0 + w.abs()),
+                    "{t}: bgrad_col[{j}] = {gv}, want {w}"
+                );
+            }
+        }
+    }
+}

@@ -365,3 +365,316 @@ impl OperandSum {
         Ok(())
     }
 }
+
+/// The host mirror of the sm80 template's `TesseraGemmParams` (kept here so that the tree
+/// path needs nothing private from [`crate::gemm`]; the `epilogue_codegen` test lays the
+/// device struct out from its declaration and compares).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TreeGemmParams {
+    /// A.
+    pub a: u64,
+    /// B.
+    pub b: u64,
+    /// C (unused by the tree epilogue).
+    pub c: u64,
+    /// D (unused by the tree epilogue, which stores through `tessera_ep_args`).
+    pub d: u64,
+    /// Bias (unused).
+    pub bias: u64,
+    /// Aux (unused).
+    pub aux: u64,
+    /// Leading dimension of A.
+    pub lda: i64,
+    /// Leading dimension of B.
+    pub ldb: i64,
+    /// Unused.
+    pub ldc: i64,
+    /// Unused.
+    pub ldd: i64,
+    /// Unused.
+    pub ldaux: i64,
+    /// Batch stride of A.
+    pub batch_a: i64,
+    /// Batch stride of B.
+    pub batch_b: i64,
+    /// Unused.
+    pub batch_c: i64,
+    /// Unused.
+    pub batch_d: i64,
+    /// Unused.
+    pub batch_bias: i64,
+    /// Unused.
+    pub batch_aux: i64,
+    /// M.
+    pub m: i32,
+    /// N.
+    pub n: i32,
+    /// K.
+    pub k: i32,
+    /// CTA tiles along M.
+    pub tiles_m: i32,
+    /// CTA tiles along N.
+    pub tiles_n: i32,
+    /// Unused (alpha is a leaf of the tree).
+    pub alpha: f32,
+    /// Unused.
+    pub beta: f32,
+    /// Unused.
+    pub act: i32,
+    /// Unused.
+    pub bias_mode: i32,
+    /// D's type code.
+    pub out_dtype: i32,
+    /// Access-path flags (`1`: A in 16-byte vectors, `2`: B likewise).
+    pub flags: i32,
+}
+
+// SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field on the device.
+unsafe impl DeviceRepr for TreeGemmParams {}
+
+/// Every field of [`TreeGemmParams`] with its byte offset, in declaration order.
+pub fn tree_gemm_params_layout() -> Vec<(&'static str, usize)> {
+    use std::mem::offset_of;
+    macro_rules! fields {
+        ($($f:ident),*) => { vec![$((stringify!($f), offset_of!(TreeGemmParams, $f))),*] };
+    }
+    fields!(
+        a, b, c, d, bias, aux, lda, ldb, ldc, ldd, ldaux, batch_a, batch_b, batch_c, batch_d,
+        batch_bias, batch_aux, m, n, k, tiles_m, tiles_n, alpha, beta, act, bias_mode, out_dtype,
+        flags
+    )
+}
+
+/// The sm80-class GEMM of a plan with a tree epilogue ([`super::cuda::gemm_tree_source`]).
+pub struct TreeGemm {
+    plan: crate::plan::GemmPlan,
+    tree: EpilogueTree,
+    func: CudaFunction,
+    module: Arc<CudaModule>,
+}
+
+impl TreeGemm {
+    /// Compiles the plan's GEMM with `tree` as its epilogue. Fails when the sm80 template
+    /// lacks the `TESSERA_EPILOGUE_TREE` hook (the tree would be ignored).
+    pub fn new(
+        rt: &Runtime,
+        plan: &crate::plan::GemmPlan,
+        tree: &EpilogueTree,
+    ) -> Result<TreeGemm> {
+        if !super::cuda::gemm_has_tree_hook() {
+            return Err(KernelError::InvalidProblem {
+                op: "TreeGemm::new",
+                msg: "the sm80 template has no TESSERA_EPILOGUE_TREE hook".into(),
+            });
+        }
+        if plan.arch != rt.arch() {
+            return Err(KernelError::UnsupportedArch {
+                op: "TreeGemm::new",
+                arch: rt.arch().to_string(),
+                msg: format!("the plan targets {}", plan.arch),
+            });
+        }
+        let src = super::cuda::gemm_tree_source(plan, tree)?;
+        let compiled = compile(&src, &plan.kernel_name(), rt.arch(), false)?;
+        rt.context()
+            .bind_to_thread()
+            .map_err(driver_err("cuCtxSetCurrent"))?;
+        let module = rt
+            .context()
+            .load_module(Ptx::from_binary(compiled.cubin))
+            .map_err(driver_err("cuModuleLoadData"))?;
+        let func = module
+            .load_function("tessera_gemm")
+            .map_err(driver_err("cuModuleGetFunction"))?;
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            plan.smem_bytes as i32,
+        )
+        .map_err(driver_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
+        Ok(TreeGemm {
+            plan: plan.clone(),
+            tree: tree.clone(),
+            func,
+            module,
+        })
+    }
+
+    /// Checks everything, writes the epilogue's arguments to the module's constant memory and
+    /// launches `D = tree(A B)` on the runtime's stream. `binding`'s extents must be the
+    /// plan's problem's; A and B are read with `strides`' `lda`, `ldb`, `batch_a`, `batch_b`.
+    pub fn launch(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        strides: &crate::reference::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers<'_>,
+    ) -> Result<()> {
+        use crate::problem::Major;
+        use crate::reference::GemmStrides;
+        const OP: &str = "tree gemm";
+        let p = &self.plan.problem;
+        p.validate()?;
+        check(&self.tree, binding, &KernelCaps::GENERATED)?;
+        if (binding.m, binding.n, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch) {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "binding {} x {} x {} batch {} differs from the plan's {} x {} x {} batch {}",
+                    binding.m, binding.n, binding.k, binding.batch, p.m, p.n, p.k, p.batch
+                ),
+            });
+        }
+        if binding.d.dtype != p.output {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "D is bound as {}, the plan outputs {}",
+                    binding.d.dtype, p.output
+                ),
+            });
+        }
+        let s = strides;
+        let (a_rows, a_inner) = if p.a_major == Major::Row {
+            (p.m, p.k)
+        } else {
+            (p.k, p.m)
+        };
+        let (b_rows, b_inner) = if p.b_major == Major::Row {
+            (p.k, p.n)
+        } else {
+            (p.n, p.k)
+        };
+        for (name, buf, rows, inner, ld, bs) in [
+            ("A", a, a_rows, a_inner, s.lda, s.batch_a),
+            ("B", b, b_rows, b_inner, s.ldb, s.batch_b),
+        ] {
+            let need = GemmStrides::extent(p.batch, bs, rows, ld, inner);
+            if ld < inner || buf.dtype != p.input || (buf.len as i64) < need {
+                return Err(KernelError::InvalidProblem {
+                    op: OP,
+                    msg: format!(
+                        "{name}: {} x {} with ld {ld}, the problem needs {} x {need} with ld >= {inner}",
+                        buf.len, buf.dtype, p.input
+                    ),
+                });
+            }
+        }
+        let mut args = EpArgs::from_binding(binding);
+        args.d = mat_ptr(rt, "D", bufs.d, &Some(binding.d), binding)?;
+        args.c = if binding.beta != 0.0 {
+            mat_ptr(rt, "c", bufs.c, &binding.c, binding)?
+        } else {
+            0
+        };
+        args.residual = mat_ptr(rt, "residual", bufs.residual, &binding.residual, binding)?;
+        let aux_in = if binding.aux_in.is_some() {
+            &binding.aux_in
+        } else {
+            &binding.aux_in_bits
+        };
+        args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, binding)?;
+        args.aux = mat_ptr(rt, "aux", bufs.aux, &binding.aux, binding)?;
+        args.bias_row = vec_ptr(
+            rt,
+            "bias_row",
+            bufs.bias_row,
+            &binding.bias_row,
+            binding.batch,
+        )?;
+        args.bias_col = vec_ptr(
+            rt,
+            "bias_col",
+            bufs.bias_col,
+            &binding.bias_col,
+            binding.batch,
+        )?;
+        args.bgrad_row = vec_ptr(
+            rt,
+            "bgrad_row",
+            bufs.bgrad_row,
+            &binding.bgrad_row,
+            binding.batch,
+        )?;
+        args.bgrad_col = vec_ptr(
+            rt,
+            "bgrad_col",
+            bufs.bgrad_col,
+            &binding.bgrad_col,
+            binding.batch,
+        )?;
+        if args.d % (2 * binding.d.dtype.bytes() as u64) != 0 {
+            args.d_pair = 0;
+        }
+        // 16-byte copies of A and B when every row start and batch start is 16-byte aligned.
+        let per = 16 / p.input.bytes();
+        let vec_ok = |ptr: u64, inner: i64, ld: i64, bs: i64| {
+            ptr % 16 == 0 && inner % per == 0 && ld % per == 0 && (p.batch == 1 || bs % per == 0)
+        };
+        let (tiles_m, tiles_n) = self.plan.grid_tiles();
+        let params = TreeGemmParams {
+            a: a.ptr(rt),
+            b: b.ptr(rt),
+            lda: s.lda,
+            ldb: s.ldb,
+            batch_a: s.batch_a,
+            batch_b: s.batch_b,
+            m: p.m as i32,
+            n: p.n as i32,
+            k: p.k as i32,
+            tiles_m: tiles_m as i32,
+            tiles_n: tiles_n as i32,
+            out_dtype: p.output.code(),
+            flags: i32::from(vec_ok(a.ptr(rt), a_inner, s.lda, s.batch_a))
+                | (2 * i32::from(vec_ok(b.ptr(rt), b_inner, s.ldb, s.batch_b))),
+            ..TreeGemmParams::default()
+        };
+        let grid_x = tiles_m * tiles_n;
+        if grid_x > i32::MAX as i64 {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!("{grid_x} CTAs exceed the grid limit"),
+            });
+        }
+        // The arguments go to constant memory.
+        let mut global = self
+            .module
+            .get_global("tessera_ep_args", rt.stream())
+            .map_err(driver_err("cuModuleGetGlobal(tessera_ep_args)"))?;
+        if global.len() != std::mem::size_of::<EpArgs>() {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "tessera_ep_args has {} bytes, EpArgs {}",
+                    global.len(),
+                    std::mem::size_of::<EpArgs>()
+                ),
+            });
+        }
+        // SAFETY: the symbol is one TesseraEpArgs, which EpArgs mirrors (size checked above,
+        // layout by the tests).
+        let mut view = unsafe { global.transmute_mut::<EpArgs>(1) }.ok_or_else(|| {
+            KernelError::InvalidProblem {
+                op: OP,
+                msg: "tessera_ep_args is smaller than EpArgs".into(),
+            }
+        })?;
+        rt.stream()
+            .memcpy_htod(std::slice::from_ref(&args), &mut view)
+            .map_err(driver_err("cuMemcpyHtoD(tessera_ep_args)"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (grid_x as u32, 1, p.batch as u32),
+            block_dim: (self.plan.threads as u32, 1, 1),
+            shared_mem_bytes: self.plan.smem_bytes as u32,
+        };
+        let mut builder = rt.stream().launch_builder(&self.func);
+        builder.arg(&params);
+        // SAFETY: A and B cover the problem for these strides (checked above); the epilogue's
+        // tensors were checked against the binding by `check` and `mat_ptr` / `vec_ptr`.
+        unsafe { builder.launch(cfg) }
+            .map_err(driver_err("launch tessera_gemm (tree epilogue)"))?;
+        Ok(())
+    }
+}
