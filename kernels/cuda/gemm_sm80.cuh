@@ -32,6 +32,7 @@ struct TesseraGemmParams {
 static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
 static_assert(kBM == kWarpsM * kWarpTileM && kBN == kWarpsN * kWarpTileN, "warps cover the CTA tile");
 static_assert(kMmaN % 2 == 0, "B fragments are loaded two n8 atoms at a time");
+static_assert(kWarpTileN == 64, "the epilogue gives each lane two of a warp tile's 64 columns");
 
 constexpr int kFlagAVec = 1;     // A may be copied in 16-byte vectors (checked on the host)
 constexpr int kFlagBVec = 2;     // B likewise
@@ -100,23 +101,18 @@ struct TesseraSmemB {
   __device__ __forceinline__ int operator()(int mn, int k) const { return smem_b_offset(mn, k); }
 };
 
-// One output element pair (row, col), (row, col + 1) of the fused epilogue.
+// One output element pair (row, col), (row, col + 1) of the fused epilogue; `b0`, `b1` are
+// the bias terms of the two elements (0 without a bias).
 __device__ __forceinline__ void tessera_epilogue_pair(const TesseraGemmParams& p, const void* c,
-                                                      void* d, const void* bias, void* aux,
-                                                      int row, int col, float v0, float v1) {
+                                                      void* d, void* aux, int row, int col,
+                                                      float v0, float v1, float b0, float b1) {
   const int dt = p.out_dtype;
-  float v[2] = {v0, v1};
   const bool pair = (p.flags & kFlagStorePair) && col + 1 < p.n;
+  float v[2] = {p.alpha * v0 + b0, p.alpha * v1 + b1};
+  if (p.flags & kFlagReadC) {
 #pragma unroll
-  for (int e = 0; e < 2; ++e) {
-    const int cc = col + e;
-    float x = p.alpha * v[e];
-    if (cc < p.n) {
-      if (p.flags & kFlagReadC) x += p.beta * tessera_load(c, row * p.ldc + cc, dt);
-      if (p.bias_mode == 1) x += tessera_load(bias, row, dt);
-      if (p.bias_mode == 2) x += tessera_load(bias, cc, dt);
-    }
-    v[e] = x;
+    for (int e = 0; e < 2; ++e)
+      if (col + e < p.n) v[e] += p.beta * tessera_load(c, row * p.ldc + col + e, dt);
   }
   if (p.flags & kFlagAux) {
     if (pair) {
@@ -307,15 +303,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
       }
     __syncwarp();
     const int row0 = m0 + warp_m * kWarpTileM + i * 16;
-    const int col0 = n0 + warp_n * kWarpTileN;
-#pragma unroll 2
-    for (int q = lane; q < 16 * kWarpTileN / 2; q += 32) {
-      const int rr = q / (kWarpTileN / 2);
-      const int cc = (q % (kWarpTileN / 2)) * 2;
-      const int row = row0 + rr, col = col0 + cc;
-      if (row < p.m && col < p.n)
-        tessera_epilogue_pair(p, C, D, bias, aux, row, col, scratch[rr * kScratchLd + cc],
-                              scratch[rr * kScratchLd + cc + 1]);
+    // Lane l always takes columns 2l and 2l+1 of the warp tile's 64: its column bias is loaded
+    // once per 16 rows; a row bias is one broadcast load per row.
+    const int col = n0 + warp_n * kWarpTileN + 2 * lane;
+    float cb0 = 0.0f, cb1 = 0.0f;
+    if (p.bias_mode == 2) {
+      if (col < p.n) cb0 = tessera_load(bias, col, p.out_dtype);
+      if (col + 1 < p.n) cb1 = tessera_load(bias, col + 1, p.out_dtype);
+    }
+    if (col < p.n) {
+#pragma unroll 4
+      for (int rr = 0; rr < 16; ++rr) {
+        const int row = row0 + rr;
+        if (row < p.m) {
+          const float rb = p.bias_mode == 1 ? tessera_load(bias, row, p.out_dtype) : 0.0f;
+          tessera_epilogue_pair(p, C, D, aux, row, col, scratch[rr * kScratchLd + 2 * lane],
+                                scratch[rr * kScratchLd + 2 * lane + 1], cb0 + rb, cb1 + rb);
+        }
+      }
     }
     __syncwarp();
   }
