@@ -617,6 +617,10 @@ impl TreeGemm {
         let params = TreeGemmParams {
             a: a.ptr(rt),
             b: b.ptr(rt),
+            // The template still forms its flag-path pointers from these; keep them valid.
+            d: args.d,
+            ldd: args.ldd,
+            batch_d: args.batch_d,
             lda: s.lda,
             ldb: s.ldb,
             batch_a: s.batch_a,
