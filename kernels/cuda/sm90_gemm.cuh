@@ -123,7 +123,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ unsigned char tessera_smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes and the wgmma descriptors carry no base
   // offset, so every stage starts on a 1024-byte boundary (the launch adds 1024 bytes of slack).
-  const unsigned base = (tessera_smem_addr(tessera_smem_raw) + 1023u) & ~1023u;
+  const unsigned raw = tessera_smem_addr(tessera_smem_raw);
+  const unsigned base = (raw + 1023u) & ~1023u;
   const unsigned smem_a = base;
   const unsigned smem_b = smem_a + kStages * kStageBytesA;
   const unsigned bars = smem_b + kStages * kStageBytesB;
@@ -134,7 +135,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tessera_mbar_init(bars + 8 * s, 1);
-      tessera_mbar_init(bars + 8 * (kStages + s), kConsumers * 4);
+      // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
+      tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4);
     }
     tessera_fence_barrier_init();
   }
@@ -144,7 +146,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   const int total = p.tiles_m * p.tiles_n * p.batch;
 
   if (wg == 0) {
-    // Producer warpgroup.
+    // Producer warpgroup: the CTA's tiles blockIdx.x, blockIdx.x + gridDim.x, ... in order,
+    // every k-tile of each, into consecutive stages of the ring.
     tessera_setmaxnreg_dec<kProducerRegs>();
     if (t == 0) {
       int stage = 0;
@@ -166,27 +169,39 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   } else {
-    // Consumer warpgroup `cw`: rows [64 cw, 64 cw + 64) of the tile.
+    // Consumer warpgroup `cw`. Cooperative: rows [64 cw, 64 cw + 64) of every tile of the CTA.
+    // Ping-pong: all kBM rows (kMHalves m64 halves) of every other tile of the CTA, so that one
+    // warpgroup's epilogue runs while the other's wgmma keep the tensor cores busy.
     tessera_setmaxnreg_inc<kConsumerRegs>();
     const int cw = wg - 1;
     const int lane = t % 32;
-    float acc[kAccRegs];
-    int stage = 0;
-    unsigned phase = 0;
-    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+    float acc[kMHalves][kBN / 2];
+    float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - raw)) + cw * 64 * kEpiPitch;
+    const int step = kPingPong ? 2 : 1;
+    for (int n = kPingPong ? cw : 0;; n += step) {
+      const int tile = blockIdx.x + n * gridDim.x;
+      if (tile >= total) break;
       int b, tm, tn;
       tessera_sm90_tile(tile, p, b, tm, tn);
+      // This tile's first k-tile is the (n k_tiles)-th the producer loaded.
+      const unsigned long long g0 = (unsigned long long)n * k_tiles;
+      int stage = (int)(g0 % kStages);
+      unsigned phase = (unsigned)((g0 / kStages) & 1);
       int prev = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         tessera_mbar_wait(bars + 8 * stage, phase);
-        const unsigned a_addr = smem_a + stage * kStageBytesA + cw * kConsumerBytesA;
+        const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
         const unsigned b_addr = smem_b + stage * kStageBytesB;
         tessera_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kKSteps; ++kk) {
-          tessera_wgmma(acc, tessera_wgmma_desc(a_addr + kk * kKStepBytesA, kDescHiA),
-                        tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
-                        (kt > 0 || kk > 0) ? 1 : 0);
+#pragma unroll
+          for (int h = 0; h < kMHalves; ++h) {
+            tessera_wgmma(acc[h],
+                          tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA),
+                          tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
+                          (kt > 0 || kk > 0) ? 1 : 0);
+          }
         }
         tessera_wgmma_commit();
         if (kt > 0) {
@@ -203,34 +218,42 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       tessera_wgmma_wait<0>();
       if (lane == 0) tessera_mbar_arrive(bars + 8 * (kStages + prev));
 #pragma unroll
-      for (int i = 0; i < kAccRegs; ++i) tessera_fence_operand(acc[i]);
+      for (int h = 0; h < kMHalves; ++h) {
+#pragma unroll
+        for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
+      }
 
-      // Epilogue, kEpiCols columns at a time through this warpgroup's fp32 scratch: the
-      // fragment goes to shared memory with compile-time register indices (small unrolled
-      // code), then a compact run-time loop reads it back two columns per thread, 16 threads
-      // per row, and applies the epilogue with coalesced global accesses.
-      const int row0 = tm * kBM + cw * 64;
+      // Epilogue, 64 rows x kEpiCols columns per pass through this warpgroup's fp32 scratch:
+      // the fragment goes to shared memory with compile-time register indices, then a compact
+      // loop reads it back two columns per thread, 16 threads per row, and applies the
+      // epilogue with coalesced global accesses. The pass loop is not unrolled, so its body
+      // (the epilogue proper) exists once in the machine code; only the staging is, one
+      // predicated block per pass, because registers are named by compile-time indices.
+      constexpr int kPassesN = kBN / kEpiCols;
       const int col0 = tn * kBN;
-      // The whole 64 x kBN block is inside D and pairs are aligned: no predicates.
-      const bool interior = (p.flags & kSm90FlagStorePair) && row0 + 64 <= p.m && col0 + kBN <= p.n;
-      float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - tessera_smem_addr(tessera_smem_raw))) +
-                       cw * 64 * kEpiPitch;
-      // The pass loop is not unrolled: its body (the epilogue proper) exists once in the
-      // machine code. Only the staging is, one predicated block per pass, because registers
-      // are named by compile-time indices.
 #pragma unroll 1
-      for (int j = 0; j < kBN / kEpiCols; ++j) {
+      for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
+        const int h = pass / kPassesN;
+        const int j = pass % kPassesN;
+        const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
 #pragma unroll
-        for (int jj = 0; jj < kBN / kEpiCols; ++jj) {
-          if (jj == j) {
+        for (int hh = 0; hh < kMHalves; ++hh) {
 #pragma unroll
-            for (int i = jj * kEpiRegs; i < (jj + 1) * kEpiRegs; i += 2) {
-              const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - jj * kEpiCols;
-              *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[i], acc[i + 1]);
+          for (int jj = 0; jj < kPassesN; ++jj) {
+            if (hh * kPassesN + jj == pass) {
+#pragma unroll
+              for (int i = jj * kEpiRegs; i < (jj + 1) * kEpiRegs; i += 2) {
+                const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - jj * kEpiCols;
+                *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[hh][i], acc[hh][i + 1]);
+              }
             }
           }
         }
         tessera_bar_sync(1 + cw, 128);
+        // The whole 64 x kEpiCols block is inside D and pairs are aligned: no predicates.
+        const int cb = col0 + j * kEpiCols;
+        const bool interior =
+            (p.flags & kSm90FlagStorePair) && row0 + 64 <= p.m && cb + kEpiCols <= p.n;
         constexpr int kIters = 64 * (kEpiCols / 2) / 128;
         constexpr int kRowsPerIter = 128 / (kEpiCols / 2);
         float2 v[kIters];
@@ -242,7 +265,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         }
         // Everyone has read the scratch: the next pass may overwrite it while these stores go.
         tessera_bar_sync(1 + cw, 128);
-        const int cb = col0 + j * kEpiCols;
         if (interior) {
           // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
           // column-bias values per pass; every operand is loaded before the first store.

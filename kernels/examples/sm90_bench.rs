@@ -1,5 +1,5 @@
 //! The Hopper kernel against cuBLAS / cuBLASLt, interleaved in one process (a program, not a
-//! test). `sm90_bench [quick] [--json FILE] [--tile BMxBN] [--stages S] [--group G]`.
+//! test). `sm90_bench [quick] [--json FILE] [--tile BMxBN] [--stages S] [--group G] [--pingpong]`.
 //!
 //! Prints one line per (shape, epilogue): ours and the vendor's TFLOP/s, the ratio (vendor
 //! time / our time), the fused epilogue's cost over our plain GEMM, and the relative
@@ -27,6 +27,10 @@ fn main() {
     }
     opts.stages = value("--stages").and_then(|s| s.parse().ok());
     opts.group_m = value("--group").and_then(|s| s.parse().ok());
+    if args.iter().any(|a| a == "--pingpong") {
+        opts.schedule = Some(tessera_kernels::sm90::Schedule::PingPong);
+        opts.tile = opts.tile.or(Some((128, 128)));
+    }
     let mut cfg = BenchConfig::default();
     if args.iter().any(|a| a == "quick") {
         cfg.shapes = vec![(4096, 4096, 4096), (8192, 8192, 8192)];

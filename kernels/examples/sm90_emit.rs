@@ -1,7 +1,8 @@
 //! Prints the complete CUDA source of the Hopper plan for `M N K` (default 4096³):
 //! `cargo run -p tessera-kernels --example sm90_emit -- 4096 4096 4096`. With the `cuda`
 //! feature and `--cubin FILE`, also compiles it with NVRTC for sm_90a and writes the CUBIN
-//! (for `cuobjdump --dump-sass`); `--epilogue bias,gelu_tanh` plans that epilogue.
+//! (for `cuobjdump --dump-sass`); `--epilogue bias,gelu_tanh` plans that epilogue, `--pingpong`
+//! the ping-pong schedule (128x128).
 use tessera_kernels::sm90::{codegen::cuda_source, Sm90Plan};
 use tessera_kernels::GemmProblem;
 
@@ -26,7 +27,15 @@ fn main() {
             }
         }
     }
-    match Sm90Plan::new(&problem) {
+    let opts = tessera_kernels::sm90::Sm90Options {
+        schedule: argv
+            .iter()
+            .any(|a| a == "--pingpong")
+            .then_some(tessera_kernels::sm90::Schedule::PingPong),
+        tile: argv.iter().any(|a| a == "--pingpong").then_some((128, 128)),
+        ..Default::default()
+    };
+    match Sm90Plan::with_options(&problem, opts) {
         Ok(plan) => {
             eprint!("{plan}");
             let src = cuda_source(&plan);

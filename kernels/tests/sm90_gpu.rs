@@ -11,7 +11,7 @@ use tessera_kernels::rng::Rng;
 use tessera_kernels::runtime::Runtime;
 use tessera_kernels::sm90::launch::Sm90Kernel;
 use tessera_kernels::sm90::verify::check_sm90;
-use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::verify::require;
 use tessera_kernels::{
     Activation, Arch, BiasMode, DType, Epilogue, GemmProblem, KernelError, Major,
@@ -138,6 +138,35 @@ fn sm90_shapes_tiles_and_schedules() {
         };
         failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, ctas, &mut rng));
     }
+    // The ping-pong schedule: ragged shapes, persistent grids of 1 and 3 CTAs (the two
+    // consumers alternate tiles and find their stages by counting), 2 to 5 stages.
+    let pp = |stages, group_m| Sm90Options {
+        tile: Some((128, 128)),
+        stages,
+        group_m,
+        schedule: Some(Schedule::PingPong),
+    };
+    for &(m, n, k) in &[
+        (1, 8, 8),
+        (129, 257, 72),
+        (1031, 1029, 1032),
+        (4100, 3000, 264),
+    ] {
+        let p = tn(m, n, k);
+        failures.extend(run(
+            &rt,
+            &p,
+            GemmStrides::tight(&p),
+            pp(None, None),
+            None,
+            &mut rng,
+        ));
+    }
+    let p = tn(1100, 1300, 328);
+    for (stages, group_m, ctas) in [(2, 3, None), (3, 1, Some(3)), (5, 2, Some(1))] {
+        let opts = pp(Some(stages), Some(group_m));
+        failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, ctas, &mut rng));
+    }
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
@@ -176,6 +205,12 @@ fn sm90_every_epilogue_and_type() {
                         None,
                         &mut rng,
                     ));
+                    let opts = Sm90Options {
+                        tile: Some((128, 128)),
+                        schedule: Some(Schedule::PingPong),
+                        ..Default::default()
+                    };
+                    failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, None, &mut rng));
                 }
             }
         }
@@ -257,6 +292,12 @@ fn sm90_strides_and_batches() {
     s.batch_aux = p.m * s.ldaux + 1;
     s.batch_bias = p.n;
     failures.extend(run(&rt, &p, s, Sm90Options::default(), Some(5), &mut rng));
+    let opts = Sm90Options {
+        tile: Some((128, 128)),
+        schedule: Some(Schedule::PingPong),
+        ..Default::default()
+    };
+    failures.extend(run(&rt, &p, s, opts, Some(5), &mut rng));
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use tessera_kernels::runtime::{compile, nvrtc_version};
 use tessera_kernels::sm90::codegen::cuda_source;
-use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::{Activation, Arch, BiasMode, DType, Epilogue, GemmProblem};
 
 /// The variants: both 16-bit input types, each tile the planner picks on its own (128x256,
@@ -35,6 +35,22 @@ fn variants() -> BTreeMap<String, String> {
                 },
             )
             .expect("plan");
+            out.insert(plan.kernel_name(), cuda_source(&plan));
+        }
+        // The ping-pong schedule, plain and with the heaviest epilogue.
+        for epilogue in [
+            Epilogue::default(),
+            Epilogue::parse("c,rowbias,gelu,aux").expect("epilogue"),
+        ] {
+            let mut p = GemmProblem::new(4096, 4096, 4096);
+            p.input = input;
+            p.epilogue = epilogue;
+            let opts = Sm90Options {
+                tile: Some((128, 128)),
+                schedule: Some(Schedule::PingPong),
+                ..Default::default()
+            };
+            let plan = Sm90Plan::with_options(&p, opts).expect("plan");
             out.insert(plan.kernel_name(), cuda_source(&plan));
         }
     }
@@ -91,8 +107,8 @@ fn every_sm90_variant_compiles_for_sm90a() {
     let jobs: Vec<(String, String)> = variants().into_iter().collect();
     assert_eq!(
         jobs.len(),
-        12 + 23 + 2,
-        "2 types x 6 tiles, 24 epilogues (one is the plain 4096 plan), 2 output types"
+        12 + 4 + 23 + 2,
+        "2 types x (6 tiles + 2 ping-pong), 24 epilogues (one is the plain 4096 plan), 2 output types"
     );
     let (left, right) = jobs.split_at(jobs.len() / 2);
     let run = |part: &[(String, String)]| -> Vec<String> {

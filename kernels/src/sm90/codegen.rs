@@ -120,6 +120,13 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
     let _ = writeln!(
         s,
+        "constexpr bool kPingPong = {}; constexpr int kMHalves = {}; // consumer schedule {:?}",
+        plan.schedule == super::plan::Schedule::PingPong,
+        plan.m_halves,
+        plan.schedule
+    );
+    let _ = writeln!(
+        s,
         "constexpr int kEpiCols = {EPI_COLS}, kEpiRegs = {}, kEpiPitch = {EPI_PITCH}; // epilogue passes",
         EPI_COLS / 2
     );

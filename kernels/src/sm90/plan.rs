@@ -52,6 +52,20 @@ pub struct Sm90Options {
     pub stages: Option<i64>,
     /// Force the tile-rows per rasterization group.
     pub group_m: Option<i64>,
+    /// Force the consumer schedule.
+    pub schedule: Option<Schedule>,
+}
+
+/// How the consumer warpgroups share the work of a CTA.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// Every consumer takes 64 rows of every tile (tile `64 consumers x BN`); all run the
+    /// epilogue together, with the tensor cores idle meanwhile.
+    #[default]
+    Cooperative,
+    /// Two consumers take every other tile, all 128 rows each (two m64 wgmma per k16 step, BN
+    /// at most 128); one's epilogue overlaps the other's mainloop.
+    PingPong,
 }
 
 /// A plan for the sm_90a path: TMA + mbarrier ring + wgmma, one producer warpgroup and
@@ -62,8 +76,12 @@ pub struct Sm90Plan {
     pub problem: GemmProblem,
     /// CTA tile `(BM, BN, BK)`.
     pub cta_tile: (i64, i64, i64),
-    /// Consumer warpgroups (64 rows each).
+    /// Consumer warpgroups.
     pub consumers: i64,
+    /// How the consumers share the CTA's tiles.
+    pub schedule: Schedule,
+    /// m64 wgmma per k16 step per consumer (1 cooperative, 2 ping-pong).
+    pub m_halves: i64,
     /// Threads per CTA: `128 * (consumers + 1)`.
     pub threads: i64,
     /// Pipeline stages.
@@ -152,7 +170,19 @@ impl Sm90Plan {
                 format!("tile {bm}x{bn}: BM must be 64 or 128, BN a multiple of 32 in 32..=256"),
             ));
         }
-        let consumers = bm / 64;
+        let schedule = opts.schedule.unwrap_or_default();
+        let (consumers, m_halves) = match schedule {
+            Schedule::Cooperative => (bm / 64, 1),
+            Schedule::PingPong => {
+                if bm != 128 || bn > 128 {
+                    return Err(KernelError::invalid(
+                        op,
+                        format!("tile {bm}x{bn}: ping-pong takes BM = 128 and BN <= 128 (accumulators of 128 x BN per warpgroup)"),
+                    ));
+                }
+                (2, 2)
+            }
+        };
         let e = problem.input.bytes();
         let a = operand("A", bm, e)?;
         let b = operand("B", bn, e)?;
@@ -180,6 +210,8 @@ impl Sm90Plan {
             problem: *problem,
             cta_tile: (bm, bn, BK),
             consumers,
+            schedule,
+            m_halves,
             threads: 128 * (consumers + 1),
             stages,
             group_m,
@@ -202,8 +234,19 @@ impl Sm90Plan {
             format!("_{}", e.to_string().replace(',', "_"))
         };
         format!(
-            "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_ws{}{epi}_sm_90a",
-            self.problem.input, self.problem.output, bm, bn, bk, self.stages, self.consumers
+            "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_{}{}{epi}_sm_90a",
+            self.problem.input,
+            self.problem.output,
+            bm,
+            bn,
+            bk,
+            self.stages,
+            if self.schedule == Schedule::PingPong {
+                "pp"
+            } else {
+                "ws"
+            },
+            self.consumers
         )
     }
 
@@ -251,8 +294,8 @@ impl fmt::Display for Sm90Plan {
         )?;
         writeln!(
             f,
-            "  warpgroups   1 producer (setmaxnreg.dec {PRODUCER_REGS}, one thread issues TMA) + {} consumers (setmaxnreg.inc {CONSUMER_REGS}), {} threads",
-            self.consumers, self.threads
+            "  warpgroups   1 producer (setmaxnreg.dec {PRODUCER_REGS}, one thread issues TMA) + {} consumers (setmaxnreg.inc {CONSUMER_REGS}, {:?}), {} threads",
+            self.consumers, self.schedule, self.threads
         )?;
         writeln!(
             f,
@@ -260,7 +303,7 @@ impl fmt::Display for Sm90Plan {
             self.wgmma.0,
             self.wgmma.1,
             self.wgmma.2,
-            bk / self.wgmma.2,
+            bk / self.wgmma.2 * self.m_halves,
             ty = if self.problem.input == DType::Bf16 {
                 "bf16"
             } else {
