@@ -24,7 +24,8 @@ __host__ __device__ constexpr int tessera_ep_smem_floats(int tile_rows, int tile
   return (kTesseraEpRowSum ? tile_rows : 0) + (kTesseraEpColSum ? tile_cols : 0);
 }
 
-// Before a tile's elements; the caller then runs __syncthreads().
+// Before a tile's elements; the caller then runs __syncthreads(). `smem` (may be null: every
+// element then adds to global memory) holds tessera_ep_smem_floats(tile_rows, tile_cols) floats.
 __device__ __forceinline__ void tessera_ep_cta_begin(TesseraEpCta& cta, float* smem, int tile_row0,
                                                      int tile_col0, int tile_rows, int tile_cols,
                                                      int tid, int nthreads) {
@@ -32,21 +33,24 @@ __device__ __forceinline__ void tessera_ep_cta_begin(TesseraEpCta& cta, float* s
   cta.tile_col0 = tile_col0;
   cta.tile_rows = tile_rows;
   cta.tile_cols = tile_cols;
-  cta.row_sum = kTesseraEpRowSum ? smem : nullptr;
-  cta.col_sum = kTesseraEpColSum ? smem + (kTesseraEpRowSum ? tile_rows : 0) : nullptr;
-  for (int i = tid; i < tessera_ep_smem_floats(tile_rows, tile_cols); i += nthreads) smem[i] = 0.0f;
+  cta.row_sum = kTesseraEpRowSum && smem ? smem : nullptr;
+  cta.col_sum = kTesseraEpColSum && smem ? smem + (kTesseraEpRowSum ? tile_rows : 0) : nullptr;
+  if (smem) {
+    for (int i = tid; i < tessera_ep_smem_floats(tile_rows, tile_cols); i += nthreads) smem[i] = 0.0f;
+  }
 }
 
-// After a tile's elements and a __syncthreads(): one global atomicAdd per row and column.
+// After a tile's elements and a __syncthreads(): one global atomicAdd per row and column
+// (nothing when the sums were not staged).
 __device__ __forceinline__ void tessera_ep_cta_end(const TesseraEpArgs& a, const TesseraEpCta& cta,
                                                    int b, int tid, int nthreads) {
-  if (kTesseraEpRowSum) {
+  if (kTesseraEpRowSum && cta.row_sum) {
     for (int i = tid; i < cta.tile_rows; i += nthreads) {
       const int lrow = cta.tile_row0 + i;
       if (lrow < a.rows) atomicAdd(&a.bgrad_row[b * a.batch_bgrad_row + a.row0 + lrow], cta.row_sum[i]);
     }
   }
-  if (kTesseraEpColSum) {
+  if (kTesseraEpColSum && cta.col_sum) {
     for (int i = tid; i < cta.tile_cols; i += nthreads) {
       const int lcol = cta.tile_col0 + i;
       if (lcol < a.cols) atomicAdd(&a.bgrad_col[b * a.batch_bgrad_col + a.col0 + lcol], cta.col_sum[i]);
