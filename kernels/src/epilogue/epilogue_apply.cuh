@@ -3,7 +3,7 @@
 // Grid (ceil(cols / 64), ceil(rows / 32), batch), 128 threads.
 constexpr int kTesseraEpApplyRows = 32, kTesseraEpApplyCols = 64;
 
-extern "C" __global__ void __launch_bounds__(128) tessera_epilogue_apply(const TesseraEpArgs a,
+extern "C" __global__ void __launch_bounds__(128, 1) tessera_epilogue_apply(const TesseraEpArgs a,
                                                                          const float* acc,
                                                                          long long ld_acc,
                                                                          long long batch_acc) {
