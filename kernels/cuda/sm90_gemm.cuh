@@ -128,8 +128,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   const unsigned smem_a = base;
   const unsigned smem_b = smem_a + kStages * kStageBytesA;
   const unsigned bars = smem_b + kStages * kStageBytesB;
-  const unsigned scratch_base = bars + 16 * kStages;  // kConsumers x 64 x kEpiPitch floats
-  // full[s] at bars + 8 s, empty[s] at bars + 8 (kStages + s).
+  // full[s] at bars + 8 s, empty[s] at bars + 8 (kStages + s), the ping-pong turns at
+  // bars + 16 kStages + 8 w; then the epilogue scratch, kConsumers x 64 x kEpiPitch floats.
+  const unsigned turns = bars + 16 * kStages;
+  const unsigned scratch_base = turns + 16;
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -138,6 +140,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
       tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4);
     }
+    tessera_mbar_init(turns, 1);
+    tessera_mbar_init(turns + 8, 1);
     tessera_fence_barrier_init();
   }
   __syncthreads();
@@ -178,9 +182,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     float acc[kMHalves][kBN / 2];
     float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - raw)) + cw * 64 * kEpiPitch;
     const int step = kPingPong ? 2 : 1;
-    for (int n = kPingPong ? cw : 0;; n += step) {
+    int local = 0;  // tiles this warpgroup has started
+    for (int n = kPingPong ? cw : 0;; n += step, ++local) {
       const int tile = blockIdx.x + n * gridDim.x;
       if (tile >= total) break;
+      if (kPingPong && (cw == 1 || local > 0)) {
+        // A parity wait only tells the current phase from the one before. This warpgroup's
+        // first stage of this tile is k_tiles stages past the other's, possibly several phases
+        // ahead of a stage barrier; so wait until the other warpgroup has seen the last stage
+        // of its tile arrive: every stage barrier is then at most one phase behind ours.
+        tessera_mbar_wait(turns + 8 * cw, (unsigned)((cw == 1 ? local : local - 1) & 1));
+      }
       int b, tm, tn;
       tessera_sm90_tile(tile, p, b, tm, tn);
       // This tile's first k-tile is the (n k_tiles)-th the producer loaded.
@@ -190,6 +202,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       int prev = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         tessera_mbar_wait(bars + 8 * stage, phase);
+        if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
         const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
         const unsigned b_addr = smem_b + stage * kStageBytesB;
         tessera_wgmma_fence();
@@ -217,6 +230,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       }
       tessera_wgmma_wait<0>();
       if (lane == 0) tessera_mbar_arrive(bars + 8 * (kStages + prev));
+      // (Ping-pong: the other warpgroup's turn was passed on when the last stage arrived.)
 #pragma unroll
       for (int h = 0; h < kMHalves; ++h) {
 #pragma unroll

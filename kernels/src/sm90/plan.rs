@@ -98,8 +98,8 @@ pub struct Sm90Plan {
     pub acc: Layout,
     /// fp32 epilogue scratch: `consumers x 64 x EPI_PITCH` floats, bytes.
     pub epilogue_scratch_bytes: i64,
-    /// Dynamic shared memory: the stages, the barriers, the epilogue scratch, and 1024 bytes
-    /// of alignment slack.
+    /// Dynamic shared memory: the stages, the barriers (two per stage and two ping-pong turns),
+    /// the epilogue scratch, and 1024 bytes of alignment slack.
     pub smem_bytes: i64,
 }
 
@@ -188,7 +188,7 @@ impl Sm90Plan {
         let b = operand("B", bn, e)?;
         let stage = a.tma.bytes + b.tma.bytes;
         let budget = Arch::Sm90a.smem_per_block_optin();
-        let barriers = 64 * 16;
+        let barriers = 64 * 16 + 16;
         let epilogue_scratch_bytes = consumers * 64 * EPI_PITCH * 4;
         let fit = (budget - 1024 - barriers - epilogue_scratch_bytes) / stage;
         let stages = opts.stages.unwrap_or(fit.min(6));
@@ -220,7 +220,7 @@ impl Sm90Plan {
             b,
             acc: wgmma_acc_layout(bn)?,
             epilogue_scratch_bytes,
-            smem_bytes: stages * stage + 16 * stages + epilogue_scratch_bytes + 1024,
+            smem_bytes: stages * stage + 16 * stages + 16 + epilogue_scratch_bytes + 1024,
         })
     }
 
