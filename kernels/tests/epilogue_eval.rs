@@ -260,6 +260,21 @@ fn checker_refuses_bad_bindings() {
     let mut b = good.clone();
     b.m = 0;
     refuse(&b, "extent 0");
+    let mut b = good.clone();
+    b.residual = None;
+    b.aux_in = Some(MatSpec {
+        batch_stride: i64::MAX,
+        ..MatSpec::tight(64, 48, DType::Bf16)
+    });
+    let d = tessera_kernels::epilogue::Fusion::DGelu.tree();
+    let e = check(&d, &b, &caps).unwrap_err();
+    assert!(e.to_string().contains("overflows"), "{e}");
+    let mut b = good.clone();
+    b.bias_col = Some(VecSpec {
+        batch_stride: i64::MAX,
+        ..VecSpec::shared(48, DType::Bf16)
+    });
+    refuse(&b, "overflows");
 
     // Bit-masks: pitch in bits, a multiple of 128.
     let r = Fusion::ReluAuxBias.tree();

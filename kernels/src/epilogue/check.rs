@@ -280,6 +280,15 @@ fn check_mat(
             ));
         }
     }
+    let total = (b.batch - 1)
+        .checked_mul(s.batch_stride)
+        .and_then(|x| x.checked_add(rows_span.unwrap_or(i64::MAX)));
+    if total.is_none() {
+        return Err(EpilogueError::binding(
+            name,
+            "(batch - 1) * batch stride + (M - 1) * ld + N overflows",
+        ));
+    }
     let elem = if bits { 4 } else { s.dtype.bytes() };
     if s.align_bytes < 1 || s.align_bytes % elem != 0 {
         return Err(EpilogueError::Misaligned {
@@ -320,6 +329,16 @@ fn check_vec(name: &'static str, s: &VecSpec, len: i64, batch: i64, output: bool
                     "N"
                 }
             ),
+        ));
+    }
+    if (batch - 1)
+        .checked_mul(s.batch_stride)
+        .and_then(|x| x.checked_add(len))
+        .is_none()
+    {
+        return Err(EpilogueError::binding(
+            name,
+            "(batch - 1) * batch stride + length overflows",
         ));
     }
     if output && s.dtype != DType::F32 {

@@ -459,10 +459,10 @@ pub struct EpArgs {
 }
 
 impl EpArgs {
-    /// The pitches, strides, types and extents of `binding` for one launch over the whole
-    /// output (`row0 = col0 = 0`); device addresses are left 0 for the caller to fill.
+    /// The pitches, strides, types and extents of `binding` (for `tree`: its aux input is
+    /// `aux_in_bits` when the tree reads that) for one launch over the whole output (`row0 = col0 = 0`); device addresses are left 0 for the caller to fill.
     /// `d_pair` is set when D's pitch and batch stride are even and its base is 4-byte aligned.
-    pub fn from_binding(b: &super::check::Binding) -> EpArgs {
+    pub fn from_binding(tree: &EpilogueTree, b: &super::check::Binding) -> EpArgs {
         let mat = |s: &Option<super::check::MatSpec>| {
             s.map_or((0, 0, 0), |s| (s.ld, s.batch_stride, s.dtype.code()))
         };
@@ -471,10 +471,10 @@ impl EpArgs {
         };
         let (ldc, batch_c, dt_c) = mat(&b.c);
         let (ldr, batch_r, dt_r) = mat(&b.residual);
-        let aux_in = if b.aux_in.is_some() {
-            &b.aux_in
-        } else {
+        let aux_in = if tree.d.uses(Leaf::AuxInBits) {
             &b.aux_in_bits
+        } else {
+            &b.aux_in
         };
         let (ld_aux_in, batch_aux_in, dt_aux_in) = mat(aux_in);
         let (ldaux, batch_aux, _) = mat(&b.aux);

@@ -14,7 +14,7 @@ use crate::runtime::{compile, driver_err, Runtime};
 
 use super::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
 use super::cuda::{apply_kernel_source, EpArgs};
-use super::tree::EpilogueTree;
+use super::tree::{EpilogueTree, Leaf};
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field by `TesseraEpArgs` (checked by
 // the `epilogue_codegen` test and a size assert compiled with every epilogue).
@@ -46,6 +46,14 @@ pub struct EpBuffers<'a> {
 
 const OP: &str = "epilogue apply";
 
+/// `(batch - 1) * batch_stride + (rows - 1) * ld + inner`, or None on overflow.
+fn extent(batch: i64, batch_stride: i64, rows: i64, ld: i64, inner: i64) -> Option<i64> {
+    (batch - 1)
+        .checked_mul(batch_stride)?
+        .checked_add((rows - 1).checked_mul(ld)?)?
+        .checked_add(inner)
+}
+
 fn too_small(operand: &'static str, have: usize, need: i64) -> KernelError {
     KernelError::InvalidProblem {
         op: OP,
@@ -70,7 +78,12 @@ fn mat_ptr(
             None => Ok(0),
         };
     };
-    let last = (b.batch - 1) * spec.batch_stride + (b.m - 1) * spec.ld + b.n; // elements or bits
+    // Elements (or bits) up to the last one the kernel may touch.
+    let last = (b.batch - 1)
+        .checked_mul(spec.batch_stride)
+        .and_then(|x| x.checked_add((b.m - 1).checked_mul(spec.ld)?))
+        .and_then(|x| x.checked_add(b.n))
+        .ok_or_else(|| too_small(name, buf.len, i64::MAX))?;
     let (need, dtype) = if spec.bits {
         ((last + 31) / 32, DType::F32)
     } else {
@@ -104,7 +117,10 @@ fn vec_ptr(
             None => Ok(0),
         };
     };
-    let need = (batch - 1) * spec.batch_stride + spec.len;
+    let need = (batch - 1)
+        .checked_mul(spec.batch_stride)
+        .and_then(|x| x.checked_add(spec.len))
+        .ok_or_else(|| too_small(name, buf.len, i64::MAX))?;
     if buf.dtype != spec.dtype {
         return Err(KernelError::InvalidProblem {
             op: OP,
@@ -205,7 +221,7 @@ impl EpilogueApply {
                 ),
             });
         }
-        let mut args = EpArgs::from_binding(b);
+        let mut args = EpArgs::from_binding(&self.tree, b);
         args.row0 = rows.start as i32;
         args.col0 = cols.start as i32;
         args.rows = rm as i32;
@@ -219,10 +235,10 @@ impl EpilogueApply {
             0
         };
         args.residual = mat_ptr(rt, "residual", bufs.residual, &b.residual, b)?;
-        let aux_in = if b.aux_in.is_some() {
-            &b.aux_in
-        } else {
+        let aux_in = if self.tree.d.uses(Leaf::AuxInBits) {
             &b.aux_in_bits
+        } else {
+            &b.aux_in
         };
         args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, b)?;
         args.aux = mat_ptr(rt, "aux", bufs.aux, &b.aux, b)?;
@@ -312,13 +328,13 @@ impl OperandSum {
         } else {
             (p.k, outer)
         };
-        if ld < inner {
+        if ld < inner || batch_stride < 0 {
             return Err(KernelError::InvalidProblem {
                 op: "operand sum",
-                msg: format!("{name}: ld = {ld} is smaller than {inner}"),
+                msg: format!("{name}: ld = {ld} (at least {inner}), batch stride {batch_stride}"),
             });
         }
-        let need = (p.batch - 1) * batch_stride + (rows - 1) * ld + inner;
+        let need = extent(p.batch, batch_stride, rows, ld, inner).unwrap_or(i64::MAX);
         if operand.dtype != p.input || (operand.len as i64) < need {
             return Err(KernelError::InvalidProblem {
                 op: "operand sum",
@@ -328,7 +344,7 @@ impl OperandSum {
                 ),
             });
         }
-        let out_need = (p.batch - 1) * out_batch + outer;
+        let out_need = extent(p.batch, out_batch, 1, 0, outer).unwrap_or(i64::MAX);
         if out.dtype != DType::F32 || out_batch < 0 || (out.len as i64) < out_need {
             return Err(KernelError::InvalidProblem {
                 op: "operand sum",
@@ -513,7 +529,6 @@ impl TreeGemm {
         bufs: &EpBuffers<'_>,
     ) -> Result<()> {
         use crate::problem::Major;
-        use crate::reference::GemmStrides;
         const OP: &str = "tree gemm";
         let p = &self.plan.problem;
         p.validate()?;
@@ -551,8 +566,8 @@ impl TreeGemm {
             ("A", a, a_rows, a_inner, s.lda, s.batch_a),
             ("B", b, b_rows, b_inner, s.ldb, s.batch_b),
         ] {
-            let need = GemmStrides::extent(p.batch, bs, rows, ld, inner);
-            if ld < inner || buf.dtype != p.input || (buf.len as i64) < need {
+            let need = extent(p.batch, bs, rows, ld, inner).unwrap_or(i64::MAX);
+            if ld < inner || bs < 0 || buf.dtype != p.input || (buf.len as i64) < need {
                 return Err(KernelError::InvalidProblem {
                     op: OP,
                     msg: format!(
@@ -562,7 +577,7 @@ impl TreeGemm {
                 });
             }
         }
-        let mut args = EpArgs::from_binding(binding);
+        let mut args = EpArgs::from_binding(&self.tree, binding);
         args.d = mat_ptr(rt, "D", bufs.d, &Some(binding.d), binding)?;
         args.c = if binding.beta != 0.0 {
             mat_ptr(rt, "c", bufs.c, &binding.c, binding)?
@@ -570,10 +585,10 @@ impl TreeGemm {
             0
         };
         args.residual = mat_ptr(rt, "residual", bufs.residual, &binding.residual, binding)?;
-        let aux_in = if binding.aux_in.is_some() {
-            &binding.aux_in
-        } else {
+        let aux_in = if self.tree.d.uses(Leaf::AuxInBits) {
             &binding.aux_in_bits
+        } else {
+            &binding.aux_in
         };
         args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, binding)?;
         args.aux = mat_ptr(rt, "aux", bufs.aux, &binding.aux, binding)?;
