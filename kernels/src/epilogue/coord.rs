@@ -19,7 +19,7 @@ use std::ops::Range;
 
 use super::check::KernelCaps;
 use super::error::{EpilogueError, Result};
-use super::tree::{CmpOp, Coord, EpilogueTree, Expr, Kind, Leaf, Operand, UnaryOp};
+use super::tree::{CmpOp, Coord, EpilogueTree, Expr, Leaf, Operand, UnaryOp};
 
 /// A cut of the output: the predicate `coord < at` (every recognized comparison is one of
 /// these or its negation).
@@ -406,9 +406,4 @@ pub fn plan_coordinate_epilogue(
         choice,
         reason,
     })
-}
-
-/// Whether an expression is a coordinate-only predicate (as `select`'s first argument is).
-pub fn is_coordinate_predicate(e: &Expr) -> bool {
-    e.kind().is_ok_and(|k| k == Kind::Pred)
 }
