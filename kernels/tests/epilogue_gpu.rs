@@ -468,3 +468,165 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         }
     }
 }
+
+/// The named fusions' trees against cuBLASLt's epilogues of the same name: checks the
+/// column-major mapping (bias per output column, the mask's bit order, which operand BGRADA
+/// sums) on the device, independently of tessera's kernels.
+#[test]
+fn named_fusions_match_cublaslt() {
+    use tessera_kernels::epilogue::cublaslt::{lt_fused, LtBuffers, LtHandle};
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::GemmProblem;
+    let Some(rt) = runtime() else { return };
+    let h = LtHandle::new(&rt).unwrap();
+    let mut r = Rng::new(17);
+    let (m, n, k) = (96i64, 256i64, 64i64);
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let t = DType::Bf16;
+    let p = GemmProblem::new(m, n, k); // A row-major, B column-major, bf16
+    let s = GemmStrides::tight(&p);
+    let a = rounded(&mut r, mu * ku, t);
+    let b = rounded(&mut r, nu * ku, t);
+    let a_d = DeviceBuf::upload(&rt, t, &a).unwrap();
+    let b_d = DeviceBuf::upload(&rt, t, &b).unwrap();
+    let mut acc = vec![0f64; mu * nu];
+    let a64: Vec<f64> = a.iter().map(|&x| x as f64).collect();
+    let mut b_rows = vec![0f64; ku * nu]; // B as K x N row-major, for sum_k_b
+    for kk in 0..ku {
+        for j in 0..nu {
+            b_rows[kk * nu + j] = b[s.b_index(&p, 0, kk as i64, j as i64)] as f64;
+        }
+    }
+    for i in 0..mu {
+        for j in 0..nu {
+            acc[i * nu + j] = (0..ku)
+                .map(|kk| a64[i * ku + kk] * b_rows[kk * nu + j])
+                .sum();
+        }
+    }
+    let ld_bits = 256usize;
+    for f in Fusion::ALL {
+        let tree = f.tree();
+        let bias = rounded(&mut r, nu, t);
+        let pre = rounded(&mut r, mu * nu, t);
+        let bits: Vec<bool> = (0..mu * nu).map(|_| r.next_u64() & 1 == 1).collect();
+        let mut mask = vec![0u32; mu * ld_bits / 32];
+        for i in 0..mu {
+            for j in 0..nu {
+                if bits[i * nu + j] {
+                    mask[(i * ld_bits + j) / 32] |= 1 << ((i * ld_bits + j) % 32);
+                }
+            }
+        }
+        let reads_bits = matches!(f, Fusion::DRelu | Fusion::DReluBgrad);
+        let writes_bits = f == Fusion::ReluAuxBias;
+        let grad = matches!(
+            f,
+            Fusion::DReluBgrad | Fusion::DGeluBgrad | Fusion::BgradA | Fusion::BgradB
+        );
+        let d = DeviceBuf::poisoned(&rt, t, mu * nu).unwrap();
+        let bias_d = if grad {
+            DeviceBuf::poisoned(&rt, t, mu.max(nu)).unwrap()
+        } else {
+            DeviceBuf::upload(&rt, t, &bias).unwrap()
+        };
+        let aux_d = if reads_bits || writes_bits {
+            DeviceBuf::upload(
+                &rt,
+                DType::F32,
+                &mask
+                    .iter()
+                    .map(|&w| f32::from_bits(w))
+                    .collect::<Vec<f32>>(),
+            )
+            .unwrap()
+        } else if matches!(f, Fusion::DGelu | Fusion::DGeluBgrad) {
+            DeviceBuf::upload(&rt, t, &pre).unwrap()
+        } else {
+            DeviceBuf::poisoned(&rt, t, mu * nu).unwrap()
+        };
+        let bufs = LtBuffers {
+            a: &a_d,
+            b: &b_d,
+            d: &d,
+            bias: Some(&bias_d),
+            aux: Some(&aux_d),
+            aux_ld: if reads_bits || writes_bits {
+                ld_bits as i64
+            } else {
+                n
+            },
+        };
+        lt_fused(&rt, &h, f, &p, 1.0, &bufs).unwrap_or_else(|e| panic!("{}: {e}", f.name()));
+        rt.stream().synchronize().unwrap();
+
+        let (bias64, pre64): (Vec<f64>, Vec<f64>) = (
+            bias.iter().map(|&x| x as f64).collect(),
+            pre.iter().map(|&x| x as f64).collect(),
+        );
+        let mut inp = EvalInputs::new(mu, nu, 1, &acc);
+        inp.k = ku;
+        inp.a = Some(&a64);
+        inp.b = Some(&b_rows);
+        inp.bias_col = Some(&bias64);
+        inp.aux_in = Some(&pre64);
+        inp.aux_in_bits = Some(&bits);
+        let want = evaluate(&tree, &inp).unwrap();
+        let tol = |w: f64| 2.0 * t.unit_roundoff() * w.abs() + 2e-3 * (1.0 + w.abs());
+        for (i, (g, w)) in d.download(&rt).unwrap().iter().zip(&want.d).enumerate() {
+            assert!(
+                (g - w).abs() <= tol(*w),
+                "{}: D[{i}] = {g}, want {w}",
+                f.name()
+            );
+        }
+        if f == Fusion::GeluAuxBias {
+            for (i, (g, w)) in aux_d
+                .download(&rt)
+                .unwrap()
+                .iter()
+                .zip(want.aux.as_ref().unwrap())
+                .enumerate()
+            {
+                assert!(
+                    (g - w).abs() <= tol(*w),
+                    "{}: aux[{i}] = {g}, want {w}",
+                    f.name()
+                );
+            }
+        }
+        if writes_bits {
+            let pre_act = evaluate(&Fusion::Bias.tree(), &inp).unwrap().d;
+            let ws = words(&rt, &aux_d);
+            for i in 0..mu {
+                for j in 0..nu {
+                    let bit = i * ld_bits + j;
+                    if pre_act[i * nu + j].abs() > 1e-3 {
+                        assert_eq!(
+                            (ws[bit / 32] >> (bit % 32)) & 1 == 1,
+                            pre_act[i * nu + j] > 0.0,
+                            "{}: mask ({i}, {j})",
+                            f.name()
+                        );
+                    }
+                }
+            }
+        }
+        let vector = want
+            .bgrad_col
+            .as_ref()
+            .or(want.sum_k_a.as_ref())
+            .or(want.sum_k_b.as_ref());
+        if let Some(wv) = vector {
+            let got = bias_d.download(&rt).unwrap();
+            for (j, w) in wv.iter().enumerate() {
+                assert!(
+                    (got[j] - w).abs() <= 1e-2 * (1.0 + w.abs()),
+                    "{}: bias gradient[{j}] = {}, want {w}",
+                    f.name(),
+                    got[j]
+                );
+            }
+        }
+    }
+}

@@ -13,6 +13,7 @@
 //! - [`eval`] is the float64 CPU reference of a tree.
 //! - [`cuda`] generates the `__device__` epilogue function the GEMM kernels call.
 //! - [`coord`] plans coordinate-aware epilogues (one kernel, or one launch per region).
+//! - `cublaslt` (feature `cuda`) runs the named fusions through cuBLASLt, the GPU reference.
 //! - `launch` (feature `cuda`) runs a generated epilogue alone on the GPU, for its checks.
 //! - [`paddle`] is the `fused_gemm_epilogue` API with PaddlePaddle's semantics (CPU reference).
 //!
@@ -20,6 +21,8 @@
 
 pub mod check;
 pub mod coord;
+#[cfg(feature = "cuda")]
+pub mod cublaslt;
 pub mod cuda;
 pub mod error;
 pub mod eval;
