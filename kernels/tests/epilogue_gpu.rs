@@ -630,3 +630,86 @@ fn named_fusions_match_cublaslt() {
         }
     }
 }
+
+#[test]
+fn gemm_coordinate_strategies_match_the_evaluator() {
+    use tessera_kernels::epilogue::coord::split_regions;
+    use tessera_kernels::epilogue::cuda::gemm_has_tree_hook;
+    use tessera_kernels::epilogue::launch::TreeGemm;
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::{GemmPlan, GemmProblem};
+    if !gemm_has_tree_hook() {
+        eprintln!("SKIPPED: the sm80 template has no TESSERA_EPILOGUE_TREE hook yet");
+        return;
+    }
+    let Some(rt) = runtime() else { return };
+    let mut r = Rng::new(23);
+    let (m, n, k) = (300i64, 520i64, 64i64);
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let out = DType::F32;
+    let mut p = GemmProblem::new(m, n, k);
+    p.output = out;
+    let s = GemmStrides::tight(&p);
+    let a = rounded(&mut r, mu * ku, DType::Bf16);
+    let b = rounded(&mut r, ku * nu, DType::Bf16);
+    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
+    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    let mut acc = vec![0f64; mu * nu];
+    for i in 0..m {
+        for j in 0..n {
+            acc[(i * n + j) as usize] = (0..k)
+                .map(|kk| a[s.a_index(&p, 0, i, kk)] as f64 * b[s.b_index(&p, 0, kk, j)] as f64)
+                .sum();
+        }
+    }
+    // On the 128-row tile grid, and off it (rows and columns).
+    for text in [
+        "select(row < 128, sigmoid(acc), tanh(acc))",
+        "select(row < 100, sigmoid(acc), tanh(acc))",
+        "select(col >= 300, relu(acc), select(row > 250, silu(acc), -acc))",
+    ] {
+        let t = parse_epilogue(text).unwrap();
+        let bind = Binding::for_tree(&t, m, n, k, 1, out);
+        let one = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
+        let split = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
+        let plan = GemmPlan::new(&p, rt.arch()).unwrap();
+        let bufs = |d| EpBuffers {
+            d: Some(d),
+            ..EpBuffers::default()
+        };
+        TreeGemm::new(&rt, &plan, &t)
+            .unwrap()
+            .launch(&rt, &a_d, &b_d, &s, &bind, &bufs(&one))
+            .unwrap();
+        for reg in split_regions(&t, m, n, 1).unwrap().regions {
+            let mut rp = p;
+            rp.m = reg.rows.end - reg.rows.start;
+            rp.n = reg.cols.end - reg.cols.start;
+            let rplan = GemmPlan::new(&rp, rt.arch()).unwrap();
+            let rbind = Binding::for_tree(&reg.tree, m, n, k, 1, out);
+            TreeGemm::new(&rt, &rplan, &reg.tree)
+                .unwrap()
+                .launch_region(
+                    &rt,
+                    &a_d,
+                    &b_d,
+                    &s,
+                    &rbind,
+                    &bufs(&split),
+                    reg.rows.clone(),
+                    reg.cols.clone(),
+                )
+                .unwrap_or_else(|e| panic!("{text} region {:?} x {:?}: {e}", reg.rows, reg.cols));
+        }
+        rt.stream().synchronize().unwrap();
+        let want = evaluate(&t, &EvalInputs::new(mu, nu, 1, &acc)).unwrap().d;
+        for (name, buf) in [("one kernel", &one), ("per region", &split)] {
+            for (i, (g, w)) in buf.download(&rt).unwrap().iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "{text} {name}: D[{i}] = {g}, want {w}"
+                );
+            }
+        }
+    }
+}

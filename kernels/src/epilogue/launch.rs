@@ -528,17 +528,46 @@ impl TreeGemm {
         binding: &Binding,
         bufs: &EpBuffers<'_>,
     ) -> Result<()> {
+        self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
+    }
+
+    /// One launch of a region plan ([`super::coord::split_regions`]): the GEMM of rows `rows`
+    /// of A and columns `cols` of B (the plan's problem must be that `rows x cols x K`
+    /// product), with the epilogue writing the same rectangle of the full output `binding`
+    /// describes (the epilogue sees full-output coordinates).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_region(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        strides: &crate::reference::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers<'_>,
+        rows: std::ops::Range<i64>,
+        cols: std::ops::Range<i64>,
+    ) -> Result<()> {
         use crate::problem::Major;
         const OP: &str = "tree gemm";
         let p = &self.plan.problem;
         p.validate()?;
         check(&self.tree, binding, &KernelCaps::GENERATED)?;
-        if (binding.m, binding.n, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch) {
+        if rows.start < 0 || cols.start < 0 || rows.end > binding.m || cols.end > binding.n {
             return Err(KernelError::InvalidProblem {
                 op: OP,
                 msg: format!(
-                    "binding {} x {} x {} batch {} differs from the plan's {} x {} x {} batch {}",
-                    binding.m, binding.n, binding.k, binding.batch, p.m, p.n, p.k, p.batch
+                    "region rows {rows:?} x cols {cols:?} is outside {} x {}",
+                    binding.m, binding.n
+                ),
+            });
+        }
+        let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
+        if (rm, rn, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch) {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "region {rm} x {rn} x {} batch {} differs from the plan's {} x {} x {} batch {}",
+                    binding.k, binding.batch, p.m, p.n, p.k, p.batch
                 ),
             });
         }
@@ -552,15 +581,17 @@ impl TreeGemm {
             });
         }
         let s = strides;
+        // A and B must cover the full product; the region's operands start inside them.
+        let (fm, fn_) = (binding.m, binding.n);
         let (a_rows, a_inner) = if p.a_major == Major::Row {
-            (p.m, p.k)
+            (fm, p.k)
         } else {
-            (p.k, p.m)
+            (p.k, fm)
         };
         let (b_rows, b_inner) = if p.b_major == Major::Row {
-            (p.k, p.n)
+            (p.k, fn_)
         } else {
-            (p.n, p.k)
+            (fn_, p.k)
         };
         for (name, buf, rows, inner, ld, bs) in [
             ("A", a, a_rows, a_inner, s.lda, s.batch_a),
@@ -578,6 +609,11 @@ impl TreeGemm {
             }
         }
         let mut args = EpArgs::from_binding(&self.tree, binding);
+        args.row0 = rows.start as i32;
+        args.col0 = cols.start as i32;
+        args.rows = rm as i32;
+        args.cols = rn as i32;
+        args.d_pair &= i32::from(cols.start % 2 == 0);
         args.d = mat_ptr(rt, "D", bufs.d, &Some(binding.d), binding)?;
         args.c = if binding.beta != 0.0 {
             mat_ptr(rt, "c", bufs.c, &binding.c, binding)?
@@ -628,10 +664,26 @@ impl TreeGemm {
         let vec_ok = |ptr: u64, inner: i64, ld: i64, bs: i64| {
             ptr % 16 == 0 && inner % per == 0 && ld % per == 0 && (p.batch == 1 || bs % per == 0)
         };
+        let eb = p.input.bytes() as u64;
+        let a_off = if p.a_major == Major::Row {
+            rows.start * s.lda
+        } else {
+            rows.start
+        };
+        let b_off = if p.b_major == Major::Col {
+            cols.start * s.ldb
+        } else {
+            cols.start
+        };
+        let (a_ptr, b_ptr) = (a.ptr(rt) + a_off as u64 * eb, b.ptr(rt) + b_off as u64 * eb);
+        let (a_inner, b_inner) = (
+            if p.a_major == Major::Row { p.k } else { p.m },
+            if p.b_major == Major::Row { p.n } else { p.k },
+        );
         let (tiles_m, tiles_n) = self.plan.grid_tiles();
         let params = TreeGemmParams {
-            a: a.ptr(rt),
-            b: b.ptr(rt),
+            a: a_ptr,
+            b: b_ptr,
             // The template still forms its flag-path pointers from these; keep them valid.
             d: args.d,
             ldd: args.ldd,
@@ -646,8 +698,8 @@ impl TreeGemm {
             tiles_m: tiles_m as i32,
             tiles_n: tiles_n as i32,
             out_dtype: p.output.code(),
-            flags: i32::from(vec_ok(a.ptr(rt), a_inner, s.lda, s.batch_a))
-                | (2 * i32::from(vec_ok(b.ptr(rt), b_inner, s.ldb, s.batch_b))),
+            flags: i32::from(vec_ok(a_ptr, a_inner, s.lda, s.batch_a))
+                | (2 * i32::from(vec_ok(b_ptr, b_inner, s.ldb, s.batch_b))),
             ..TreeGemmParams::default()
         };
         let grid_x = tiles_m * tiles_n;
