@@ -75,7 +75,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     );
     let _ = writeln!(
         s,
-        "constexpr int kAccRegs = {}; // fp32 accumulators per consumer thread",
+        "constexpr int kAccRegs = {}; // fp32 accumulators per consumer thread and m64 half",
         bn / 2
     );
     let e = plan.problem.epilogue;
