@@ -713,3 +713,29 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
         }
     }
 }
+
+#[test]
+fn the_epilogue_benchmark_runs() {
+    use tessera_kernels::epilogue::bench::{bench_coordinate, bench_fusions};
+    use tessera_kernels::epilogue::cuda::gemm_has_tree_hook;
+    if !gemm_has_tree_hook() {
+        eprintln!("SKIPPED: the sm80 template has no TESSERA_EPILOGUE_TREE hook yet");
+        return;
+    }
+    let Some(rt) = runtime() else { return };
+    let rows = bench_fusions(&rt, &[(256, 512, 128)], &Fusion::ALL, 1, 2).unwrap();
+    assert_eq!(rows.len(), 9, "every fusion without operand sums");
+    for r in &rows {
+        assert!(
+            r.ours_ms > 0.0 && r.plain_ms > 0.0 && r.other_ms > 0.0,
+            "{r:?}"
+        );
+        eprintln!(
+            "{:14} ours {:.4} ms, plain {:.4} ms, cuBLASLt {:.4} ms",
+            r.name, r.ours_ms, r.plain_ms, r.other_ms
+        );
+    }
+    let t = parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc))").unwrap();
+    let r = bench_coordinate(&rt, (256, 512, 128), &t, 1, 2).unwrap();
+    assert!(r.ours_ms > 0.0 && r.other_ms > 0.0, "{r:?}");
+}

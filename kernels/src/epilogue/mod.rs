@@ -13,12 +13,15 @@
 //! - [`eval`] is the float64 CPU reference of a tree.
 //! - [`cuda`] generates the `__device__` epilogue function the GEMM kernels call.
 //! - [`coord`] plans coordinate-aware epilogues (one kernel, or one launch per region).
+//! - `bench` (feature `cuda`) times tree epilogues against the plain GEMM and cuBLASLt.
 //! - `cublaslt` (feature `cuda`) runs the named fusions through cuBLASLt, the GPU reference.
 //! - `launch` (feature `cuda`) runs a generated epilogue alone on the GPU, for its checks.
 //! - [`paddle`] is the `fused_gemm_epilogue` API with PaddlePaddle's semantics (CPU reference).
 //!
 //! The [`tutorial`] chapter walks through all of it.
 
+#[cfg(feature = "cuda")]
+pub mod bench;
 pub mod check;
 pub mod coord;
 #[cfg(feature = "cuda")]
