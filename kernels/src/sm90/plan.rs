@@ -334,3 +334,35 @@ impl fmt::Display for Sm90Plan {
         Ok(())
     }
 }
+
+/// The GEMM path a problem takes on a target.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GemmPath {
+    /// The sm_90a path (TMA + wgmma).
+    Hopper(Sm90Plan),
+    /// The sm80-class path (cp.async + mma.sync), boxed: its plan is the larger value.
+    Sm80(Box<crate::plan::GemmPlan>),
+}
+
+/// Plans `problem` for `arch`: the Hopper path on sm_90a when it supports the problem and
+/// tightly packed K-major operands meet TMA's 16-byte row pitch (`K * 2` bytes), else the
+/// sm80-class path.
+///
+/// With padded strides the launch checks TMA's alignment again
+/// ([`KernelError::Misaligned`]); a caller can then plan the sm80-class path instead.
+///
+/// ```
+/// use tessera_kernels::sm90::{choose_path, GemmPath};
+/// use tessera_kernels::{Arch, GemmProblem};
+/// assert!(matches!(choose_path(&GemmProblem::new(4096, 4096, 4096), Arch::Sm90a), Ok(GemmPath::Hopper(_))));
+/// assert!(matches!(choose_path(&GemmProblem::new(4096, 4096, 4096), Arch::Sm80), Ok(GemmPath::Sm80(_))));
+/// // K = 61: rows of 122 bytes, which TMA cannot address.
+/// assert!(matches!(choose_path(&GemmProblem::new(64, 64, 61), Arch::Sm90a), Ok(GemmPath::Sm80(_))));
+/// ```
+pub fn choose_path(problem: &GemmProblem, arch: Arch) -> Result<GemmPath> {
+    if Sm90Plan::supports(problem, arch) && (problem.k * problem.input.bytes()) % 16 == 0 {
+        Sm90Plan::new(problem).map(GemmPath::Hopper)
+    } else {
+        crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
+    }
+}
