@@ -339,8 +339,8 @@ impl fmt::Display for Sm90Plan {
 #[derive(Clone, Debug, PartialEq)]
 pub enum GemmPath {
     /// The sm_90a path (TMA + wgmma).
-    Hopper(Sm90Plan),
-    /// The sm80-class path (cp.async + mma.sync), boxed: its plan is the larger value.
+    Hopper(Box<Sm90Plan>),
+    /// The sm80-class path (cp.async + mma.sync).
     Sm80(Box<crate::plan::GemmPlan>),
 }
 
@@ -361,7 +361,7 @@ pub enum GemmPath {
 /// ```
 pub fn choose_path(problem: &GemmProblem, arch: Arch) -> Result<GemmPath> {
     if Sm90Plan::supports(problem, arch) && (problem.k * problem.input.bytes()) % 16 == 0 {
-        Sm90Plan::new(problem).map(GemmPath::Hopper)
+        Sm90Plan::new(problem).map(|p| GemmPath::Hopper(Box::new(p)))
     } else {
         crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
     }
