@@ -234,3 +234,82 @@ fn extents_out_of_range_are_errors() {
     // `row <= i64::MAX` has no representable cut: not a half-plane the split can use.
     assert!(split_regions(&edge, 10, 10, 1).is_err());
 }
+
+/// A random tree of nested selects on random half-planes, with distinct leaves.
+fn random_select(r: &mut Rng, depth: u32) -> Expr {
+    use tessera_kernels::epilogue::build::*;
+    if depth == 0 || r.next_u64() % 4 == 0 {
+        return match r.next_u64() % 4 {
+            0 => acc(),
+            1 => acc().sigmoid(),
+            2 => acc() * num((r.next_u64() % 7) as f64),
+            _ => acc().tanh() + bias_col(),
+        };
+    }
+    let coord = [row(), col(), batch()][(r.next_u64() % 3) as usize].clone();
+    let v = int((r.next_u64() % 70) as i64 - 5);
+    let p = match r.next_u64() % 8 {
+        0 => coord.lt(v),
+        1 => coord.le(v),
+        2 => coord.gt(v),
+        3 => coord.ge(v),
+        4 => v.lt(coord),
+        5 => v.le(coord),
+        6 => v.gt(coord),
+        _ => v.ge(coord),
+    };
+    select(p, random_select(r, depth - 1), random_select(r, depth - 1))
+}
+
+#[test]
+fn random_select_trees_split_exactly() {
+    let mut r = Rng::new(99);
+    for _ in 0..300 {
+        let (m, n, nb) = (
+            1 + (r.next_u64() % 50) as usize,
+            1 + (r.next_u64() % 50) as usize,
+            1 + (r.next_u64() % 3) as usize,
+        );
+        let t = EpilogueTree::new(random_select(&mut r, 3));
+        let acc: Vec<f64> = (0..m * n * nb)
+            .map(|_| r.uniform(-2.0, 2.0) as f64)
+            .collect();
+        let bias: Vec<f64> = (0..n).map(|_| r.uniform(-1.0, 1.0) as f64).collect();
+        let mut inp = EvalInputs::new(m, n, nb, &acc);
+        inp.bias_col = Some(&bias);
+        let want = evaluate(&t, &inp).unwrap().d;
+        let plan = split_regions(&t, m as i64, n as i64, nb as i64).unwrap();
+        let mut got = vec![f64::NAN; m * n * nb];
+        let mut count = vec![0u8; m * n * nb];
+        for reg in &plan.regions {
+            assert!(!has_select(&reg.tree.d));
+            let o = evaluate_region(
+                &reg.tree,
+                &inp,
+                reg.rows.start as usize..reg.rows.end as usize,
+                reg.cols.start as usize..reg.cols.end as usize,
+            )
+            .unwrap();
+            for b in reg.batches.clone() {
+                for i in reg.rows.clone() {
+                    for j in reg.cols.clone() {
+                        let at = (b as usize * m + i as usize) * n + j as usize;
+                        got[at] = o.d[at];
+                        count[at] += 1;
+                    }
+                }
+            }
+        }
+        assert!(count.iter().all(|&c| c == 1), "{t}: {m} x {n} x {nb}");
+        assert_eq!(got, want, "{t}: {m} x {n} x {nb}");
+        // The tile analysis agrees with brute force on the same trees.
+        if nb == 1 {
+            let a = analyze(&t, m as i64, n as i64, (8, 16)).unwrap();
+            assert_eq!(
+                a.divergent_tiles,
+                brute_force_divergent(&t, m as i64, n as i64, (8, 16)),
+                "{t}"
+            );
+        }
+    }
+}
