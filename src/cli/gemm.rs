@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use tessera_kernels::codegen::cuda_source;
+use tessera_kernels::sm90::{choose_path, GemmPath, Sm90Options, Sm90Plan};
 use tessera_kernels::{Arch, DType, Epilogue, GemmPlan, GemmProblem, Major, PlanOptions};
 
 /// The problem, as given on the command line.
@@ -41,6 +42,78 @@ pub struct ProblemArgs {
     /// Force the pipeline depth.
     #[arg(long)]
     pub stages: Option<i64>,
+    /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
+    /// problem, else the sm80-class path), `sm80` or `sm90`.
+    #[arg(long, default_value = "auto")]
+    pub path: String,
+}
+
+/// The kernel path asked for on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PathChoice {
+    Auto,
+    Sm80,
+    Sm90,
+}
+
+fn path_choice(s: &str) -> Result<PathChoice, String> {
+    match s {
+        "auto" => Ok(PathChoice::Auto),
+        "sm80" => Ok(PathChoice::Sm80),
+        "sm90" | "sm90a" => Ok(PathChoice::Sm90),
+        _ => Err(format!("--path `{s}`: expected auto, sm80 or sm90")),
+    }
+}
+
+/// Hopper planning options from `--tile BMxBN[xBK]` and `--stages` (BK is fixed at 64 there).
+fn sm90_options(tile: &Option<String>, stages: Option<i64>) -> Result<Sm90Options, String> {
+    let tile = match tile {
+        None => None,
+        Some(t) => {
+            let v: Vec<i64> = t
+                .split('x')
+                .map(|x| x.trim().parse::<i64>().map_err(|e| format!("`{t}`: {e}")))
+                .collect::<Result<_, _>>()?;
+            match v[..] {
+                [bm, bn] | [bm, bn, 64] => Some((bm, bn)),
+                _ => return Err(format!("`{t}`: the Hopper tile is BMxBN (BK is 64)")),
+            }
+        }
+    };
+    Ok(Sm90Options {
+        tile,
+        stages,
+        ..Sm90Options::default()
+    })
+}
+
+/// A plan of either path.
+enum AnyPlan {
+    Sm80(GemmPlan),
+    Sm90(Sm90Plan),
+}
+
+fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, String> {
+    let choice = path_choice(&a.path)?;
+    let hopper = match choice {
+        PathChoice::Sm80 => false,
+        PathChoice::Sm90 => true,
+        PathChoice::Auto => matches!(choose_path(p, arch), Ok(GemmPath::Hopper(_))),
+    };
+    if hopper {
+        if !Sm90Plan::supports(p, arch) {
+            return Err(format!(
+                "the Hopper path does not support this problem on {arch} (it needs sm_90a, K-major bf16/fp16 operands and a row-major D)"
+            ));
+        }
+        Sm90Plan::with_options(p, sm90_options(&a.tile, a.stages)?)
+            .map(AnyPlan::Sm90)
+            .map_err(|e| e.to_string())
+    } else {
+        GemmPlan::with_options(p, arch, plan_options(&a.tile, a.stages)?)
+            .map(AnyPlan::Sm80)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// `tessera plan ...`
@@ -104,6 +177,9 @@ pub enum BenchCommand {
         /// Force the pipeline depth of our kernel.
         #[arg(long)]
         stages: Option<i64>,
+        /// Kernel path: `auto` (Hopper on sm_90a), `sm80` or `sm90`.
+        #[arg(long, default_value = "auto")]
+        path: String,
     },
 }
 
@@ -165,22 +241,22 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(e),
     };
-    let opts = match plan_options(&pa.tile, pa.stages) {
-        Ok(o) => o,
-        Err(e) => return fail(e),
-    };
-    let plan = match GemmPlan::with_options(&p, arch, opts) {
-        Ok(pl) => pl,
+    let (text, source) = match any_plan(&pa, &p, arch) {
+        Ok(AnyPlan::Sm80(plan)) => (plan.to_string(), cuda_source(&plan)),
+        Ok(AnyPlan::Sm90(plan)) => (
+            plan.to_string(),
+            tessera_kernels::sm90::codegen::cuda_source(&plan),
+        ),
         Err(e) => return fail(e),
     };
     if emit_cuda_only {
-        print!("{}", cuda_source(&plan));
+        print!("{source}");
         return ExitCode::SUCCESS;
     }
-    print!("{plan}");
+    print!("{text}");
     if emit_cuda {
         println!();
-        print!("{}", cuda_source(&plan));
+        print!("{source}");
     }
     ExitCode::SUCCESS
 }
@@ -202,11 +278,7 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
-    let opts = match plan_options(&pa.tile, pa.stages) {
-        Ok(o) => o,
-        Err(e) => return fail(e),
-    };
-    let plan = match GemmPlan::with_options(&p, rt.arch(), opts) {
+    let plan = match any_plan(&pa, &p, rt.arch()) {
         Ok(pl) => pl,
         Err(e) => return fail(e),
     };
@@ -216,9 +288,20 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         rt.arch(),
         rt.nvrtc()
     );
-    print!("{plan}");
     let seed = seed.unwrap_or_else(Rng::fresh_seed);
-    match check_plan(&rt, &plan, GemmStrides::tight(&p), seed) {
+    let report = match plan {
+        AnyPlan::Sm80(plan) => {
+            print!("{plan}");
+            check_plan(&rt, &plan, GemmStrides::tight(&p), seed)
+        }
+        AnyPlan::Sm90(plan) => {
+            print!("{plan}");
+            tessera_kernels::sm90::launch::Sm90Kernel::new(&rt, &plan).and_then(|k| {
+                tessera_kernels::sm90::verify::check_sm90(&rt, &k, GemmStrides::tight(&p), seed)
+            })
+        }
+    };
+    match report {
         Ok(r) => {
             println!("{r}");
             if r.passed() {
@@ -251,7 +334,12 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         rounds,
         tile,
         stages,
+        path,
     } = cmd;
+    let choice = match path_choice(&path) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
     let shapes = match shapes {
         Some(s) => match s
             .split(',')
@@ -331,7 +419,23 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             r.ours_range.1
         )
     };
-    let rows = match run_bench(&rt, &cfg, |r| println!("{}", line(r))) {
+    let hopper = match choice {
+        PathChoice::Sm80 => false,
+        PathChoice::Sm90 => true,
+        PathChoice::Auto => rt.arch() == Arch::Sm90a,
+    };
+    let result = if hopper {
+        let opts = match sm90_options(&tile, stages) {
+            Ok(o) => o,
+            Err(e) => return fail(e),
+        };
+        println!("kernel path: sm_90a (TMA + wgmma)");
+        tessera_kernels::sm90::bench::run_bench_sm90(&rt, &cfg, opts, |r| println!("{}", line(r)))
+    } else {
+        println!("kernel path: sm80-class (cp.async + mma.sync)");
+        run_bench(&rt, &cfg, |r| println!("{}", line(r)))
+    };
+    let rows = match result {
         Ok(rows) => rows,
         Err(e) => return fail(e),
     };
