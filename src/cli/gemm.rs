@@ -89,8 +89,8 @@ fn sm90_options(tile: &Option<String>, stages: Option<i64>) -> Result<Sm90Option
 
 /// A plan of either path.
 enum AnyPlan {
-    Sm80(GemmPlan),
-    Sm90(Sm90Plan),
+    Sm80(Box<GemmPlan>),
+    Sm90(Box<Sm90Plan>),
 }
 
 fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, String> {
@@ -107,11 +107,11 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, Str
             ));
         }
         Sm90Plan::with_options(p, sm90_options(&a.tile, a.stages)?)
-            .map(AnyPlan::Sm90)
+            .map(|p| AnyPlan::Sm90(Box::new(p)))
             .map_err(|e| e.to_string())
     } else {
         GemmPlan::with_options(p, arch, plan_options(&a.tile, a.stages)?)
-            .map(AnyPlan::Sm80)
+            .map(|p| AnyPlan::Sm80(Box::new(p)))
             .map_err(|e| e.to_string())
     }
 }
