@@ -21,6 +21,6 @@ done > "$OUT/run.log" 2>&1
 timeout 240 ./tessera bench gemm --path sm90 --json "$OUT/bench_sm90.json" > "$OUT/bench_sm90.log" 2>&1
 timeout 120 ./tessera bench gemm --path sm80 --quick --json "$OUT/bench_sm80.json" > "$OUT/bench_sm80.log" 2>&1
 cat "$OUT/tests_summary.txt"; echo "test binaries failing: $fails"
-grep -E "passed|FAILED|error" "$OUT/run.log"
+grep -vE "^  " "$OUT/run.log" | tail -8
 echo "== sm90 (Hopper) vs vendor"; grep -vE "^summary" "$OUT/bench_sm90.log" | head -40
 echo "== sm80-class vs vendor"; tail -4 "$OUT/bench_sm80.log"
