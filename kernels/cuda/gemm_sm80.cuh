@@ -289,6 +289,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
   char* D = static_cast<char*>(p.d) + batch * p.batch_d * tessera_dtype_bytes(p.out_dtype);
   const char* bias = p.bias ? static_cast<const char*>(p.bias) + batch * p.batch_bias * tessera_dtype_bytes(p.out_dtype) : nullptr;
   char* aux = p.aux ? static_cast<char*>(p.aux) + batch * p.batch_aux * tessera_dtype_bytes(p.out_dtype) : nullptr;
+#ifdef TESSERA_EPILOGUE_TREE
+  // The tree epilogue (epilogue::cuda::gemm_tree_source): per-CTA reduction sums after the
+  // warps' scratch when the pipeline's shared memory has room (else global atomics).
+  TesseraEpCta ep_cta{};
+  {
+    constexpr int kScratchFloats = kThreads / 32 * 16 * kScratchLd;
+    constexpr bool kFits = (kScratchFloats + tessera_ep_smem_floats(kBM, kBN)) * 4 <=
+                           kStages * (kSmemAElems + kSmemBElems) * 2;
+    float* ep_smem = kFits ? reinterpret_cast<float*>(tessera_smem) + kScratchFloats : nullptr;
+    tessera_ep_cta_begin(ep_cta, ep_smem, m0, n0, kBM, kBN, tid, kThreads);
+  }
+  __syncthreads();
+#endif
 #pragma unroll
   for (int i = 0; i < kMmaM; ++i) {
 #pragma unroll
@@ -317,11 +330,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
         const int row = row0 + rr;
         if (row < p.m) {
           const float rb = p.bias_mode == 1 ? tessera_load(bias, row, p.out_dtype) : 0.0f;
+#ifdef TESSERA_EPILOGUE_TREE
+          tessera_ep_pair(tessera_ep_args, ep_cta, static_cast<int>(batch), row, col,
+                          scratch[rr * kScratchLd + 2 * lane], scratch[rr * kScratchLd + 2 * lane + 1]);
+#else
           tessera_epilogue_pair(p, C, D, aux, row, col, scratch[rr * kScratchLd + 2 * lane],
                                 scratch[rr * kScratchLd + 2 * lane + 1], cb0 + rb, cb1 + rb);
+#endif
         }
       }
     }
     __syncwarp();
   }
+#ifdef TESSERA_EPILOGUE_TREE
+  __syncthreads();
+  tessera_ep_cta_end(tessera_ep_args, ep_cta, static_cast<int>(batch), tid, kThreads);
+#endif
 }
