@@ -99,7 +99,10 @@ fn the_gemm_with_a_tree_epilogue_compiles_without_spills() {
         return;
     }
     // Without the hook the define would change nothing and this test would prove little.
-    assert!(gemm_has_tree_hook(), "the sm80 template lost its TESSERA_EPILOGUE_TREE hook");
+    assert!(
+        gemm_has_tree_hook(),
+        "the sm80 template lost its TESSERA_EPILOGUE_TREE hook"
+    );
     let trees = [
         Fusion::ReluAuxBias.tree(),
         Fusion::DGeluBgrad.tree(),
