@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release test binaries and the tessera tool with the `cuda` feature and copies
-# them, with gpu-visit.sh, into .gpu/ (git-ignored) for one visit to the GPU host, where
+# them (the test binaries that need a GPU or NVRTC; the rest run here), with gpu-visit.sh, into .gpu/ (git-ignored) for one visit to the GPU host, where
 # `bash .gpu/gpu-visit.sh` runs everything. See ../shared/GPU.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,9 @@ cargo test --release --workspace --features cuda --no-run --message-format=json 
 import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+    name = m.get("target", {}).get("name", "")
+    gpu = name.startswith(("gpu_", "sm90_gpu", "epilogue_gpu")) or name.endswith("nvrtc") or "nvrtc_" in name
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"] and gpu:
         shutil.copy(m["executable"], ".gpu/tests/" + m["target"]["name"])
 '
 cp target/release/tessera tools/gpu-visit.sh .gpu/
