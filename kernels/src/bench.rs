@@ -117,22 +117,23 @@ enum Who {
     Vendor(usize),
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
 
-fn blas_err<E: std::fmt::Debug>(op: &'static str) -> impl FnOnce(E) -> KernelError {
+pub(crate) fn blas_err<E: std::fmt::Debug>(op: &'static str) -> impl FnOnce(E) -> KernelError {
     move |e| KernelError::Blas {
         op,
         msg: format!("{e:?}"),
     }
 }
 
-struct Bufs {
-    x: DeviceBuf,
-    w: DeviceBuf,
-    bias: DeviceBuf,
+/// The operands of a benchmark run, sized for its largest shape.
+pub(crate) struct Bufs {
+    pub(crate) x: DeviceBuf,
+    pub(crate) w: DeviceBuf,
+    pub(crate) bias: DeviceBuf,
 }
 
 /// Runs the benchmark, calling `progress` after each row.
@@ -256,7 +257,7 @@ pub fn run_bench(
     Ok(rows)
 }
 
-fn vendor_name(e: &Epilogue) -> &'static str {
+pub(crate) fn vendor_name(e: &Epilogue) -> &'static str {
     match (e.bias, e.act) {
         (BiasMode::None, _) => "cublasGemmEx",
         (_, Activation::Relu) => "cublasLt RELU_BIAS",
@@ -265,7 +266,9 @@ fn vendor_name(e: &Epilogue) -> &'static str {
     }
 }
 
-fn vendor_launch(
+/// The vendor library on the same nn.Linear problem: cuBLAS for the plain GEMM, cuBLASLt
+/// with the matching epilogue otherwise.
+pub(crate) fn vendor_launch(
     blas: &CudaBlas,
     lt: &CudaBlasLT,
     e: &Epilogue,
@@ -339,7 +342,11 @@ fn vendor_launch(
 }
 
 /// Milliseconds for `inner` calls of `f` between two events on the stream.
-fn time_batch(rt: &Runtime, inner: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+pub(crate) fn time_batch(
+    rt: &Runtime,
+    inner: usize,
+    mut f: impl FnMut(usize) -> Result<()>,
+) -> Result<f64> {
     let ctx = rt.context();
     let e0 = ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
@@ -362,7 +369,13 @@ fn time_batch(rt: &Runtime, inner: usize, mut f: impl FnMut(usize) -> Result<()>
 
 /// Relative Frobenius difference of two row-major M x N results over rows at the start,
 /// middle and end.
-fn sampled_rel_diff(rt: &Runtime, a: &DeviceBuf, b: &DeviceBuf, m: i64, n: i64) -> Result<f64> {
+pub(crate) fn sampled_rel_diff(
+    rt: &Runtime,
+    a: &DeviceBuf,
+    b: &DeviceBuf,
+    m: i64,
+    n: i64,
+) -> Result<f64> {
     let rows = 16.min(m);
     let (mut num, mut den) = (0f64, 0f64);
     for start in [0, (m - rows) / 2, m - rows] {

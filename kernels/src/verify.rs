@@ -205,14 +205,32 @@ pub fn check_kernel(
     s: GemmStrides,
     seed: u64,
 ) -> Result<CheckReport> {
-    let p = kernel.plan().problem;
+    let plan = kernel.plan();
+    check_launch(rt, &plan.problem, plan.kernel_name(), s, seed, |args| {
+        kernel.launch(rt, args)
+    })
+}
+
+/// The harness behind every GEMM path: uploads fresh random data (seed `seed`) with strides
+/// `s` and NaN-poisoned outputs, calls `launch` once, and checks D (and aux) against the
+/// float64 reference on every row up to `2^30` multiply-adds, else on the first, last and 30
+/// random rows; also checks that nothing outside the matrices was written.
+pub fn check_launch(
+    rt: &Runtime,
+    problem: &GemmProblem,
+    kernel_name: String,
+    s: GemmStrides,
+    seed: u64,
+    launch: impl FnOnce(&GemmArgs<'_>) -> Result<AccessPaths>,
+) -> Result<CheckReport> {
+    let p = *problem;
     let mut rng = Rng::new(seed);
     let host = random_host(&p, &s, &mut rng);
     let dev = DeviceGemm::upload(rt, &p, &s, &host)?;
-    let paths = kernel.launch(rt, &dev.args(s))?;
+    let paths = launch(&dev.args(s))?;
     rt.stream()
         .synchronize()
-        .map_err(driver_err("cuStreamSynchronize after tessera_gemm"))?;
+        .map_err(driver_err("cuStreamSynchronize after the GEMM under check"))?;
     let d = dev.d.download(rt)?;
     let aux = dev.aux.as_ref().map(|a| a.download(rt)).transpose()?;
     let rows: Vec<i64> = if (p.m * p.n * p.k * p.batch) as f64 <= 2f64.powi(30) {
@@ -238,7 +256,7 @@ pub fn check_kernel(
     };
     Ok(CheckReport {
         problem: p,
-        kernel: kernel.plan().kernel_name(),
+        kernel: kernel_name,
         seed,
         paths,
         rows_checked: rows.len(),
