@@ -332,3 +332,60 @@ fn checker_refuses_bad_bindings() {
         Err(EpilogueError::Unsupported { .. })
     ));
 }
+
+/// An independent model of one correctly rounded conversion from float64: round to odd into
+/// fp32 (24 bits, at least two more than the 16-bit types keep), then `half`'s fp32
+/// conversion, which rounds to nearest even. Round-to-odd then round-to-nearest equals one
+/// rounding to nearest.
+fn round_via_odd(x: f64, t: DType) -> f64 {
+    let mut f = x as f32;
+    if f64::from(f) != x && f.is_finite() && f.to_bits() & 1 == 0 {
+        // Step one fp32 unit toward x: the odd neighbour on x's side.
+        let up = (f64::from(f) < x) == (f >= 0.0);
+        f = f32::from_bits(if up { f.to_bits() + 1 } else { f.to_bits() - 1 });
+    }
+    match t {
+        DType::Bf16 => half::bf16::from_f32(f).to_f64(),
+        DType::F16 => half::f16::from_f32(f).to_f64(),
+        DType::F32 => f64::from(x as f32),
+    }
+}
+
+#[test]
+fn explicit_conversions_round_once_to_nearest_even() {
+    use tessera_kernels::epilogue::eval::round;
+    let mut s: u64 = 0x2026_1122;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        s >> 11
+    };
+    for t in [DType::Bf16, DType::F16] {
+        for i in 0..400_000 {
+            let u = next() as f64 / (1u64 << 53) as f64;
+            let x = match i % 4 {
+                // Uniform in [-3, 3).
+                0 => 6.0 * u - 3.0,
+                // Across the exponent range (including fp16 overflow and subnormals).
+                1 => (u - 0.5).signum() * 2f64.powf(60.0 * u - 30.0),
+                // Near a midpoint of the 16-bit type: a value plus half a unit, nudged.
+                _ => {
+                    let v = round(6.0 * u - 3.0, t);
+                    let ulp = if t == DType::Bf16 {
+                        2f64.powi(-8)
+                    } else {
+                        2f64.powi(-11)
+                    };
+                    let half_unit = ulp * v.abs().max(1e-3).log2().floor().exp2() / 2.0;
+                    v + half_unit * (1.0 + (next() as f64 / (1u64 << 53) as f64 - 0.5) * 1e-9)
+                }
+            };
+            assert_eq!(
+                round(x, t).to_bits(),
+                round_via_odd(x, t).to_bits(),
+                "{t}: {x:e}"
+            );
+        }
+    }
+}
