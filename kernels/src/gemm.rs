@@ -237,7 +237,12 @@ impl GemmKernel {
                 msg: format!("the plan targets {}", plan.arch),
             });
         }
-        let func = rt.function(&cuda_source(plan), &plan.kernel_name(), plan.smem_bytes)?;
+        let func = rt.function(
+            &cuda_source(plan),
+            &plan.kernel_name(),
+            "tessera_gemm",
+            plan.smem_bytes,
+        )?;
         Ok(GemmKernel {
             plan: plan.clone(),
             func,

@@ -293,9 +293,16 @@ impl Runtime {
         &self.ctx
     }
 
-    /// Compiles (or finds in the cache) `source` for this device and returns `kernel`, with
-    /// its dynamic shared-memory limit raised to `smem_bytes` (needed above 48 KB).
-    pub fn function(&self, source: &str, kernel: &str, smem_bytes: i64) -> Result<CudaFunction> {
+    /// Compiles (or finds in the cache) `source` for this device and returns its entry point
+    /// `entry`, with its dynamic shared-memory limit raised to `smem_bytes` (needed above
+    /// 48 KB). `name` names the program in NVRTC's messages (a plan's kernel name).
+    pub fn function(
+        &self,
+        source: &str,
+        name: &str,
+        entry: &str,
+        smem_bytes: i64,
+    ) -> Result<CudaFunction> {
         let options = nvrtc_options(self.arch, false);
         let key = cache_key(source, &options, self.nvrtc);
         let module = {
@@ -305,7 +312,7 @@ impl Runtime {
             match cache.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let compiled = compile(source, kernel, self.arch, false)?;
+                    let compiled = compile(source, name, self.arch, false)?;
                     let m = self
                         .ctx
                         .load_module(Ptx::from_binary(compiled.cubin))
@@ -316,7 +323,7 @@ impl Runtime {
             }
         };
         let f = module
-            .load_function("tessera_gemm")
+            .load_function(entry)
             .map_err(driver_err("cuModuleGetFunction"))?;
         let max = self
             .ctx
@@ -327,7 +334,7 @@ impl Runtime {
                 op: "Runtime::function",
                 arch: self.arch.to_string(),
                 msg: format!(
-                    "{kernel} needs {smem_bytes} B of shared memory, the device allows {max}"
+                    "{name} needs {smem_bytes} B of shared memory, the device allows {max}"
                 ),
             });
         }

@@ -206,7 +206,12 @@ impl Sm90Kernel {
                 msg: "the Hopper path needs sm_90a (wgmma, TMA)".into(),
             });
         }
-        let func = rt.function(&cuda_source(plan), &plan.kernel_name(), plan.smem_bytes)?;
+        let func = rt.function(
+            &cuda_source(plan),
+            &plan.kernel_name(),
+            "tessera_gemm",
+            plan.smem_bytes,
+        )?;
         Ok(Sm90Kernel {
             plan: plan.clone(),
             func,
