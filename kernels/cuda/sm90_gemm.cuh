@@ -119,7 +119,12 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
-                 const __grid_constant__ TesseraTmaMap tma_b, const TesseraSm90Params p) {
+                 const __grid_constant__ TesseraTmaMap tma_b, const TesseraSm90Params p
+#ifdef TESSERA_EPILOGUE_TREE
+                 // The tree epilogue's tensors and scalars (epilogue::cuda::sm90_tree_source).
+                 , const TesseraEpArgs tessera_ep_args
+#endif
+                 ) {
   extern __shared__ unsigned char tessera_smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes and the wgmma descriptors carry no base
   // offset, so every stage starts on a 1024-byte boundary (the launch adds 1024 bytes of slack).
@@ -279,6 +284,42 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         }
         // Everyone has read the scratch: the next pass may overwrite it while these stores go.
         tessera_bar_sync(1 + cw, 128);
+#ifdef TESSERA_EPILOGUE_TREE
+        // The generated epilogue, one column pair of one row per call. Coordinates are
+        // launch-relative (the plan's problem is the launch's region). Its reductions are
+        // summed in registers (TESSERA_EP_REG_SUMS): a row's 16 threads are lanes 0-15 or
+        // 16-31 of one warp, a column pair's two threads in a warp are lanes l and l ^ 16; the
+        // shuffles run in every lane, outside the bounds checks.
+        (void)interior;
+        {
+          const int c = cb + 2 * (t % (kEpiCols / 2));
+          const int r = row0 + t / (kEpiCols / 2);
+          TesseraEpCta cta{};
+#pragma unroll
+          for (int it = 0; it < kIters; ++it) {
+            const int row = r + kRowsPerIter * it;
+            cta.reg_row = 0.0f;
+            if (row < p.m && c < p.n) {
+              tessera_ep_pair(tessera_ep_args, cta, b, row, c, v[it].x, v[it].y);
+            }
+            if (kTesseraEpRowSum) {
+              float s = cta.reg_row;
+#pragma unroll
+              for (int o = kEpiCols / 4; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+              if (t % (kEpiCols / 2) == 0 && row < p.m) tessera_ep_flush_row(tessera_ep_args, b, row, s);
+            }
+          }
+          if (kTesseraEpColSum) {
+            static_assert(kEpiCols == 32, "a warp holds two rows of a pass");
+            const float s0 = cta.reg_col0 + __shfl_xor_sync(0xffffffffu, cta.reg_col0, 16);
+            const float s1 = cta.reg_col1 + __shfl_xor_sync(0xffffffffu, cta.reg_col1, 16);
+            if (lane < 16 && c < p.n) {
+              tessera_ep_flush_col(tessera_ep_args, b, c, s0);
+              if (c + 1 < p.n) tessera_ep_flush_col(tessera_ep_args, b, c + 1, s1);
+            }
+          }
+        }
+#else
         if (interior) {
           // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
           // column-bias values per pass; every operand is loaded before the first store.
@@ -331,6 +372,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                                v[it].x, v[it].y);
           }
         }
+#endif
       }
     }
   }

@@ -380,9 +380,10 @@ fn both_coordinate_strategies_match_the_evaluator() {
 #[test]
 fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     use tessera_kernels::epilogue::cuda::gemm_has_tree_hook;
-    use tessera_kernels::epilogue::launch::TreeGemm;
+    use tessera_kernels::epilogue::launch::TreeKernel;
     use tessera_kernels::reference::GemmStrides;
-    use tessera_kernels::{GemmPlan, GemmProblem};
+    use tessera_kernels::sm90::{GemmPath, Schedule, Sm90Options, Sm90Plan};
+    use tessera_kernels::{Arch, GemmPlan, GemmProblem};
     if !gemm_has_tree_hook() {
         eprintln!("SKIPPED: the sm80 template has no TESSERA_EPILOGUE_TREE hook yet");
         return;
@@ -395,8 +396,23 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     let mut p = GemmProblem::new(m, n, k);
     p.batch = nb;
     p.output = out;
-    let plan = GemmPlan::new(&p, rt.arch()).unwrap();
     let s = GemmStrides::tight(&p);
+    // The sm80-class kernel everywhere; on sm_90a also the Hopper kernel, cooperative 128x256
+    // (partial tiles in both directions) and ping-pong 128x128.
+    let mut paths = vec![GemmPath::Sm80(Box::new(
+        GemmPlan::new(&p, rt.arch()).unwrap(),
+    ))];
+    if rt.arch() == Arch::Sm90a {
+        paths.push(GemmPath::Hopper(Box::new(Sm90Plan::new(&p).unwrap())));
+        let pp = Sm90Options {
+            tile: Some((128, 128)),
+            schedule: Some(Schedule::PingPong),
+            ..Sm90Options::default()
+        };
+        paths.push(GemmPath::Hopper(Box::new(
+            Sm90Plan::with_options(&p, pp).unwrap(),
+        )));
+    }
     let a = rounded(&mut r, bu * mu * ku, DType::Bf16);
     let b = rounded(&mut r, bu * ku * nu, DType::Bf16);
     let mut acc = vec![0f64; bu * mu * nu];
@@ -413,12 +429,17 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     }
     let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
     let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
-    for t in [
+    for (t, path) in [
         Fusion::GeluAuxBias.tree(),
         Fusion::ReluAuxBias.tree(),
         Fusion::DGeluBgrad.tree(),
         parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc + bias_col))").unwrap(),
-    ] {
+        parse_epilogue("bgrad_row(acc * dsigmoid(aux_in)) + bgrad_col(relu(acc + bias_col))")
+            .unwrap(),
+    ]
+    .iter()
+    .flat_map(|t| paths.iter().map(move |path| (t.clone(), path)))
+    {
         let mut bind = Binding::for_tree(&t, m, n, k, nb, out);
         bind.alpha = 0.5;
         let bias = rounded(&mut r, nu, out);
@@ -439,17 +460,23 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
             }
         });
         let gc = DeviceBuf::upload(&rt, DType::F32, &vec![0.0; bu * nu]).unwrap();
+        let gr = DeviceBuf::upload(&rt, DType::F32, &vec![0.0; bu * mu]).unwrap();
         let bufs = EpBuffers {
             d: Some(&d),
             aux_in: Some(&aux_in_d),
             aux: aux_d.as_ref(),
             bias_col: Some(&bias_d),
             bgrad_col: Some(&gc),
+            bgrad_row: Some(&gr),
             ..EpBuffers::default()
         };
-        let g = TreeGemm::new(&rt, &plan, &t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let g = TreeKernel::new(&rt, path, &t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let name = match path {
+            GemmPath::Hopper(p) => format!("{t} [sm90 {}]", p.kernel_name()),
+            GemmPath::Sm80(p) => format!("{t} [sm80 {}]", p.kernel_name()),
+        };
         g.launch(&rt, &a_d, &b_d, &s, &bind, &bufs)
-            .unwrap_or_else(|e| panic!("{t}: {e}"));
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         rt.stream().synchronize().unwrap();
         let (bias64, aux64): (Vec<f64>, Vec<f64>) = (
             bias.iter().map(|&x| x as f64).collect(),
@@ -462,14 +489,28 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         let want = evaluate(&t, &inp).unwrap();
         for (i, (gv, w)) in d.download(&rt).unwrap().iter().zip(&want.d).enumerate() {
             let tol = out.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
-            assert!((gv - w).abs() <= tol, "{t}: D[{i}] = {gv}, want {w}");
+            assert!((gv - w).abs() <= tol, "{name}: D[{i}] = {gv}, want {w}");
         }
-        if let Some(wv) = &want.bgrad_col {
-            for (j, (gv, w)) in gc.download(&rt).unwrap().iter().zip(wv).enumerate() {
-                assert!(
-                    (gv - w).abs() <= 1e-3 * (1.0 + w.abs()),
-                    "{t}: bgrad_col[{j}] = {gv}, want {w}"
-                );
+        if let (Some(wa), Some(ad)) = (&want.aux, &aux_d) {
+            if !bind.aux.unwrap().bits {
+                let ty = bind.aux.unwrap().dtype;
+                for (i, (gv, w)) in ad.download(&rt).unwrap().iter().zip(wa).enumerate() {
+                    let tol = ty.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
+                    assert!((gv - w).abs() <= tol, "{name}: aux[{i}] = {gv}, want {w}");
+                }
+            }
+        }
+        for (what, buf, wantv) in [
+            ("bgrad_col", &gc, &want.bgrad_col),
+            ("bgrad_row", &gr, &want.bgrad_row),
+        ] {
+            if let Some(wv) = wantv {
+                for (j, (gv, w)) in buf.download(&rt).unwrap().iter().zip(wv).enumerate() {
+                    assert!(
+                        (gv - w).abs() <= 1e-3 * (1.0 + w.abs()),
+                        "{name}: {what}[{j}] = {gv}, want {w}"
+                    );
+                }
             }
         }
     }
@@ -673,9 +714,9 @@ fn named_fusions_match_cublaslt() {
 fn gemm_coordinate_strategies_match_the_evaluator() {
     use tessera_kernels::epilogue::coord::split_regions;
     use tessera_kernels::epilogue::cuda::gemm_has_tree_hook;
-    use tessera_kernels::epilogue::launch::TreeGemm;
+    use tessera_kernels::epilogue::launch::TreeKernel;
     use tessera_kernels::reference::GemmStrides;
-    use tessera_kernels::{GemmPlan, GemmProblem};
+    use tessera_kernels::{Arch, GemmProblem};
     if !gemm_has_tree_hook() {
         eprintln!("SKIPPED: the sm80 template has no TESSERA_EPILOGUE_TREE hook yet");
         return;
@@ -701,31 +742,35 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
         }
     }
     // On the 128-row tile grid, and off it (rows and columns).
-    for text in [
+    let hopper = rt.arch() == Arch::Sm90a;
+    for (text, force_sm80) in [
         "select(row < 128, sigmoid(acc), tanh(acc))",
         "select(row < 100, sigmoid(acc), tanh(acc))",
         "select(col >= 300, relu(acc), select(row > 250, silu(acc), -acc))",
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|t| [(t, true), (t, false)])
+    .filter(|&(_, sm80)| sm80 || hopper)
+    {
         let t = parse_epilogue(text).unwrap();
         let bind = Binding::for_tree(&t, m, n, k, 1, out);
         let one = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
         let split = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
-        let plan = GemmPlan::new(&p, rt.arch()).unwrap();
         let bufs = |d| EpBuffers {
             d: Some(d),
             ..EpBuffers::default()
         };
-        TreeGemm::new(&rt, &plan, &t)
-            .unwrap()
+        let whole = TreeKernel::plan(&rt, &p, &t, force_sm80).unwrap();
+        let text = format!("{text} [{}]", whole.path_name());
+        whole
             .launch(&rt, &a_d, &b_d, &s, &bind, &bufs(&one))
             .unwrap();
         for reg in split_regions(&t, m, n, 1).unwrap().regions {
             let mut rp = p;
             rp.m = reg.rows.end - reg.rows.start;
             rp.n = reg.cols.end - reg.cols.start;
-            let rplan = GemmPlan::new(&rp, rt.arch()).unwrap();
             let rbind = Binding::for_tree(&reg.tree, m, n, k, 1, out);
-            TreeGemm::new(&rt, &rplan, &reg.tree)
+            TreeKernel::plan(&rt, &rp, &reg.tree, force_sm80)
                 .unwrap()
                 .launch_region(
                     &rt,

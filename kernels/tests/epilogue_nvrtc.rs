@@ -123,3 +123,72 @@ fn the_gemm_with_a_tree_epilogue_compiles_without_spills() {
         }
     }
 }
+
+/// Every tree that can run in the Hopper GEMM's epilogue (all but the operand sums), in the
+/// default 128x256 cooperative plan and a 128x128 ping-pong plan, compiles for sm_90a with no
+/// spills; the define really switches the template's epilogue (negative control).
+#[test]
+fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
+    use tessera_kernels::epilogue::cuda::sm90_tree_source;
+    use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
+    use tessera_kernels::GemmProblem;
+    if let Err(e) = nvrtc_version() {
+        if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {
+            panic!("TESSERA_REQUIRE_NVRTC=1 but {e}");
+        }
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let p = GemmProblem::new(4096, 4096, 4096);
+    let coop = Sm90Plan::new(&p).unwrap();
+    let pingpong = Sm90Plan::with_options(
+        &p,
+        Sm90Options {
+            tile: Some((128, 128)),
+            schedule: Some(Schedule::PingPong),
+            ..Sm90Options::default()
+        },
+    )
+    .unwrap();
+    // Negative control: a tree epilogue whose hook is broken does not compile.
+    let src = sm90_tree_source(&coop, &Fusion::Bias.tree()).unwrap();
+    assert!(src.contains("#ifdef TESSERA_EPILOGUE_TREE"));
+    let broken = src.replace(
+        "tessera_ep_pair(tessera_ep_args,",
+        "tessera_ep_pair_missing(tessera_ep_args,",
+    );
+    assert_ne!(broken, src);
+    assert!(compile(&broken, "tessera_gemm", Arch::Sm90a, false).is_err());
+    // Operand sums are refused, not silently dropped.
+    assert!(sm90_tree_source(&coop, &Fusion::BgradA.tree()).is_err());
+    let jobs: Vec<(String, String)> = trees()
+        .into_iter()
+        .filter(|(_, t)| t.sum_k.is_empty())
+        .flat_map(|(name, t)| {
+            [(&coop, "coop"), (&pingpong, "pingpong")].map(|(plan, sched)| {
+                (
+                    format!("{name} ({sched})"),
+                    sm90_tree_source(plan, &t).unwrap(),
+                )
+            })
+        })
+        .collect();
+    assert!(jobs.len() >= 2 * (Fusion::ALL.len() - 2 + 5));
+    let (left, right) = jobs.split_at(jobs.len() / 2);
+    let run = |part: &[(String, String)]| {
+        for (name, src) in part {
+            let c = compile(src, "tessera_gemm", Arch::Sm90a, true)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            for l in c.log.lines().filter(|l| l.contains("spill")) {
+                assert!(
+                    l.contains(" 0 bytes spill stores") && l.contains(" 0 bytes spill loads"),
+                    "{name}: {l}"
+                );
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| run(left));
+        run(right);
+    });
+}

@@ -7,7 +7,7 @@
 //! argument struct `TesseraEpArgs`, the per-CTA reduction state `TesseraEpCta`, the math
 //! helpers), the generated part ([`generate`]), then [`EPILOGUE_TREE_TAIL_CUH`]:
 //!
-//! - `float tessera_ep_element(const TesseraEpArgs& a, const TesseraEpCta& cta, int b, int lrow,
+//! - `float tessera_ep_element(const TesseraEpArgs& a, TesseraEpCta& cta, int b, int lrow,
 //!   int lcol, float acc)`: one element at launch-relative `(lrow, lcol)` of batch `b`; writes
 //!   the aux output and adds to the reductions; returns D's value (not stored).
 //! - `void tessera_ep_pair(a, cta, b, lrow, lcol, acc0, acc1)`: elements `lcol` and `lcol + 1`
@@ -333,7 +333,7 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
     );
     let _ = writeln!(
         s,
-        "__device__ __forceinline__ float tessera_ep_element(const TesseraEpArgs& a, const TesseraEpCta& cta,\n                                                   int b, int lrow, int lcol, float acc) {{"
+        "__device__ __forceinline__ float tessera_ep_element(const TesseraEpArgs& a, TesseraEpCta& cta,\n                                                   int b, int lrow, int lcol, float acc) {{"
     );
     let _ = writeln!(s, "  const int row = a.row0 + lrow, col = a.col0 + lcol;");
     let _ = writeln!(s, "  (void)row; (void)col; (void)cta;");
@@ -612,4 +612,59 @@ pub fn gemm_tree_source(plan: &GemmPlan, tree: &EpilogueTree) -> Result<String> 
 /// epilogue.
 pub fn gemm_has_tree_hook() -> bool {
     GEMM_SM80_CUH.contains("#ifdef TESSERA_EPILOGUE_TREE")
+}
+
+/// The Hopper GEMM of `plan` with `tree` as its epilogue: `common.cuh`, the sm_90a PTX
+/// helpers, the plan's preamble, `#define TESSERA_EP_REG_SUMS 1` (reductions summed in
+/// registers and across the threads of a row or column pair by the kernel),
+/// [`epilogue_source`], `#define TESSERA_EPILOGUE_TREE 1`, then the kernel template, whose
+/// epilogue then calls `tessera_ep_pair` for each column pair and takes the arguments as a
+/// fourth kernel parameter (`const TesseraEpArgs tessera_ep_args`).
+///
+/// The plan's own epilogue must be the plain one (the tree replaces it).
+///
+/// ```
+/// use tessera_kernels::epilogue::{cuda::sm90_tree_source, Fusion};
+/// use tessera_kernels::sm90::Sm90Plan;
+/// use tessera_kernels::GemmProblem;
+/// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+/// let src = sm90_tree_source(&plan, &Fusion::DGeluBgrad.tree()).unwrap();
+/// assert!(src.contains("kTesseraEpColSum = true"));
+/// assert!(src.contains("tessera_ep_flush_col"));
+/// ```
+pub fn sm90_tree_source(plan: &crate::sm90::Sm90Plan, tree: &EpilogueTree) -> Result<String> {
+    use crate::sm90::codegen::{preamble as sm90_preamble, SM90_GEMM_CUH, SM90_PTX_CUH};
+    if plan.problem.epilogue != crate::problem::Epilogue::default() {
+        return Err(EpilogueError::Type {
+            expr: tree.to_string(),
+            msg: format!(
+                "the plan already has the epilogue `{}`; a tree needs a plain plan",
+                plan.problem.epilogue
+            ),
+        });
+    }
+    if !tree.sum_k.is_empty() {
+        return Err(EpilogueError::Type {
+            expr: tree.to_string(),
+            msg: "operand sums run beside the GEMM (OperandSum), not in its epilogue".into(),
+        });
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// tessera sm_90a GEMM `{}` with the epilogue `{tree}`",
+        plan.kernel_name()
+    );
+    s.push_str(COMMON_CUH);
+    s.push('\n');
+    s.push_str(SM90_PTX_CUH);
+    s.push('\n');
+    s.push_str(&sm90_preamble(plan));
+    s.push_str("\n#define TESSERA_EP_REG_SUMS 1\n");
+    s.push_str(&epilogue_source(tree)?);
+    s.push('\n');
+    s.push_str(&abi_asserts());
+    s.push_str("#define TESSERA_EPILOGUE_TREE 1\n\n");
+    s.push_str(SM90_GEMM_CUH);
+    Ok(s)
 }

@@ -24,10 +24,15 @@ struct TesseraEpArgs {
 };
 
 // Per-CTA partial sums of the reductions, in shared memory (null: add straight to global).
+// With TESSERA_EP_REG_SUMS defined (the Hopper kernel) the sums go to registers instead: the
+// kernel zeroes reg_row before each row's elements and reg_col[0..2) before each column pair,
+// and reduces them across the threads that share the row or column itself.
 struct TesseraEpCta {
   float* row_sum;  // [tile_rows]
   float* col_sum;  // [tile_cols]
   int tile_row0, tile_col0, tile_rows, tile_cols;  // launch-relative tile origin and extent
+  float reg_row;   // TESSERA_EP_REG_SUMS: this thread's part of the current row's sum
+  float reg_col0, reg_col1;  // TESSERA_EP_REG_SUMS: of its even and odd column
 };
 
 __device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long long ld, int b,
@@ -87,20 +92,35 @@ __device__ __forceinline__ float tessera_ep_round(float x, int dtype) {
 }
 
 // A reduction's contribution of one element: into the CTA's shared partial sums when the
-// kernel staged them (tessera_ep_cta_begin), else straight into the fp32 workspace.
-__device__ __forceinline__ void tessera_ep_add_row(const TesseraEpArgs& a, const TesseraEpCta& cta,
+// kernel staged them (tessera_ep_cta_begin), into registers (TESSERA_EP_REG_SUMS), else
+// straight into the fp32 workspace.
+__device__ __forceinline__ void tessera_ep_add_row(const TesseraEpArgs& a, TesseraEpCta& cta,
                                                    int b, int lrow, float v) {
+#ifdef TESSERA_EP_REG_SUMS
+  (void)a; (void)b; (void)lrow;
+  cta.reg_row += v;
+#else
   if (cta.row_sum) {
     atomicAdd(&cta.row_sum[lrow - cta.tile_row0], v);
   } else {
     atomicAdd(&a.bgrad_row[b * a.batch_bgrad_row + a.row0 + lrow], v);
   }
+#endif
 }
-__device__ __forceinline__ void tessera_ep_add_col(const TesseraEpArgs& a, const TesseraEpCta& cta,
+__device__ __forceinline__ void tessera_ep_add_col(const TesseraEpArgs& a, TesseraEpCta& cta,
                                                    int b, int lcol, float v) {
+#ifdef TESSERA_EP_REG_SUMS
+  (void)a; (void)b;
+  if (lcol & 1) {
+    cta.reg_col1 += v;
+  } else {
+    cta.reg_col0 += v;
+  }
+#else
   if (cta.col_sum) {
     atomicAdd(&cta.col_sum[lcol - cta.tile_col0], v);
   } else {
     atomicAdd(&a.bgrad_col[b * a.batch_bgrad_col + a.col0 + lcol], v);
   }
+#endif
 }

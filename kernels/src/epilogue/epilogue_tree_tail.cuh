@@ -2,7 +2,7 @@
 
 // Elements (lrow, lcol) and (lrow, lcol + 1) when the latter is inside the launch; stores D
 // (two at a time when a.d_pair and lcol is even).
-__device__ __forceinline__ void tessera_ep_pair(const TesseraEpArgs& a, const TesseraEpCta& cta,
+__device__ __forceinline__ void tessera_ep_pair(const TesseraEpArgs& a, TesseraEpCta& cta,
                                                 int b, int lrow, int lcol, float acc0, float acc1) {
   const float d0 = tessera_ep_element(a, cta, b, lrow, lcol, acc0);
   const long long i = tessera_ep_at(a.batch_d, a.ldd, b, a.row0 + lrow, a.col0 + lcol);
@@ -56,4 +56,13 @@ __device__ __forceinline__ void tessera_ep_cta_end(const TesseraEpArgs& a, const
       if (lcol < a.cols) atomicAdd(&a.bgrad_col[b * a.batch_bgrad_col + a.col0 + lcol], cta.col_sum[i]);
     }
   }
+}
+
+// TESSERA_EP_REG_SUMS: adds a finished partial sum of launch-relative row `lrow` or column
+// `lcol` to the fp32 workspace.
+__device__ __forceinline__ void tessera_ep_flush_row(const TesseraEpArgs& a, int b, int lrow, float s) {
+  atomicAdd(&a.bgrad_row[b * a.batch_bgrad_row + a.row0 + lrow], s);
+}
+__device__ __forceinline__ void tessera_ep_flush_col(const TesseraEpArgs& a, int b, int lcol, float s) {
+  atomicAdd(&a.bgrad_col[b * a.batch_bgrad_col + a.col0 + lcol], s);
 }

@@ -133,6 +133,63 @@ fn vec_ptr(
     Ok(buf.ptr(rt))
 }
 
+/// The epilogue arguments of one launch over rows `rows` x columns `cols` of the output
+/// `b` describes: the binding's strides and types, the region, and every bound tensor's
+/// address after checking its buffer covers the binding (`op` names the caller in errors).
+fn region_args(
+    rt: &Runtime,
+    op: &'static str,
+    tree: &EpilogueTree,
+    b: &Binding,
+    bufs: &EpBuffers<'_>,
+    rows: &std::ops::Range<i64>,
+    cols: &std::ops::Range<i64>,
+) -> Result<EpArgs> {
+    if rows.start < 0
+        || cols.start < 0
+        || rows.end > b.m
+        || cols.end > b.n
+        || rows.is_empty()
+        || cols.is_empty()
+    {
+        return Err(KernelError::InvalidProblem {
+            op,
+            msg: format!(
+                "region rows {rows:?} x cols {cols:?} is empty or outside {} x {}",
+                b.m, b.n
+            ),
+        });
+    }
+    let mut args = EpArgs::from_binding(tree, b);
+    args.row0 = rows.start as i32;
+    args.col0 = cols.start as i32;
+    args.rows = (rows.end - rows.start) as i32;
+    args.cols = (cols.end - cols.start) as i32;
+    args.d = mat_ptr(rt, "D", bufs.d, &Some(b.d), b)?;
+    args.c = if b.beta != 0.0 {
+        mat_ptr(rt, "c", bufs.c, &b.c, b)?
+    } else {
+        0
+    };
+    args.residual = mat_ptr(rt, "residual", bufs.residual, &b.residual, b)?;
+    let aux_in = if tree.d.uses(Leaf::AuxInBits) {
+        &b.aux_in_bits
+    } else {
+        &b.aux_in
+    };
+    args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, b)?;
+    args.aux = mat_ptr(rt, "aux", bufs.aux, &b.aux, b)?;
+    args.bias_row = vec_ptr(rt, "bias_row", bufs.bias_row, &b.bias_row, b.batch)?;
+    args.bias_col = vec_ptr(rt, "bias_col", bufs.bias_col, &b.bias_col, b.batch)?;
+    args.bgrad_row = vec_ptr(rt, "bgrad_row", bufs.bgrad_row, &b.bgrad_row, b.batch)?;
+    args.bgrad_col = vec_ptr(rt, "bgrad_col", bufs.bgrad_col, &b.bgrad_col, b.batch)?;
+    // A pair store needs an even first column and a pair-aligned base.
+    if cols.start % 2 != 0 || args.d % (2 * b.d.dtype.bytes() as u64) != 0 {
+        args.d_pair = 0;
+    }
+    Ok(args)
+}
+
 /// A tree compiled into `tessera_epilogue_apply` for the runtime's device.
 pub struct EpilogueApply {
     tree: EpilogueTree,
@@ -187,21 +244,7 @@ impl EpilogueApply {
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
         check(&self.tree, b, &KernelCaps::GENERATED)?;
-        if rows.start < 0
-            || cols.start < 0
-            || rows.end > b.m
-            || cols.end > b.n
-            || rows.is_empty()
-            || cols.is_empty()
-        {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "region rows {rows:?} x cols {cols:?} is empty or outside {} x {}",
-                    b.m, b.n
-                ),
-            });
-        }
+        let args = region_args(rt, OP, &self.tree, b, bufs, &rows, &cols)?;
         if acc.dtype != DType::F32 || (acc.len as i64) < b.batch * b.m * b.n {
             return Err(KernelError::InvalidProblem {
                 op: OP,
@@ -221,31 +264,6 @@ impl EpilogueApply {
                 ),
             });
         }
-        let mut args = EpArgs::from_binding(&self.tree, b);
-        args.row0 = rows.start as i32;
-        args.col0 = cols.start as i32;
-        args.rows = rm as i32;
-        args.cols = rn as i32;
-        // A pair store also needs an even first column.
-        args.d_pair &= i32::from(cols.start % 2 == 0);
-        args.d = mat_ptr(rt, "D", bufs.d, &Some(b.d), b)?;
-        args.c = if b.beta != 0.0 {
-            mat_ptr(rt, "c", bufs.c, &b.c, b)?
-        } else {
-            0
-        };
-        args.residual = mat_ptr(rt, "residual", bufs.residual, &b.residual, b)?;
-        let aux_in = if self.tree.d.uses(Leaf::AuxInBits) {
-            &b.aux_in_bits
-        } else {
-            &b.aux_in
-        };
-        args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, b)?;
-        args.aux = mat_ptr(rt, "aux", bufs.aux, &b.aux, b)?;
-        args.bias_row = vec_ptr(rt, "bias_row", bufs.bias_row, &b.bias_row, b.batch)?;
-        args.bias_col = vec_ptr(rt, "bias_col", bufs.bias_col, &b.bias_col, b.batch)?;
-        args.bgrad_row = vec_ptr(rt, "bgrad_row", bufs.bgrad_row, &b.bgrad_row, b.batch)?;
-        args.bgrad_col = vec_ptr(rt, "bgrad_col", bufs.bgrad_col, &b.bgrad_col, b.batch)?;
         // The region's first accumulator in the full tight matrix.
         let acc_ptr = acc.ptr(rt) + 4 * (rows.start * b.n + cols.start) as u64;
         let (ld_acc, batch_acc) = (b.n, b.m * b.n);
@@ -608,57 +626,7 @@ impl TreeGemm {
                 });
             }
         }
-        let mut args = EpArgs::from_binding(&self.tree, binding);
-        args.row0 = rows.start as i32;
-        args.col0 = cols.start as i32;
-        args.rows = rm as i32;
-        args.cols = rn as i32;
-        args.d_pair &= i32::from(cols.start % 2 == 0);
-        args.d = mat_ptr(rt, "D", bufs.d, &Some(binding.d), binding)?;
-        args.c = if binding.beta != 0.0 {
-            mat_ptr(rt, "c", bufs.c, &binding.c, binding)?
-        } else {
-            0
-        };
-        args.residual = mat_ptr(rt, "residual", bufs.residual, &binding.residual, binding)?;
-        let aux_in = if self.tree.d.uses(Leaf::AuxInBits) {
-            &binding.aux_in_bits
-        } else {
-            &binding.aux_in
-        };
-        args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, binding)?;
-        args.aux = mat_ptr(rt, "aux", bufs.aux, &binding.aux, binding)?;
-        args.bias_row = vec_ptr(
-            rt,
-            "bias_row",
-            bufs.bias_row,
-            &binding.bias_row,
-            binding.batch,
-        )?;
-        args.bias_col = vec_ptr(
-            rt,
-            "bias_col",
-            bufs.bias_col,
-            &binding.bias_col,
-            binding.batch,
-        )?;
-        args.bgrad_row = vec_ptr(
-            rt,
-            "bgrad_row",
-            bufs.bgrad_row,
-            &binding.bgrad_row,
-            binding.batch,
-        )?;
-        args.bgrad_col = vec_ptr(
-            rt,
-            "bgrad_col",
-            bufs.bgrad_col,
-            &binding.bgrad_col,
-            binding.batch,
-        )?;
-        if args.d % (2 * binding.d.dtype.bytes() as u64) != 0 {
-            args.d_pair = 0;
-        }
+        let args = region_args(rt, OP, &self.tree, binding, bufs, &rows, &cols)?;
         // 16-byte copies of A and B when every row start and batch start is 16-byte aligned.
         let per = 16 / p.input.bytes();
         let vec_ok = |ptr: u64, inner: i64, ld: i64, bs: i64| {
@@ -747,5 +715,262 @@ impl TreeGemm {
         unsafe { builder.launch(cfg) }
             .map_err(driver_err("launch tessera_gemm (tree epilogue)"))?;
         Ok(())
+    }
+}
+
+/// The Hopper GEMM of a plan with a tree epilogue ([`super::cuda::sm90_tree_source`]): TMA
+/// loads of the K-major A (`M x K`) and B (stored `N x K`), the plan's mainloop, and the
+/// generated epilogue with its reductions summed in registers.
+pub struct TreeSm90 {
+    kernel: crate::sm90::launch::Sm90Kernel,
+    tree: EpilogueTree,
+}
+
+impl TreeSm90 {
+    /// Compiles `plan` (whose own epilogue must be the plain one) with `tree` as its
+    /// epilogue, for the runtime's device (sm_90a).
+    pub fn new(
+        rt: &Runtime,
+        plan: &crate::sm90::Sm90Plan,
+        tree: &EpilogueTree,
+    ) -> Result<TreeSm90> {
+        let src = super::cuda::sm90_tree_source(plan, tree)?;
+        Ok(TreeSm90 {
+            kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, &src)?,
+            tree: tree.clone(),
+        })
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &crate::sm90::Sm90Plan {
+        self.kernel.plan()
+    }
+
+    /// Caps the persistent grid at `n` CTAs (at least 1).
+    pub fn set_max_ctas(&mut self, n: i64) {
+        self.kernel.set_max_ctas(n);
+    }
+
+    /// Registers per thread and local (spill) bytes of the compiled kernel.
+    pub fn resources(&self) -> Result<(i32, i32)> {
+        self.kernel.resources()
+    }
+
+    /// Checks everything and launches `D = tree(A B)` on the runtime's stream. `binding`'s
+    /// extents must be the plan's problem's; A and B are read with `strides`' `lda`, `ldb`,
+    /// `batch_a`, `batch_b`.
+    pub fn launch(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        strides: &crate::reference::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers<'_>,
+    ) -> Result<()> {
+        self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
+    }
+
+    /// One launch of a region plan ([`super::coord::split_regions`]): the product of rows
+    /// `rows` of A and columns `cols` of B (the plan's problem must be that `rows x cols x K`
+    /// product), the epilogue writing that rectangle of the full output `binding` describes
+    /// (it sees full-output coordinates).
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_region(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        strides: &crate::reference::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers<'_>,
+        rows: std::ops::Range<i64>,
+        cols: std::ops::Range<i64>,
+    ) -> Result<()> {
+        use crate::problem::Major;
+        use crate::sm90::launch::{encode_tma, Sm90Params, TmaOperand};
+        const OP: &str = "tree gemm (sm90)";
+        let plan = self.kernel.plan();
+        let p = &plan.problem;
+        p.validate()?;
+        check(&self.tree, binding, &KernelCaps::GENERATED)?;
+        let args = region_args(rt, OP, &self.tree, binding, bufs, &rows, &cols)?;
+        let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
+        if (rm, rn, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch) {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "region {rm} x {rn} x {} batch {} differs from the plan's {} x {} x {} batch {}",
+                    binding.k, binding.batch, p.m, p.n, p.k, p.batch
+                ),
+            });
+        }
+        if binding.d.dtype != p.output {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "D is bound as {}, the plan outputs {}",
+                    binding.d.dtype, p.output
+                ),
+            });
+        }
+        if p.a_major != Major::Row || p.b_major != Major::Col {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "the Hopper path reads K-major operands (A row-major, B column-major), got A {} B {}",
+                    p.a_major, p.b_major
+                ),
+            });
+        }
+        // A (full M x K) and B (full N x K) must cover the product; the region's rows start
+        // inside them.
+        let s = strides;
+        for (name, buf, rows, ld, bs) in [
+            ("A", a, binding.m, s.lda, s.batch_a),
+            ("B", b, binding.n, s.ldb, s.batch_b),
+        ] {
+            let need = extent(p.batch, bs, rows, ld, p.k).unwrap_or(i64::MAX);
+            if ld < p.k || bs < 0 || buf.dtype != p.input || (buf.len as i64) < need {
+                return Err(KernelError::InvalidProblem {
+                    op: OP,
+                    msg: format!(
+                        "{name}: {} x {} with ld {ld}, the problem needs {} x {need} with ld >= {}",
+                        buf.len, buf.dtype, p.input, p.k
+                    ),
+                });
+            }
+        }
+        let eb = p.input.bytes() as u64;
+        let tma = |name: &'static str, ptr: u64, rows: i64, ld: i64, bs: i64, bx| {
+            encode_tma(
+                name,
+                &TmaOperand {
+                    ptr,
+                    dtype: p.input,
+                    k: p.k,
+                    rows,
+                    ld,
+                    batch: p.batch,
+                    batch_stride: bs,
+                },
+                bx,
+            )
+        };
+        let tma_a = tma(
+            "A",
+            a.ptr(rt) + (rows.start * s.lda) as u64 * eb,
+            rm,
+            s.lda,
+            s.batch_a,
+            &plan.a.tma,
+        )?;
+        let tma_b = tma(
+            "B",
+            b.ptr(rt) + (cols.start * s.ldb) as u64 * eb,
+            rn,
+            s.ldb,
+            s.batch_b,
+            &plan.b.tma,
+        )?;
+        let (tiles_m, tiles_n) = plan.grid_tiles();
+        // The tree epilogue takes everything else from `args`.
+        let params = Sm90Params {
+            m: p.m as i32,
+            n: p.n as i32,
+            k: p.k as i32,
+            batch: p.batch as i32,
+            tiles_m: tiles_m as i32,
+            tiles_n: tiles_n as i32,
+            group_m: plan.group_m as i32,
+            out_dtype: p.output.code(),
+            ..Sm90Params::default()
+        };
+        self.kernel
+            .launch_raw(rt, &tma_a, &tma_b, &params, Some(&args))
+    }
+}
+
+/// A GEMM with a tree epilogue on either path: the Hopper kernel ([`TreeSm90`]) or the
+/// sm80-class one ([`TreeGemm`]).
+pub enum TreeKernel {
+    /// The sm80-class path.
+    Sm80(Box<TreeGemm>),
+    /// The sm_90a path.
+    Hopper(Box<TreeSm90>),
+}
+
+impl TreeKernel {
+    /// Compiles the planned `path` (see [`crate::sm90::choose_path`]; its problem's own
+    /// epilogue must be the plain one) with `tree` as its epilogue.
+    pub fn new(
+        rt: &Runtime,
+        path: &crate::sm90::GemmPath,
+        tree: &EpilogueTree,
+    ) -> Result<TreeKernel> {
+        Ok(match path {
+            crate::sm90::GemmPath::Hopper(p) => {
+                TreeKernel::Hopper(Box::new(TreeSm90::new(rt, p, tree)?))
+            }
+            crate::sm90::GemmPath::Sm80(p) => {
+                TreeKernel::Sm80(Box::new(TreeGemm::new(rt, p, tree)?))
+            }
+        })
+    }
+
+    /// Plans `problem` with [`crate::sm90::choose_path`] for the runtime's device (or the
+    /// sm80-class path when `force_sm80`) and compiles it with `tree`.
+    pub fn plan(
+        rt: &Runtime,
+        problem: &crate::problem::GemmProblem,
+        tree: &EpilogueTree,
+        force_sm80: bool,
+    ) -> Result<TreeKernel> {
+        let path = if force_sm80 {
+            crate::sm90::GemmPath::Sm80(Box::new(crate::plan::GemmPlan::new(problem, rt.arch())?))
+        } else {
+            crate::sm90::choose_path(problem, rt.arch())?
+        };
+        TreeKernel::new(rt, &path, tree)
+    }
+
+    /// `"sm90"` or `"sm80"`.
+    pub fn path_name(&self) -> &'static str {
+        match self {
+            TreeKernel::Sm80(_) => "sm80",
+            TreeKernel::Hopper(_) => "sm90",
+        }
+    }
+
+    /// See [`TreeGemm::launch`] / [`TreeSm90::launch`].
+    pub fn launch(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        strides: &crate::reference::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers<'_>,
+    ) -> Result<()> {
+        self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
+    }
+
+    /// See [`TreeGemm::launch_region`] / [`TreeSm90::launch_region`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch_region(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        strides: &crate::reference::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers<'_>,
+        rows: std::ops::Range<i64>,
+        cols: std::ops::Range<i64>,
+    ) -> Result<()> {
+        match self {
+            TreeKernel::Sm80(k) => k.launch_region(rt, a, b, strides, binding, bufs, rows, cols),
+            TreeKernel::Hopper(k) => k.launch_region(rt, a, b, strides, binding, bufs, rows, cols),
+        }
     }
 }

@@ -127,31 +127,31 @@ pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<Tma
 /// The kernel's parameter block; mirrors `TesseraSm90Params` in `kernels/cuda/sm90_gemm.cuh`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
-struct Sm90Params {
-    d: u64,
-    c: u64,
-    bias: u64,
-    aux: u64,
-    ldc: i64,
-    ldd: i64,
-    ldaux: i64,
-    batch_c: i64,
-    batch_d: i64,
-    batch_bias: i64,
-    batch_aux: i64,
-    m: i32,
-    n: i32,
-    k: i32,
-    batch: i32,
-    tiles_m: i32,
-    tiles_n: i32,
-    group_m: i32,
-    alpha: f32,
-    beta: f32,
-    act: i32,
-    bias_mode: i32,
-    out_dtype: i32,
-    flags: i32,
+pub(crate) struct Sm90Params {
+    pub(crate) d: u64,
+    pub(crate) c: u64,
+    pub(crate) bias: u64,
+    pub(crate) aux: u64,
+    pub(crate) ldc: i64,
+    pub(crate) ldd: i64,
+    pub(crate) ldaux: i64,
+    pub(crate) batch_c: i64,
+    pub(crate) batch_d: i64,
+    pub(crate) batch_bias: i64,
+    pub(crate) batch_aux: i64,
+    pub(crate) m: i32,
+    pub(crate) n: i32,
+    pub(crate) k: i32,
+    pub(crate) batch: i32,
+    pub(crate) tiles_m: i32,
+    pub(crate) tiles_n: i32,
+    pub(crate) group_m: i32,
+    pub(crate) alpha: f32,
+    pub(crate) beta: f32,
+    pub(crate) act: i32,
+    pub(crate) bias_mode: i32,
+    pub(crate) out_dtype: i32,
+    pub(crate) flags: i32,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field on the device.
@@ -414,6 +414,38 @@ impl Sm90Kernel {
             out_dtype: p.output.code(),
             flags,
         };
+        self.launch_raw(rt, &tma_a, &tma_b, &params, None::<&Sm90Params>)?;
+        Ok(paths)
+    }
+
+    /// Compiles `source` (the plan's kernel with some other epilogue, e.g.
+    /// [`crate::epilogue::cuda::sm90_tree_source`]) for the runtime's device.
+    pub(crate) fn from_source(rt: &Runtime, plan: &Sm90Plan, source: &str) -> Result<Sm90Kernel> {
+        if rt.arch() != Arch::Sm90a {
+            return Err(KernelError::UnsupportedArch {
+                op: "Sm90Kernel::from_source",
+                arch: rt.arch().to_string(),
+                msg: "the Hopper path needs sm_90a (wgmma, TMA)".into(),
+            });
+        }
+        let func = rt.function(source, &plan.kernel_name(), "tessera_gemm", plan.smem_bytes)?;
+        Ok(Sm90Kernel {
+            plan: plan.clone(),
+            func,
+            max_ctas: rt.sm_count() as i64,
+        })
+    }
+
+    /// The persistent launch of checked arguments: the two TMA maps, the parameter block and
+    /// an optional fourth parameter (the tree epilogue's arguments).
+    pub(crate) fn launch_raw<T: DeviceRepr>(
+        &self,
+        rt: &Runtime,
+        tma_a: &TmaMap,
+        tma_b: &TmaMap,
+        params: &Sm90Params,
+        extra: Option<&T>,
+    ) -> Result<()> {
         let total = self.plan.total_tiles();
         if total > i32::MAX as i64 {
             return Err(KernelError::invalid(
@@ -428,13 +460,17 @@ impl Sm90Kernel {
             shared_mem_bytes: self.plan.smem_bytes as u32,
         };
         let mut builder = rt.stream().launch_builder(&self.func);
-        builder.arg(&tma_a);
-        builder.arg(&tma_b);
-        builder.arg(&params);
-        // SAFETY: `check` verified every buffer covers what the kernel reads and writes for
-        // these strides, types and extents; the TMA maps describe A and B within those
-        // buffers; the parameter block mirrors the device struct.
+        builder.arg(tma_a);
+        builder.arg(tma_b);
+        builder.arg(params);
+        if let Some(x) = extra {
+            builder.arg(x);
+        }
+        // SAFETY: the callers (`launch`, the tree launcher) checked that every buffer covers
+        // what the kernel reads and writes for these strides, types and extents; the TMA maps
+        // describe A and B within those buffers; the parameter blocks mirror the device
+        // structs and match the compiled kernel's signature.
         unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_gemm (sm90)"))?;
-        Ok(paths)
+        Ok(())
     }
 }
