@@ -1,25 +1,30 @@
 //! The epilogue benchmark: for each shape and named fusion, the tree-epilogue GEMM
-//! ([`super::launch::TreeGemm`]), the same GEMM without epilogue ([`crate::gemm::GemmKernel`],
-//! plain) and cuBLASLt's fusion of the same name ([`super::cublaslt::lt_fused`]), interleaved
-//! in one process (ours, plain, cuBLASLt, ours, ...), medians of timed batches; and for a
-//! coordinate-aware tree, one kernel against one launch per region.
+//! ([`super::launch::TreeKernel`]: the Hopper kernel on sm_90a, else the sm80-class one), our
+//! plain GEMM on the same path and with the same plan ([`crate::sm90::launch::Sm90Kernel`] or
+//! [`crate::gemm::GemmKernel`]) and cuBLASLt's fusion of the same name
+//! ([`super::cublaslt::lt_fused`]), interleaved in one process (ours, plain, cuBLASLt, ours,
+//! ...), medians of timed batches; and for a coordinate-aware tree, one kernel against one
+//! launch per region.
 //!
 //! Operands are nn.Linear's (A row-major M x K, B column-major, bf16 in and out, bias per
 //! output column). Inputs are random; outputs are not checked here (the GPU tests do that).
 
+use crate::bench::{median, sampled_rel_diff, time_batch};
 use crate::error::Result;
 use crate::gemm::{DeviceBuf, GemmArgs, GemmKernel};
 use crate::plan::GemmPlan;
 use crate::problem::{DType, GemmProblem};
 use crate::reference::GemmStrides;
 use crate::rng::Rng;
-use crate::runtime::{driver_err, Runtime};
+use crate::runtime::Runtime;
+use crate::sm90::launch::Sm90Kernel;
+use crate::sm90::GemmPath;
 
 use super::check::Binding;
 use super::coord::split_regions;
 use super::cublaslt::{lt_fused, LtBuffers, LtHandle};
 use super::fusions::Fusion;
-use super::launch::{EpBuffers, TreeGemm};
+use super::launch::{EpBuffers, TreeKernel};
 use super::tree::EpilogueTree;
 
 /// One measured row.
@@ -36,6 +41,11 @@ pub struct EpBenchRow {
     /// Median milliseconds of the vendor's fusion (for a coordinate tree: the per-region
     /// launches, ours).
     pub other_ms: f64,
+    /// The kernel path of ours and plain: `"sm90"` or `"sm80"`.
+    pub path: &'static str,
+    /// Relative Frobenius difference between our D and the other contender's on sampled rows
+    /// (after one launch of each on the same inputs).
+    pub rel_diff: f64,
 }
 
 impl EpBenchRow {
@@ -50,34 +60,6 @@ impl EpBenchRow {
     }
 }
 
-fn time_batch(rt: &Runtime, inner: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    use cudarc::driver::sys::CUevent_flags;
-    let ctx = rt.context();
-    let e0 = ctx
-        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-        .map_err(driver_err("cuEventCreate"))?;
-    let e1 = ctx
-        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-        .map_err(driver_err("cuEventCreate"))?;
-    e0.record(rt.stream())
-        .map_err(driver_err("cuEventRecord"))?;
-    for _ in 0..inner {
-        f()?;
-    }
-    e1.record(rt.stream())
-        .map_err(driver_err("cuEventRecord"))?;
-    e1.synchronize().map_err(driver_err("cuEventSynchronize"))?;
-    Ok(e0
-        .elapsed_ms(&e1)
-        .map_err(driver_err("cuEventElapsedTime"))? as f64
-        / inner as f64)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Times three contenders interleaved: `rounds` rounds of `inner` launches each, after one
 /// warm-up round; returns their medians.
 fn interleaved(
@@ -89,14 +71,14 @@ fn interleaved(
     let mut t = [Vec::new(), Vec::new(), Vec::new()];
     for round in 0..=rounds {
         for (i, f) in fs.iter_mut().enumerate() {
-            let ms = time_batch(rt, inner, &mut **f)?;
+            let ms = time_batch(rt, inner, |_| (**f)())? / inner as f64;
             if round > 0 {
                 t[i].push(ms);
             }
         }
     }
-    let [a, b, c] = t;
-    Ok([median(a), median(b), median(c)])
+    let [mut a, mut b, mut c] = t;
+    Ok([median(&mut a), median(&mut b), median(&mut c)])
 }
 
 struct Operands {
@@ -131,22 +113,52 @@ fn operands(rt: &Runtime, (m, n, k): (i64, i64, i64), rng: &mut Rng) -> Result<O
     })
 }
 
-/// Ours, plain and cuBLASLt for every shape and fusion (`rounds` medians of `inner` launches).
-/// Needs the sm80 template's tree hook.
+/// Our plain GEMM on the path a tree kernel took, with the same plan.
+enum Plain {
+    Sm80(Box<GemmKernel>),
+    Hopper(Box<Sm90Kernel>),
+}
+
+impl Plain {
+    fn new(rt: &Runtime, p: &GemmProblem, force_sm80: bool) -> Result<(Plain, GemmPath)> {
+        let path = if force_sm80 {
+            GemmPath::Sm80(Box::new(GemmPlan::new(p, rt.arch())?))
+        } else {
+            crate::sm90::choose_path(p, rt.arch())?
+        };
+        let k = match &path {
+            GemmPath::Sm80(plan) => Plain::Sm80(Box::new(GemmKernel::new(rt, plan)?)),
+            GemmPath::Hopper(plan) => Plain::Hopper(Box::new(Sm90Kernel::new(rt, plan)?)),
+        };
+        Ok((k, path))
+    }
+
+    fn launch(&self, rt: &Runtime, args: &GemmArgs<'_>) -> Result<()> {
+        match self {
+            Plain::Sm80(k) => k.launch(rt, args).map(|_| ()),
+            Plain::Hopper(k) => k.launch(rt, args).map(|_| ()),
+        }
+    }
+}
+
+/// Ours, plain and cuBLASLt for every shape and fusion (`rounds` medians of `inner` launches),
+/// on the Hopper path where [`crate::sm90::choose_path`] picks it unless `force_sm80`. Fusions
+/// with operand sums (BGRADA, BGRADB) are skipped: those sums run beside the GEMM.
 pub fn bench_fusions(
     rt: &Runtime,
     shapes: &[(i64, i64, i64)],
     fusions: &[Fusion],
     rounds: usize,
     inner: usize,
+    force_sm80: bool,
+    mut progress: impl FnMut(&EpBenchRow),
 ) -> Result<Vec<EpBenchRow>> {
     let lt = LtHandle::new(rt)?;
     let mut rng = Rng::new(1);
     let mut rows = Vec::new();
     for &shape in shapes {
         let o = operands(rt, shape, &mut rng)?;
-        let plan = GemmPlan::new(&o.p, rt.arch())?;
-        let plain = GemmKernel::new(rt, &plan)?;
+        let (plain, path) = Plain::new(rt, &o.p, force_sm80)?;
         let plain_args = GemmArgs {
             a: &o.a,
             b: &o.b,
@@ -161,7 +173,7 @@ pub fn bench_fusions(
             if !tree.sum_k.is_empty() {
                 continue; // the operand sums run beside the GEMM; not this benchmark's subject
             }
-            let ours = TreeGemm::new(rt, &plan, &tree)?;
+            let ours = TreeKernel::new(rt, &path, &tree)?;
             let binding = Binding::for_tree(&tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
             let uses_bits = binding.aux.is_some_and(|a| a.bits) || binding.aux_in_bits.is_some();
             let bufs = EpBuffers {
@@ -188,8 +200,13 @@ pub fn bench_fusions(
                     o.p.n
                 },
             };
+            // One launch of each on the same inputs (a fusion that reads aux reads what the
+            // other left there: both then read the same values), then compare D.
+            ours.launch(rt, &o.a, &o.b, &o.s, &binding, &bufs)?;
+            lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs)?;
+            let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
             let mut f_ours = || ours.launch(rt, &o.a, &o.b, &o.s, &binding, &bufs);
-            let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
+            let mut f_plain = || plain.launch(rt, &plain_args);
             let mut f_lt = || lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs);
             let [ours_ms, plain_ms, lt_ms] = interleaved(
                 rt,
@@ -197,31 +214,35 @@ pub fn bench_fusions(
                 inner,
                 &mut [&mut f_ours, &mut f_plain, &mut f_lt],
             )?;
-            rows.push(EpBenchRow {
+            let row = EpBenchRow {
                 shape,
                 name: f.name().to_string(),
                 plain_ms,
                 ours_ms,
                 other_ms: lt_ms,
-            });
+                path: ours.path_name(),
+                rel_diff,
+            };
+            progress(&row);
+            rows.push(row);
         }
     }
     Ok(rows)
 }
 
 /// A coordinate-aware tree: one kernel (ours) against one launch per region (other), with the
-/// plain GEMM for reference. Needs the sm80 template's tree hook.
+/// plain GEMM for reference, on the path as in [`bench_fusions`].
 pub fn bench_coordinate(
     rt: &Runtime,
     shape: (i64, i64, i64),
     tree: &EpilogueTree,
     rounds: usize,
     inner: usize,
+    force_sm80: bool,
 ) -> Result<EpBenchRow> {
     let mut rng = Rng::new(2);
     let o = operands(rt, shape, &mut rng)?;
-    let plan = GemmPlan::new(&o.p, rt.arch())?;
-    let plain = GemmKernel::new(rt, &plan)?;
+    let (plain, _) = Plain::new(rt, &o.p, force_sm80)?;
     let plain_args = GemmArgs {
         a: &o.a,
         b: &o.b,
@@ -232,23 +253,26 @@ pub fn bench_coordinate(
         strides: o.s,
     };
     let binding = Binding::for_tree(tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-    let bufs = EpBuffers {
-        d: Some(&o.d),
+    let bufs = |d| EpBuffers {
+        d: Some(d),
         bias_col: Some(&o.bias),
         ..EpBuffers::default()
     };
-    let one = TreeGemm::new(rt, &plan, tree)?;
+    let one = TreeKernel::plan(rt, &o.p, tree, force_sm80)?;
     let mut regions = Vec::new();
     for reg in split_regions(tree, o.p.m, o.p.n, 1)?.regions {
         let mut rp = o.p;
         rp.m = reg.rows.end - reg.rows.start;
         rp.n = reg.cols.end - reg.cols.start;
-        let rplan = GemmPlan::new(&rp, rt.arch())?;
         let rbind = Binding::for_tree(&reg.tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-        regions.push((TreeGemm::new(rt, &rplan, &reg.tree)?, rbind, reg));
+        regions.push((
+            TreeKernel::plan(rt, &rp, &reg.tree, force_sm80)?,
+            rbind,
+            reg,
+        ));
     }
-    let mut f_one = || one.launch(rt, &o.a, &o.b, &o.s, &binding, &bufs);
-    let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
+    let (one_bufs, split_bufs) = (bufs(&o.d), bufs(&o.d2));
+    let mut f_one = || one.launch(rt, &o.a, &o.b, &o.s, &binding, &one_bufs);
     let mut f_split = || {
         for (g, b, reg) in &regions {
             g.launch_region(
@@ -257,13 +281,22 @@ pub fn bench_coordinate(
                 &o.b,
                 &o.s,
                 b,
-                &bufs,
+                &split_bufs,
                 reg.rows.clone(),
                 reg.cols.clone(),
             )?;
         }
         Ok(())
     };
+    f_one()?;
+    f_split()?;
+    let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
+    // The plain GEMM writes a third buffer (aux, bf16 M x N) so that D2 keeps the split result.
+    let plain_args = GemmArgs {
+        d: &o.aux,
+        ..plain_args
+    };
+    let mut f_plain = || plain.launch(rt, &plain_args);
     let [ours_ms, plain_ms, split_ms] = interleaved(
         rt,
         rounds,
@@ -276,5 +309,7 @@ pub fn bench_coordinate(
         plain_ms,
         ours_ms,
         other_ms: split_ms,
+        path: one.path_name(),
+        rel_diff,
     })
 }

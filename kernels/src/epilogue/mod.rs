@@ -16,6 +16,7 @@
 //! - `bench` (feature `cuda`) times tree epilogues against the plain GEMM and cuBLASLt.
 //! - `cublaslt` (feature `cuda`) runs the named fusions through cuBLASLt, the GPU reference.
 //! - `launch` (feature `cuda`) runs a generated epilogue alone on the GPU, for its checks.
+//! - `verify` (feature `cuda`) checks one GEMM with a tree epilogue against [`eval`].
 //! - [`paddle`] is the `fused_gemm_epilogue` API with PaddlePaddle's semantics (CPU reference).
 //!
 //! The [`tutorial`] chapter walks through all of it.
@@ -35,6 +36,8 @@ pub mod launch;
 pub mod paddle;
 pub mod parse;
 pub mod tree;
+#[cfg(feature = "cuda")]
+pub mod verify;
 
 pub use check::{Binding, KernelCaps, MatSpec, VecSpec};
 pub use error::EpilogueError;

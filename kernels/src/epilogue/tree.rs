@@ -801,3 +801,32 @@ impl EpilogueTree {
         Ok(())
     }
 }
+
+/// `e` with its bit-mask aux store (`aux_bits`) turned into an fp32 store: the values the
+/// bits test, for checking a mask away from its ties.
+///
+/// ```
+/// use tessera_kernels::epilogue::{parse_epilogue, tree::bits_to_full};
+/// let t = parse_epilogue("relu_aux_bias").unwrap();
+/// assert!(t.d.to_string().contains("aux_bits"));
+/// assert!(!bits_to_full(&t.d).to_string().contains("aux_bits"));
+/// ```
+pub fn bits_to_full(e: &Expr) -> Expr {
+    match e {
+        Expr::Leaf(_) => e.clone(),
+        Expr::Sink(Sink::Aux(AuxFormat::Bits), x) => {
+            bits_to_full(x).store_aux(AuxFormat::Full(Some(DType::F32)))
+        }
+        Expr::Sink(s, x) => Expr::Sink(*s, Box::new(bits_to_full(x))),
+        Expr::Unary(op, x) => Expr::Unary(*op, Box::new(bits_to_full(x))),
+        Expr::Binary(op, a, b) => {
+            Expr::Binary(*op, Box::new(bits_to_full(a)), Box::new(bits_to_full(b)))
+        }
+        Expr::Cmp(op, a, b) => Expr::Cmp(*op, Box::new(bits_to_full(a)), Box::new(bits_to_full(b))),
+        Expr::Select(p, a, b) => Expr::Select(
+            p.clone(),
+            Box::new(bits_to_full(a)),
+            Box::new(bits_to_full(b)),
+        ),
+    }
+}
