@@ -451,7 +451,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
             bgrad_row: Some(&gr),
             ..EpBuffers::default()
         };
-        let g = TreeKernel::new(&rt, path, &t).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let g = TreeKernel::new(&rt, path, &t, &bind).unwrap_or_else(|e| panic!("{t}: {e}"));
         let name = match path {
             GemmPath::Hopper(p) => format!("{t} [sm90 {}]", p.kernel_name()),
             GemmPath::Sm80(p) => format!("{t} [sm80 {}]", p.kernel_name()),
@@ -741,7 +741,7 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
             d: Some(d),
             ..EpBuffers::default()
         };
-        let whole = TreeKernel::plan(&rt, &p, &t, force_sm80).unwrap();
+        let whole = TreeKernel::plan(&rt, &p, &t, &bind, force_sm80).unwrap();
         let text = format!("{text} [{}]", whole.path_name());
         whole
             .launch(&rt, &a_d, &b_d, &s, &bind, &bufs(&one))
@@ -751,7 +751,7 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
             rp.m = reg.rows.end - reg.rows.start;
             rp.n = reg.cols.end - reg.cols.start;
             let rbind = Binding::for_tree(&reg.tree, m, n, k, 1, out);
-            TreeKernel::plan(&rt, &rp, &reg.tree, force_sm80)
+            TreeKernel::plan(&rt, &rp, &reg.tree, &rbind, force_sm80)
                 .unwrap()
                 .launch_region(
                     &rt,

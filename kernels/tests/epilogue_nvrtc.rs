@@ -6,9 +6,10 @@
 #![cfg(feature = "cuda")]
 
 use tessera_kernels::epilogue::cuda::apply_kernel_source;
-use tessera_kernels::epilogue::{parse_epilogue, residual_relu, EpilogueTree, Fusion};
+use tessera_kernels::epilogue::{parse_epilogue, residual_relu, Binding, EpilogueTree, Fusion};
 use tessera_kernels::runtime::{compile, nvrtc_version};
 use tessera_kernels::Arch;
+use tessera_kernels::DType;
 
 fn trees() -> Vec<(String, EpilogueTree)> {
     let mut v: Vec<(String, EpilogueTree)> = Fusion::ALL
@@ -151,7 +152,7 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
     )
     .unwrap();
     // Negative control: a tree epilogue whose hook is broken does not compile.
-    let src = sm90_tree_source(&coop, &Fusion::Bias.tree()).unwrap();
+    let src = sm90_tree_source(&coop, &Fusion::Bias.tree(), None).unwrap();
     assert!(src.contains("#ifdef TESSERA_EPILOGUE_TREE"));
     let broken = src.replace(
         "tessera_ep_pair(tessera_ep_args,",
@@ -160,15 +161,19 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
     assert_ne!(broken, src);
     assert!(compile(&broken, "tessera_gemm", Arch::Sm90a, false).is_err());
     // Operand sums are refused, not silently dropped.
-    assert!(sm90_tree_source(&coop, &Fusion::BgradA.tree()).is_err());
+    assert!(sm90_tree_source(&coop, &Fusion::BgradA.tree(), None).is_err());
     let jobs: Vec<(String, String)> = trees()
         .into_iter()
         .filter(|(_, t)| t.sum_k.is_empty())
         .flat_map(|(name, t)| {
-            [(&coop, "coop"), (&pingpong, "pingpong")].map(|(plan, sched)| {
+            // Cooperative with a bf16 binding's types compiled in (beta 0.5 when C is
+            // read); ping-pong with the types read at run time.
+            let mut b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+            b.beta = 0.5;
+            [(&coop, "coop", Some(b)), (&pingpong, "pingpong", None)].map(|(plan, sched, b)| {
                 (
                     format!("{name} ({sched})"),
-                    sm90_tree_source(plan, &t).unwrap(),
+                    sm90_tree_source(plan, &t, b.as_ref()).unwrap(),
                 )
             })
         })

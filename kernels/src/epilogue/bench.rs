@@ -173,8 +173,8 @@ pub fn bench_fusions(
             if !tree.sum_k.is_empty() {
                 continue; // the operand sums run beside the GEMM; not this benchmark's subject
             }
-            let ours = TreeKernel::new(rt, &path, &tree)?;
             let binding = Binding::for_tree(&tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
+            let ours = TreeKernel::new(rt, &path, &tree, &binding)?;
             let uses_bits = binding.aux.is_some_and(|a| a.bits) || binding.aux_in_bits.is_some();
             let bufs = EpBuffers {
                 d: Some(&o.d),
@@ -258,7 +258,7 @@ pub fn bench_coordinate(
         bias_col: Some(&o.bias),
         ..EpBuffers::default()
     };
-    let one = TreeKernel::plan(rt, &o.p, tree, force_sm80)?;
+    let one = TreeKernel::plan(rt, &o.p, tree, &binding, force_sm80)?;
     let mut regions = Vec::new();
     for reg in split_regions(tree, o.p.m, o.p.n, 1)?.regions {
         let mut rp = o.p;
@@ -266,7 +266,7 @@ pub fn bench_coordinate(
         rp.n = reg.cols.end - reg.cols.start;
         let rbind = Binding::for_tree(&reg.tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
         regions.push((
-            TreeKernel::plan(rt, &rp, &reg.tree, force_sm80)?,
+            TreeKernel::plan(rt, &rp, &reg.tree, &rbind, force_sm80)?,
             rbind,
             reg,
         ));

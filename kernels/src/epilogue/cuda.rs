@@ -112,14 +112,17 @@ impl Gen {
                     Leaf::Const(v) => float_lit(*v, e)?,
                     // Literals and scalars need no variable.
                     Leaf::C => format!(
-                        "(a.beta != 0.0f ? tessera_load(a.c, {}, a.dt_c) : 0.0f)",
+                        "(TESSERA_EP_READ_C ? tessera_load(a.c, {}, TESSERA_EP_DT_C) : 0.0f)",
                         at("batch_c", "ldc")
                     ),
                     Leaf::Residual => {
-                        format!("tessera_load(a.residual, {}, a.dt_r)", at("batch_r", "ldr"))
+                        format!(
+                            "tessera_load(a.residual, {}, TESSERA_EP_DT_R)",
+                            at("batch_r", "ldr")
+                        )
                     }
                     Leaf::AuxIn => format!(
-                        "tessera_load(a.aux_in, {}, a.dt_aux_in)",
+                        "tessera_load(a.aux_in, {}, TESSERA_EP_DT_AUX_IN)",
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::AuxInBits => format!(
@@ -127,11 +130,11 @@ impl Gen {
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::BiasRow => {
-                        "tessera_load(a.bias_row, b * a.batch_bias_row + row, a.dt_bias_row)"
+                        "tessera_load(a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW)"
                             .to_string()
                     }
                     Leaf::BiasCol => {
-                        "tessera_load(a.bias_col, b * a.batch_bias_col + col, a.dt_bias_col)"
+                        "tessera_load(a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL)"
                             .to_string()
                     }
                     Leaf::Coord(Coord::Row) => "static_cast<long long>(row)".to_string(),
@@ -159,7 +162,7 @@ impl Gen {
                         UnaryOp::Gelu => format!("tessera_ep_gelu({x})"),
                         UnaryOp::GeluTanh => format!("tessera_ep_gelu_tanh({x})"),
                         UnaryOp::Sigmoid => format!("tessera_ep_sigmoid({x})"),
-                        UnaryOp::Tanh => format!("tanhf({x})"),
+                        UnaryOp::Tanh => format!("tessera_ep_tanh({x})"),
                         UnaryOp::Silu => format!("{x} * tessera_ep_sigmoid({x})"),
                         UnaryOp::Clamp { lo, hi } => {
                             format!(
@@ -253,7 +256,7 @@ impl Gen {
                     Sink::Aux(AuxFormat::Full(None)) => {
                         writeln!(
                             self.body,
-                            "  tessera_store(a.aux, {at}, {v}, a.dt_d);  // aux"
+                            "  tessera_store(a.aux, {at}, {v}, TESSERA_EP_DT_D);  // aux"
                         )
                     }
                     Sink::Aux(AuxFormat::Full(Some(t))) => writeln!(
@@ -621,18 +624,24 @@ pub fn gemm_has_tree_hook() -> bool {
 /// epilogue then calls `tessera_ep_pair` for each column pair and takes the arguments as a
 /// fourth kernel parameter (`const TesseraEpArgs tessera_ep_args`).
 ///
-/// The plan's own epilogue must be the plain one (the tree replaces it).
+/// The plan's own epilogue must be the plain one (the tree replaces it). With a `binding`, the
+/// tensors' types and whether C is read are compiled in ([`static_types`]); launches must then
+/// bind the same.
 ///
 /// ```
 /// use tessera_kernels::epilogue::{cuda::sm90_tree_source, Fusion};
 /// use tessera_kernels::sm90::Sm90Plan;
 /// use tessera_kernels::GemmProblem;
 /// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
-/// let src = sm90_tree_source(&plan, &Fusion::DGeluBgrad.tree()).unwrap();
+/// let src = sm90_tree_source(&plan, &Fusion::DGeluBgrad.tree(), None).unwrap();
 /// assert!(src.contains("kTesseraEpColSum = true"));
 /// assert!(src.contains("tessera_ep_flush_col"));
 /// ```
-pub fn sm90_tree_source(plan: &crate::sm90::Sm90Plan, tree: &EpilogueTree) -> Result<String> {
+pub fn sm90_tree_source(
+    plan: &crate::sm90::Sm90Plan,
+    tree: &EpilogueTree,
+    binding: Option<&super::check::Binding>,
+) -> Result<String> {
     use crate::sm90::codegen::{preamble as sm90_preamble, SM90_GEMM_CUH, SM90_PTX_CUH};
     if plan.problem.epilogue != crate::problem::Epilogue::default() {
         return Err(EpilogueError::Type {
@@ -661,10 +670,51 @@ pub fn sm90_tree_source(plan: &crate::sm90::Sm90Plan, tree: &EpilogueTree) -> Re
     s.push('\n');
     s.push_str(&sm90_preamble(plan));
     s.push_str("\n#define TESSERA_EP_REG_SUMS 1\n");
+    if let Some(b) = binding {
+        s.push_str(&static_types(tree, b));
+    }
     s.push_str(&epilogue_source(tree)?);
     s.push('\n');
     s.push_str(&abi_asserts());
     s.push_str("#define TESSERA_EPILOGUE_TREE 1\n\n");
     s.push_str(SM90_GEMM_CUH);
     Ok(s)
+}
+
+/// The `#define`s that fix the tensors' types and the reading of C for one binding (see
+/// `epilogue_tree.cuh`): the type switches of every load and store fold away. Two bindings
+/// with the same text can share a kernel.
+///
+/// ```
+/// use tessera_kernels::epilogue::cuda::static_types;
+/// use tessera_kernels::epilogue::{Binding, Fusion};
+/// use tessera_kernels::DType;
+/// let t = Fusion::GeluAuxBias.tree();
+/// let b = Binding::for_tree(&t, 64, 64, 64, 1, DType::Bf16);
+/// let s = static_types(&t, &b);
+/// assert!(s.contains("#define TESSERA_EP_DT_D 0"));
+/// assert!(s.contains("#define TESSERA_EP_READ_C false")); // beta = 0
+/// ```
+pub fn static_types(tree: &EpilogueTree, b: &super::check::Binding) -> String {
+    let mat = |m: &Option<super::check::MatSpec>| m.map_or(0, |m| code(m.dtype));
+    let vec = |v: &Option<super::check::VecSpec>| v.map_or(0, |v| code(v.dtype));
+    let aux_in = if tree.d.uses(Leaf::AuxInBits) {
+        0
+    } else {
+        mat(&b.aux_in)
+    };
+    let mut s = String::new();
+    let _ = writeln!(s, "// the binding's types, compiled in");
+    let _ = writeln!(s, "#define TESSERA_EP_DT_D {}", code(b.d.dtype));
+    let _ = writeln!(s, "#define TESSERA_EP_DT_C {}", mat(&b.c));
+    let _ = writeln!(s, "#define TESSERA_EP_DT_R {}", mat(&b.residual));
+    let _ = writeln!(s, "#define TESSERA_EP_DT_AUX_IN {aux_in}");
+    let _ = writeln!(s, "#define TESSERA_EP_DT_BIAS_ROW {}", vec(&b.bias_row));
+    let _ = writeln!(s, "#define TESSERA_EP_DT_BIAS_COL {}", vec(&b.bias_col));
+    let _ = writeln!(
+        s,
+        "#define TESSERA_EP_READ_C {}",
+        tree.d.uses(Leaf::C) && b.beta != 0.0
+    );
+    s
 }

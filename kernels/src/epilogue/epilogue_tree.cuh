@@ -23,6 +23,19 @@ struct TesseraEpArgs {
   int d_pair;  // 1: D may be stored two elements at a time (ldd, batch_d, col0 even; base aligned)
 };
 
+// The tensors' types and whether C is read: fields of the arguments, unless the including
+// source fixed them at compile time for one binding (the Hopper tree kernel), which folds the
+// type switches of every load and store away.
+#ifndef TESSERA_EP_DT_D
+#define TESSERA_EP_DT_D a.dt_d
+#define TESSERA_EP_DT_C a.dt_c
+#define TESSERA_EP_DT_R a.dt_r
+#define TESSERA_EP_DT_AUX_IN a.dt_aux_in
+#define TESSERA_EP_DT_BIAS_ROW a.dt_bias_row
+#define TESSERA_EP_DT_BIAS_COL a.dt_bias_col
+#define TESSERA_EP_READ_C (a.beta != 0.0f)
+#endif
+
 // Per-CTA partial sums of the reductions, in shared memory (null: add straight to global).
 // With TESSERA_EP_REG_SUMS defined (the Hopper kernel) the sums go to registers instead: the
 // kernel zeroes reg_row before each row's elements and reg_col[0..2) before each column pair,
@@ -57,17 +70,26 @@ __device__ __forceinline__ void tessera_ep_store_bit(void* p, long long bit, boo
   }
 }
 
-__device__ __forceinline__ float tessera_ep_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+// The activations use the fast exponential (__expf: a few fp32 ulps for the arguments that
+// matter) and the fast division (__fdividef: 2 ulps, 0 for a divisor beyond 2^126): absolute
+// errors near 1e-7, far below the 16-bit outputs' rounding and within the fp32 tests' bounds.
+__device__ __forceinline__ float tessera_ep_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
+// tanh(|x|) = 1 - 2 / (e^(2|x|) + 1), odd; e^(2|x|) = inf gives 1.
+__device__ __forceinline__ float tessera_ep_tanh(float x) {
+  const float t = 1.0f - __fdividef(2.0f, __expf(2.0f * fabsf(x)) + 1.0f);
+  return copysignf(t, x);
+}
 __device__ __forceinline__ float tessera_ep_gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
+// 0.5 x (1 + tanh(u)) = x sigmoid(2u): the same function without the cancellation for x < 0.
 __device__ __forceinline__ float tessera_ep_gelu_tanh(float x) {
   const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(u));
+  return x * tessera_ep_sigmoid(2.0f * u);
 }
 __device__ __forceinline__ float tessera_ep_dgelu(float x) {
   // Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
-  return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+  return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * __expf(-0.5f * x * x);
 }
 __device__ __forceinline__ float tessera_ep_dgelu_tanh(float x) {
   const float s = 0.79788456080286536f;
@@ -79,7 +101,7 @@ __device__ __forceinline__ float tessera_ep_dsigmoid(float x) {
   return s * (1.0f - s);
 }
 __device__ __forceinline__ float tessera_ep_dtanh(float x) {
-  const float t = tanhf(x);
+  const float t = tessera_ep_tanh(x);
   return 1.0f - t * t;
 }
 __device__ __forceinline__ float tessera_ep_dsilu(float x) {

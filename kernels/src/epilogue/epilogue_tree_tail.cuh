@@ -9,13 +9,13 @@ __device__ __forceinline__ void tessera_ep_pair(const TesseraEpArgs& a, TesseraE
   if (lcol + 1 < a.cols) {
     const float d1 = tessera_ep_element(a, cta, b, lrow, lcol + 1, acc1);
     if (a.d_pair && (lcol & 1) == 0) {
-      tessera_store2(a.d, i, d0, d1, a.dt_d);
+      tessera_store2(a.d, i, d0, d1, TESSERA_EP_DT_D);
     } else {
-      tessera_store(a.d, i, d0, a.dt_d);
-      tessera_store(a.d, i + 1, d1, a.dt_d);
+      tessera_store(a.d, i, d0, TESSERA_EP_DT_D);
+      tessera_store(a.d, i + 1, d1, TESSERA_EP_DT_D);
     }
   } else {
-    tessera_store(a.d, i, d0, a.dt_d);
+    tessera_store(a.d, i, d0, TESSERA_EP_DT_D);
   }
 }
 

@@ -724,20 +724,25 @@ impl TreeGemm {
 pub struct TreeSm90 {
     kernel: crate::sm90::launch::Sm90Kernel,
     tree: EpilogueTree,
+    /// The binding's compiled-in part ([`super::cuda::static_types`]).
+    statics: String,
 }
 
 impl TreeSm90 {
     /// Compiles `plan` (whose own epilogue must be the plain one) with `tree` as its
-    /// epilogue, for the runtime's device (sm_90a).
+    /// epilogue, for the runtime's device (sm_90a), with `binding`'s types and reading of C
+    /// compiled in: launches must bind the same types (and beta zero or not alike).
     pub fn new(
         rt: &Runtime,
         plan: &crate::sm90::Sm90Plan,
         tree: &EpilogueTree,
+        binding: &Binding,
     ) -> Result<TreeSm90> {
-        let src = super::cuda::sm90_tree_source(plan, tree)?;
+        let src = super::cuda::sm90_tree_source(plan, tree, Some(binding))?;
         Ok(TreeSm90 {
             kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, &src)?,
             tree: tree.clone(),
+            statics: super::cuda::static_types(tree, binding),
         })
     }
 
@@ -795,6 +800,16 @@ impl TreeSm90 {
         p.validate()?;
         check(&self.tree, binding, &KernelCaps::GENERATED)?;
         let args = region_args(rt, OP, &self.tree, binding, bufs, &rows, &cols)?;
+        let statics = super::cuda::static_types(&self.tree, binding);
+        if statics != self.statics {
+            return Err(KernelError::InvalidProblem {
+                op: OP,
+                msg: format!(
+                    "the kernel was compiled for the binding\n{}but this launch binds\n{}",
+                    self.statics, statics
+                ),
+            });
+        }
         let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
         if (rm, rn, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch) {
             return Err(KernelError::InvalidProblem {
@@ -902,15 +917,17 @@ pub enum TreeKernel {
 
 impl TreeKernel {
     /// Compiles the planned `path` (see [`crate::sm90::choose_path`]; its problem's own
-    /// epilogue must be the plain one) with `tree` as its epilogue.
+    /// epilogue must be the plain one) with `tree` as its epilogue, for launches that bind
+    /// like `binding` (the Hopper kernel compiles the binding's types in).
     pub fn new(
         rt: &Runtime,
         path: &crate::sm90::GemmPath,
         tree: &EpilogueTree,
+        binding: &Binding,
     ) -> Result<TreeKernel> {
         Ok(match path {
             crate::sm90::GemmPath::Hopper(p) => {
-                TreeKernel::Hopper(Box::new(TreeSm90::new(rt, p, tree)?))
+                TreeKernel::Hopper(Box::new(TreeSm90::new(rt, p, tree, binding)?))
             }
             crate::sm90::GemmPath::Sm80(p) => {
                 TreeKernel::Sm80(Box::new(TreeGemm::new(rt, p, tree)?))
@@ -924,6 +941,7 @@ impl TreeKernel {
         rt: &Runtime,
         problem: &crate::problem::GemmProblem,
         tree: &EpilogueTree,
+        binding: &Binding,
         force_sm80: bool,
     ) -> Result<TreeKernel> {
         let path = if force_sm80 {
@@ -931,7 +949,7 @@ impl TreeKernel {
         } else {
             crate::sm90::choose_path(problem, rt.arch())?
         };
-        TreeKernel::new(rt, &path, tree)
+        TreeKernel::new(rt, &path, tree, binding)
     }
 
     /// `"sm90"` or `"sm80"`.

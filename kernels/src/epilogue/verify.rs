@@ -130,7 +130,6 @@ pub fn check_tree(
             format!("{p}: {work:.2e} multiply-adds is too big for the float64 reference"),
         ));
     }
-    let kernel = TreeKernel::plan(rt, p, tree, force_sm80)?;
     let (m, n, k, nb) = (p.m as usize, p.n as usize, p.k as usize, p.batch as usize);
     let out = p.output;
     let s = GemmStrides::tight(p);
@@ -147,6 +146,7 @@ pub fn check_tree(
     if bind.c.is_some() {
         bind.beta = 0.5;
     }
+    let kernel = TreeKernel::plan(rt, p, tree, &bind, force_sm80)?;
     let full = |r: &mut Rng| round(r.vec(nb * m * n, -1.0, 1.0), out);
     let c = full(&mut r);
     let residual = full(&mut r);
