@@ -321,8 +321,20 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
         },
         Ok(AnyPlan::Sm90(plan)) => match (&tree, runnable) {
             (Some(t), false) => {
-                tree_src(tessera_kernels::epilogue::cuda::sm90_tree_source(&plan, t))
-                    .map(|src| (plan.to_string(), src))
+                // The binding `tessera run gemm` launches: tight tensors of the output type,
+                // C read when the tree reads it (beta != 0).
+                let mut b = tessera_kernels::epilogue::Binding::for_tree(
+                    t, p.m, p.n, p.k, p.batch, p.output,
+                );
+                if b.c.is_some() {
+                    b.beta = 0.5;
+                }
+                tree_src(tessera_kernels::epilogue::cuda::sm90_tree_source(
+                    &plan,
+                    t,
+                    Some(&b),
+                ))
+                .map(|src| (plan.to_string(), src))
             }
             _ => Ok((
                 plan.to_string(),
