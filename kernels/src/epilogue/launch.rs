@@ -190,6 +190,34 @@ fn region_args(
     Ok(args)
 }
 
+/// Checks that the plan's problem is the `rows x cols` region of `b`'s product (same K and
+/// batch) and outputs D's type; returns the region's extents.
+fn region_matches_plan(
+    op: &'static str,
+    p: &crate::problem::GemmProblem,
+    b: &Binding,
+    rows: &std::ops::Range<i64>,
+    cols: &std::ops::Range<i64>,
+) -> Result<(i64, i64)> {
+    let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
+    if (rm, rn, b.k, b.batch) != (p.m, p.n, p.k, p.batch) {
+        return Err(KernelError::InvalidProblem {
+            op,
+            msg: format!(
+                "region {rm} x {rn} x {} batch {} differs from the plan's {} x {} x {} batch {}",
+                b.k, b.batch, p.m, p.n, p.k, p.batch
+            ),
+        });
+    }
+    if b.d.dtype != p.output {
+        return Err(KernelError::InvalidProblem {
+            op,
+            msg: format!("D is bound as {}, the plan outputs {}", b.d.dtype, p.output),
+        });
+    }
+    Ok((rm, rn))
+}
+
 /// A tree compiled into `tessera_epilogue_apply` for the runtime's device.
 pub struct EpilogueApply {
     tree: EpilogueTree,
@@ -579,25 +607,7 @@ impl TreeGemm {
                 ),
             });
         }
-        let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
-        if (rm, rn, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch) {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "region {rm} x {rn} x {} batch {} differs from the plan's {} x {} x {} batch {}",
-                    binding.k, binding.batch, p.m, p.n, p.k, p.batch
-                ),
-            });
-        }
-        if binding.d.dtype != p.output {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "D is bound as {}, the plan outputs {}",
-                    binding.d.dtype, p.output
-                ),
-            });
-        }
+        region_matches_plan(OP, p, binding, &rows, &cols)?;
         let s = strides;
         // A and B must cover the full product; the region's operands start inside them.
         let (fm, fn_) = (binding.m, binding.n);
@@ -810,25 +820,7 @@ impl TreeSm90 {
                 ),
             });
         }
-        let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
-        if (rm, rn, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch) {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "region {rm} x {rn} x {} batch {} differs from the plan's {} x {} x {} batch {}",
-                    binding.k, binding.batch, p.m, p.n, p.k, p.batch
-                ),
-            });
-        }
-        if binding.d.dtype != p.output {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "D is bound as {}, the plan outputs {}",
-                    binding.d.dtype, p.output
-                ),
-            });
-        }
+        let (rm, rn) = region_matches_plan(OP, p, binding, &rows, &cols)?;
         if p.a_major != Major::Row || p.b_major != Major::Col {
             return Err(KernelError::InvalidProblem {
                 op: OP,
