@@ -145,6 +145,7 @@ fn sm90_shapes_tiles_and_schedules() {
         stages,
         group_m,
         schedule: Some(Schedule::PingPong),
+        ..Default::default()
     };
     for &(m, n, k) in &[
         (1, 8, 8),
