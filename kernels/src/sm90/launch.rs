@@ -243,6 +243,21 @@ impl Sm90Kernel {
             plan.smem_bytes,
         )?;
         let max_clusters = if plan.cluster > 1 {
+            // The kernel's pairs come from `__cluster_dims__`: a module without it would run
+            // every CTA as rank 0 of a cluster of one, waiting forever for a partner.
+            let width = func
+                .get_attribute(cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)
+                .map_err(driver_err("cuFuncGetAttribute(REQUIRED_CLUSTER_WIDTH)"))?;
+            if width as i64 != plan.cluster {
+                return Err(KernelError::Driver {
+                    op: "Sm90Kernel::new",
+                    msg: format!(
+                        "{}: the module's cluster width is {width}, the plan's {}",
+                        plan.kernel_name(),
+                        plan.cluster
+                    ),
+                });
+            }
             max_active_clusters(rt, &func, plan)
         } else {
             None
