@@ -317,7 +317,7 @@ fn cluster_plans_split_the_shared_operand() {
                     .contains(&format!("_c2{}", share.to_string().to_lowercase())));
                 let shown = plan.to_string();
                 assert!(
-                    shown.contains(&format!("cluster      2 CTAs")) && shown.contains("multicast"),
+                    shown.contains("cluster      2 CTAs") && shown.contains("multicast"),
                     "{shown}"
                 );
             }

@@ -426,8 +426,19 @@ impl fmt::Display for Sm90Plan {
         writeln!(f, "  target       sm_90a")?;
         writeln!(
             f,
-            "  CTA tile     {bm}x{bn}x{bk}, {tm}x{tn}x{} tiles, persistent CTAs (min(tiles, SMs)), raster groups of {} tile-rows",
-            self.problem.batch, self.group_m
+            "  CTA tile     {bm}x{bn}x{bk}, {tm}x{tn}x{} tiles, {}, raster groups of {} {}",
+            self.problem.batch,
+            if self.cluster > 1 {
+                "persistent clusters (min(cluster tiles, clusters resident at once))"
+            } else {
+                "persistent CTAs (min(tiles, SMs))"
+            },
+            self.group_m,
+            if self.cluster > 1 {
+                "cluster-tile rows"
+            } else {
+                "tile-rows"
+            }
         )?;
         writeln!(
             f,
