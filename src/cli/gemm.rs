@@ -393,6 +393,7 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         AnyPlan::Sm90(plan) => {
             print!("{plan}");
             tessera_kernels::sm90::launch::Sm90Kernel::new(&rt, &plan).and_then(|k| {
+                println!("  grid         {} CTAs", k.grid_ctas());
                 tessera_kernels::sm90::verify::check_sm90(&rt, &k, GemmStrides::tight(&p), seed)
             })
         }

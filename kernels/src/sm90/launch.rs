@@ -277,12 +277,7 @@ impl Sm90Kernel {
     /// With a cluster of 2 and the default cap (the SM count), the grid is limited by how many
     /// pairs fit side by side in the GPCs, which can be fewer than half the SMs.
     pub fn grid_ctas(&self) -> i64 {
-        let c = self.plan.cluster;
-        let mut clusters = (self.max_ctas / c).max(1);
-        if let Some(n) = self.max_clusters {
-            clusters = clusters.min(n.max(1));
-        }
-        self.plan.total_cluster_tiles().min(clusters) * c
+        self.plan.persistent_ctas(self.max_ctas, self.max_clusters)
     }
 
     /// The plan.

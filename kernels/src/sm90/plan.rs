@@ -396,6 +396,32 @@ impl Sm90Plan {
         }
     }
 
+    /// CTAs of the persistent grid under a cap of `max_ctas` CTAs and, with a cluster, of
+    /// `max_clusters` clusters resident at once: one per tile (one pair per cluster tile), at
+    /// most the caps, whole clusters, at least one cluster.
+    ///
+    /// ```
+    /// use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+    /// use tessera_kernels::GemmProblem;
+    /// let p = GemmProblem::new(4096, 4096, 4096);
+    /// let single = Sm90Plan::new(&p).unwrap();
+    /// assert_eq!(single.persistent_ctas(132, None), 132);
+    /// let opts = Sm90Options { cluster: Some(2), ..Default::default() };
+    /// let pair = Sm90Plan::with_options(&p, opts).unwrap();
+    /// assert_eq!(pair.persistent_ctas(132, None), 132);
+    /// assert_eq!(pair.persistent_ctas(132, Some(60)), 120); // 60 pairs fit at once
+    /// assert_eq!(pair.persistent_ctas(7, None), 6);
+    /// assert_eq!(pair.persistent_ctas(1, None), 2);
+    /// ```
+    pub fn persistent_ctas(&self, max_ctas: i64, max_clusters: Option<i64>) -> i64 {
+        let c = self.cluster.max(1);
+        let mut clusters = (max_ctas / c).max(1);
+        if let Some(n) = max_clusters {
+            clusters = clusters.min(n.max(1));
+        }
+        self.total_cluster_tiles().min(clusters) * c
+    }
+
     /// Cluster tiles in all, batches included (what the persistent clusters walk).
     pub fn total_cluster_tiles(&self) -> i64 {
         let (cm, cn) = self.cluster_grid_tiles();
