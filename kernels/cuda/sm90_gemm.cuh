@@ -12,6 +12,21 @@
 // takes tiles i, i + gridDim.x, ... in the grouped order of tessera_sm90_tile, and the
 // producer runs ahead into the next tile while the consumers run the epilogue.
 //
+// With a cluster of two CTAs (kCluster == 2, an opt-in of the plan), the pair walks the
+// "cluster tiles" of the persistent order together: two tiles side by side along N that share
+// their A tile (kShareA), or along M sharing B (kShareB). Stage for stage, CTA r of the pair
+// loads rows [r kPartRows, (r + 1) kPartRows) of the shared tile and multicasts them into the
+// same stage of both CTAs (signalling both CTAs' `full` barriers), plus its own whole tile of
+// the other operand; so each `full` barrier still counts the whole stage's bytes. A stage of
+// a CTA is written by both producers, so it may be refilled only when the consumers of both
+// CTAs have released it: every consumer warp arrives on the `empty` barrier of both CTAs,
+// whose count doubles. A cluster-wide barrier after the barriers' initialization (before any
+// CTA touches its partner) and one before exit (while a partner may still write into this
+// CTA's shared memory or arrive on its barriers) bracket the kernel. The cluster's code is
+// under `#if TESSERA_SM90_CLUSTER > 1`, so that with a cluster of 1 the compiler sees the
+// single-CTA kernel's text (a dead `if (kCluster > 1)` branch still changes its register
+// allocation).
+//
 // Everything shape-dependent comes from the generated preamble above this file: tile sizes,
 // stages, the stage sizes in bytes, the wgmma descriptors' constant parts and k-step advance
 // (derived from the shared-memory layouts), the wgmma wrapper and the accumulator map
@@ -42,6 +57,18 @@ static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers c
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
 static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue chunks");
+#if TESSERA_SM90_CLUSTER > 1
+#define TESSERA_SM90_CLUSTER_DIMS __cluster_dims__(TESSERA_SM90_CLUSTER, 1, 1)
+#else
+#define TESSERA_SM90_CLUSTER_DIMS
+#endif
+
+static_assert(kCluster == 1 || (kCluster == 2 && kShareA != kShareB && !kPingPong),
+              "a pair of CTAs shares exactly one operand, cooperative schedule");
+static_assert(!kShareA || (kPartRowsA * kCluster == kBM && kPartBytesA % 1024 == 0),
+              "A splits into kCluster parts on the 1024-byte swizzle period");
+static_assert(!kShareB || (kPartRowsB * kCluster == kBN && kPartBytesB % 1024 == 0),
+              "B splits into kCluster parts on the 1024-byte swizzle period");
 
 // Tile `tile` of the persistent order -> (batch, tile row, tile column). Within a batch, tile
 // rows go in groups of group_m; a group is walked column by column, so consecutive tiles
@@ -59,6 +86,87 @@ __device__ __forceinline__ void tessera_sm90_tile(int tile, const TesseraSm90Par
   tm = first_m + in_group % rows;
   tn = in_group / rows;
 }
+
+// The grid of cluster tiles: the tile grid with the paired dimension divided by kCluster,
+// rounded up. When that dimension is odd, the second tile of the last pair lies outside D: it
+// is loaded (TMA writes zeros for elements outside the tensor and still counts their bytes)
+// and computed, and the epilogue's bounds checks drop all of its stores.
+__device__ __forceinline__ int tessera_sm90_cluster_tiles_m(const TesseraSm90Params& p) {
+  return kShareB ? (p.tiles_m + kCluster - 1) / kCluster : p.tiles_m;
+}
+
+__device__ __forceinline__ int tessera_sm90_cluster_tiles_n(const TesseraSm90Params& p) {
+  return kShareA ? (p.tiles_n + kCluster - 1) / kCluster : p.tiles_n;
+}
+
+// Tile `tile` of the persistent order (a cluster tile when kCluster > 1) -> the (batch, tile
+// row, tile column) CTA `rank` of the cluster works on.
+__device__ __forceinline__ void tessera_sm90_cta_tile(int tile, int rank,
+                                                      const TesseraSm90Params& p, int& b,
+                                                      int& tm, int& tn) {
+  // tessera_sm90_tile's grouped order over the grid of cluster tiles.
+  TesseraSm90Params q = p;
+  q.tiles_m = tessera_sm90_cluster_tiles_m(p);
+  q.tiles_n = tessera_sm90_cluster_tiles_n(p);
+  int cm, cn;
+  tessera_sm90_tile(tile, q, b, cm, cn);
+  tm = kShareB ? cm * kCluster + rank : cm;
+  tn = kShareA ? cn * kCluster + rank : cn;
+}
+
+// A consumer warp hands stage barrier `bar` (an `empty` barrier) back: to this CTA's producer,
+// or with a cluster to the producers of every CTA of the cluster (both wrote the stage).
+__device__ __forceinline__ void tessera_sm90_release(unsigned bar) {
+#if TESSERA_SM90_CLUSTER > 1
+#pragma unroll
+  for (int r = 0; r < kCluster; ++r) tessera_mbar_arrive_cluster(tessera_mapa(bar, r));
+#else
+  tessera_mbar_arrive(bar);
+#endif
+}
+
+#if TESSERA_SM90_CLUSTER > 1
+// The producer thread of CTA `rank` of a cluster: the cluster's tiles, every k-tile of each,
+// into consecutive stages of the ring; its part of the shared operand multicast to the whole
+// cluster, its whole tile of the other operand to itself.
+__device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap& tma_a,
+                                                             const TesseraTmaMap& tma_b,
+                                                             const TesseraSm90Params& p,
+                                                             unsigned smem_a, unsigned smem_b,
+                                                             unsigned bars, int total,
+                                                             int k_tiles) {
+  const int rank = tessera_cluster_ctarank();
+  constexpr unsigned short kMask = (unsigned short)((1u << kCluster) - 1);
+  int stage = 0;
+  unsigned phase = 0;
+  for (int tile = tessera_cluster_id_x(); tile < total; tile += tessera_cluster_count_x()) {
+    int b, tm, tn;
+    tessera_sm90_cta_tile(tile, rank, p, b, tm, tn);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const unsigned full = bars + 8 * stage;
+      // Released by the consumers of every CTA of the cluster (the partner's producer writes
+      // this stage too).
+      tessera_mbar_wait_cluster(bars + 8 * (kStages + stage), phase ^ 1);
+      // The whole stage: the shared operand's other parts come from the partners' multicasts
+      // (possibly before this expect_tx: the phase cannot complete before this arrival).
+      tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+      if (kShareA) {
+        tessera_tma_load_3d_multicast(smem_a + stage * kStageBytesA + rank * kPartBytesA, &tma_a,
+                                      full, kt * kBK, tm * kBM + rank * kPartRowsA, b, kMask);
+        tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+      } else {
+        tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+        tessera_tma_load_3d_multicast(smem_b + stage * kStageBytesB + rank * kPartBytesB, &tma_b,
+                                      full, kt * kBK, tn * kBN + rank * kPartRowsB, b, kMask);
+      }
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+#endif
 
 // The activation of the plan. GELU (tanh) is computed as x * sigmoid(2u) = x / (1 + e^(-2u)),
 // the same function as 0.5 x (1 + tanh(u)) without its cancellation for negative x, with the
@@ -117,7 +225,7 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
+extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
                  const __grid_constant__ TesseraTmaMap tma_b, const TesseraSm90Params p
 #ifdef TESSERA_EPILOGUE_TREE
@@ -143,21 +251,35 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       tessera_mbar_init(bars + 8 * s, 1);
       // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
-      tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4);
+      // With a cluster, the consumer warps of every CTA of it.
+      tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4 * kCluster);
     }
     tessera_mbar_init(turns, 1);
     tessera_mbar_init(turns + 8, 1);
     tessera_fence_barrier_init();
   }
   __syncthreads();
+#if TESSERA_SM90_CLUSTER > 1
+  // The partner's barriers are initialized (and visible) before anyone arrives on them or
+  // multicasts into this CTA.
+  tessera_cluster_sync();
+#endif
 
   const int k_tiles = (p.k + kBK - 1) / kBK;
+#if TESSERA_SM90_CLUSTER > 1
+  // The persistent order of a cluster: cluster tiles, walked by the clusters.
+  const int total = tessera_sm90_cluster_tiles_m(p) * tessera_sm90_cluster_tiles_n(p) * p.batch;
+#else
   const int total = p.tiles_m * p.tiles_n * p.batch;
+#endif
 
   if (wg == 0) {
     // Producer warpgroup: the CTA's tiles blockIdx.x, blockIdx.x + gridDim.x, ... in order,
     // every k-tile of each, into consecutive stages of the ring.
     tessera_setmaxnreg_dec<kProducerRegs>();
+#if TESSERA_SM90_CLUSTER > 1
+    if (t == 0) tessera_sm90_produce_cluster(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
+#else
     if (t == 0) {
       int stage = 0;
       unsigned phase = 0;
@@ -177,6 +299,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+#endif
   } else {
     // Consumer warpgroup `cw`. Cooperative: rows [64 cw, 64 cw + 64) of every tile of the CTA.
     // Ping-pong: all kBM rows (kMHalves m64 halves) of every other tile of the CTA, so that one
@@ -189,7 +312,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const int step = kPingPong ? 2 : 1;
     int local = 0;  // tiles this warpgroup has started
     for (int n = kPingPong ? cw : 0;; n += step, ++local) {
+#if TESSERA_SM90_CLUSTER > 1
+      // The cluster's n-th cluster tile; both CTAs of the cluster take it together.
+      const int tile = tessera_cluster_id_x() + n * tessera_cluster_count_x();
+#else
       const int tile = blockIdx.x + n * gridDim.x;
+#endif
       if (tile >= total) break;
       if (kPingPong && (cw == 1 || local > 0)) {
         // A parity wait only tells the current phase from the one before. This warpgroup's
@@ -199,7 +327,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         tessera_mbar_wait(turns + 8 * cw, (unsigned)((cw == 1 ? local : local - 1) & 1));
       }
       int b, tm, tn;
+#if TESSERA_SM90_CLUSTER > 1
+      tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
+#else
       tessera_sm90_tile(tile, p, b, tm, tn);
+#endif
       // This tile's first k-tile is the (n k_tiles)-th the producer loaded.
       const unsigned long long g0 = (unsigned long long)n * k_tiles;
       int stage = (int)(g0 % kStages);
@@ -225,7 +357,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         if (kt > 0) {
           // The group of the previous stage is done: hand that stage back to the producer.
           tessera_wgmma_wait<1>();
-          if (lane == 0) tessera_mbar_arrive(bars + 8 * (kStages + prev));
+          if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
         }
         prev = stage;
         if (++stage == kStages) {
@@ -234,7 +366,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
         }
       }
       tessera_wgmma_wait<0>();
-      if (lane == 0) tessera_mbar_arrive(bars + 8 * (kStages + prev));
+      if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
       // (Ping-pong: the other warpgroup's turn was passed on when the last stage arrived.)
 #pragma unroll
       for (int h = 0; h < kMHalves; ++h) {
@@ -376,4 +508,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  // No CTA of a cluster leaves while its partner may still multicast into its shared memory or
+  // arrive on its barriers: all of that happens before the partner arrives here.
+#if TESSERA_SM90_CLUSTER > 1
+  tessera_cluster_sync();
+#endif
 }

@@ -103,3 +103,76 @@ __device__ __forceinline__ void tessera_setmaxnreg_inc() {
 __device__ __forceinline__ void tessera_bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+
+// ---- Clusters (used only when the plan's kCluster > 1) ----
+
+// This CTA's rank in its cluster, the cluster's index in the grid (x) and the clusters of the
+// grid (x).
+__device__ __forceinline__ int tessera_cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return (int)r;
+}
+
+__device__ __forceinline__ int tessera_cluster_id_x() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  return (int)r;
+}
+
+__device__ __forceinline__ int tessera_cluster_count_x() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  return (int)r;
+}
+
+// Every thread of every CTA of the cluster arrives (releasing its earlier writes, barrier
+// initializations included) and waits for all the others (acquiring theirs).
+__device__ __forceinline__ void tessera_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// The shared::cluster address of the variable at shared::cta address `addr` in the CTA of
+// rank `rank` (the same offset in that CTA's shared memory).
+__device__ __forceinline__ unsigned tessera_mapa(unsigned addr, int rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+
+// Arrives once on the mbarrier at shared::cluster address `bar` (this CTA's or another's),
+// releasing this thread's earlier memory accesses at cluster scope.
+__device__ __forceinline__ void tessera_mbar_arrive_cluster(unsigned bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar)
+               : "memory");
+}
+
+// tessera_mbar_wait for a barrier other CTAs of the cluster arrive on: acquires at cluster
+// scope what their arrivals released.
+__device__ __forceinline__ void tessera_mbar_wait_cluster(unsigned bar, unsigned parity) {
+  unsigned ok = 0;
+  while (!ok) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+
+// tessera_tma_load_3d, multicast: the box is written at the same shared-memory offset `dst` in
+// every CTA of the cluster whose bit is set in `cta_mask`, and each of those CTAs' mbarrier at
+// offset `bar` receives the box's transaction bytes.
+__device__ __forceinline__ void tessera_tma_load_3d_multicast(unsigned dst,
+                                                              const TesseraTmaMap* map,
+                                                              unsigned bar, int c0, int c1,
+                                                              int c2, unsigned short cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2),
+      "h"(cta_mask)
+      : "memory");
+}

@@ -11,7 +11,7 @@ use tessera_kernels::rng::Rng;
 use tessera_kernels::runtime::Runtime;
 use tessera_kernels::sm90::launch::Sm90Kernel;
 use tessera_kernels::sm90::verify::check_sm90;
-use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::verify::require;
 use tessera_kernels::{
     Activation, Arch, BiasMode, DType, Epilogue, GemmProblem, KernelError, Major,
@@ -69,6 +69,8 @@ fn run(
     if let Some(n) = max_ctas {
         k.set_max_ctas(n);
     }
+    assert_eq!(k.grid_ctas() % plan.cluster, 0, "{p}: whole clusters");
+    eprintln!("{}: {} CTAs", plan.kernel_name(), k.grid_ctas());
     let r = check_sm90(rt, &k, s, rng.next_u64()).unwrap_or_else(|e| panic!("{p}: {e}"));
     eprintln!("{r}");
     match require(r) {
@@ -145,6 +147,7 @@ fn sm90_shapes_tiles_and_schedules() {
         stages,
         group_m,
         schedule: Some(Schedule::PingPong),
+        ..Default::default()
     };
     for &(m, n, k) in &[
         (1, 8, 8),
@@ -298,6 +301,168 @@ fn sm90_strides_and_batches() {
         ..Default::default()
     };
     failures.extend(run(&rt, &p, s, opts, Some(5), &mut rng));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// A pair of CTAs sharing `share` by TMA multicast.
+fn pair(tile: (i64, i64), share: ClusterShare) -> Sm90Options {
+    Sm90Options {
+        tile: Some(tile),
+        cluster: Some(2),
+        share: Some(share),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn sm90_cluster_pairs() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    for share in [ClusterShare::A, ClusterShare::B] {
+        // Ragged shapes, many with an odd tile count along the paired dimension (the pair's
+        // second tile outside D) and single-tile problems (the second tile wholly outside).
+        for &(m, n, k) in &[
+            (1, 8, 8),
+            (64, 64, 64),
+            (129, 257, 72),
+            (300, 7, 72),
+            (7, 300, 64),
+            (1031, 1029, 1032),
+            (4100, 3000, 264),
+        ] {
+            let p = tn(m, n, k);
+            for tile in [(128, 256), (128, 128)] {
+                failures.extend(run(
+                    &rt,
+                    &p,
+                    GemmStrides::tight(&p),
+                    pair(tile, share),
+                    None,
+                    &mut rng,
+                ));
+            }
+        }
+        // Every tile shape on one problem: 300 x 500 is 3 (or 5) tiles along M, 2 to 16 along N.
+        for tile in [
+            (128, 192),
+            (64, 256),
+            (64, 128),
+            (64, 64),
+            (128, 32),
+            (64, 96),
+        ] {
+            let p = tn(300, 500, 200);
+            failures.extend(run(
+                &rt,
+                &p,
+                GemmStrides::tight(&p),
+                pair(tile, share),
+                None,
+                &mut rng,
+            ));
+        }
+        // Persistent grids smaller than the cluster tiles (1 CTA asked: one pair; 3: one pair;
+        // 7: three pairs), 2 to 4 stages, odd raster groups: the pair walks many cluster tiles
+        // with phases carried across them.
+        let p = tn(1100, 1300, 328);
+        for (stages, group_m, ctas) in [
+            (2, 3, Some(1)),
+            (3, 1, Some(3)),
+            (4, 5, Some(7)),
+            (2, 2, None),
+        ] {
+            let opts = Sm90Options {
+                stages: Some(stages),
+                group_m: Some(group_m),
+                ..pair((128, 128), share)
+            };
+            failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, ctas, &mut rng));
+        }
+        // Fused epilogues, on a problem with 3 x 3 tiles of 128 x 128 (odd both ways).
+        for (act, bias, aux, beta) in [
+            (Activation::GeluTanh, BiasMode::PerCol, true, 1.0),
+            (Activation::Relu, BiasMode::PerRow, false, 0.5),
+            (Activation::GeluErf, BiasMode::None, true, 0.0),
+        ] {
+            let mut p = tn(300, 290, 200);
+            p.epilogue = Epilogue {
+                act,
+                bias,
+                aux,
+                alpha: 0.75,
+                beta,
+            };
+            failures.extend(run(
+                &rt,
+                &p,
+                GemmStrides::tight(&p),
+                pair((128, 128), share),
+                None,
+                &mut rng,
+            ));
+        }
+        for output in [DType::F16, DType::F32] {
+            let mut p = tn(150, 136, 264);
+            p.input = DType::F16;
+            p.output = output;
+            p.epilogue = Epilogue {
+                act: Activation::GeluTanh,
+                bias: BiasMode::PerCol,
+                aux: true,
+                alpha: 1.0,
+                beta: 1.0,
+            };
+            failures.extend(run(
+                &rt,
+                &p,
+                GemmStrides::tight(&p),
+                pair((128, 128), share),
+                None,
+                &mut rng,
+            ));
+        }
+        // Batches with padded strides and odd output pitches, a persistent grid of 4 CTAs (2
+        // pairs) over 4 batches of 3 x 3 tiles: pairs never straddle batches.
+        let mut p = tn(300, 301, 136);
+        p.batch = 4;
+        p.epilogue = Epilogue {
+            act: Activation::GeluErf,
+            bias: BiasMode::PerCol,
+            aux: true,
+            alpha: 1.0,
+            beta: 0.0,
+        };
+        let mut s = GemmStrides::tight(&p);
+        s.lda += 8;
+        s.ldb += 16;
+        s.ldd += 1;
+        s.ldaux += 3;
+        s.batch_a = p.m * s.lda + 24;
+        s.batch_b = p.n * s.ldb + 8;
+        s.batch_d = p.m * s.ldd + 1;
+        s.batch_aux = p.m * s.ldaux + 1;
+        s.batch_bias = p.n;
+        failures.extend(run(&rt, &p, s, pair((128, 128), share), Some(4), &mut rng));
+        failures.extend(run(&rt, &p, s, pair((128, 256), share), None, &mut rng));
+        // Large problems, the default grid (as many pairs as fit at once).
+        for (m, n, k) in [(4096, 4096, 4096), (4096, 11008, 4096)] {
+            let p = tn(m, n, k);
+            failures.extend(run(
+                &rt,
+                &p,
+                GemmStrides::tight(&p),
+                pair((128, 256), share),
+                None,
+                &mut rng,
+            ));
+        }
+    }
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

@@ -5,8 +5,10 @@
 
 use tessera_kernels::plan::{SmemLayout, SwizzleBits};
 use tessera_kernels::sm90::codegen::preamble;
-use tessera_kernels::sm90::layouts::{tma_box_for, wgmma_acc_layout, wgmma_desc_for, TmaSwizzle};
-use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::layouts::{
+    tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaSwizzle,
+};
+use tessera_kernels::sm90::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::{DType, Epilogue, GemmProblem};
 
 fn smem(bits: u32, base: u32, layout: &str) -> SmemLayout {
@@ -220,6 +222,191 @@ fn planner_limits() {
 }
 
 #[test]
+fn tma_split_for_writes_the_layout_part_by_part() {
+    // Every operand tile the planner makes (64 or 128 rows of A, 32..=256 of B), in 2 parts;
+    // and 4 parts where the rows allow.
+    for (elem, bits, base, cols) in [(2, 3, 3, 64), (2, 2, 3, 32), (4, 3, 2, 32)] {
+        let span = 16 << bits;
+        for rows in (32..=256).step_by(32) {
+            let s = smem(bits, base, &format!("({rows},{cols}):({cols},1)"));
+            for parts in [2, 4] {
+                let split = tma_split_for(&s, elem, parts).unwrap_or_else(|e| panic!("{s}: {e}"));
+                let part_rows = rows / parts;
+                assert_eq!(split.parts, parts);
+                assert_eq!(
+                    (split.part.inner, split.part.outer, split.part.bytes),
+                    (cols, part_rows, part_rows * span),
+                    "{s}"
+                );
+                assert_eq!(split.part.swizzle.span_bytes(), span);
+                // Parts lie back to back, each on a whole swizzle period.
+                assert_eq!(split.stride_bytes, split.part.bytes);
+                assert_eq!(split.stride_bytes % (8 * span), 0);
+                // The TMA unit writes part p's element (r, c) where the layout has row
+                // p * part_rows + r.
+                for p in 0..parts {
+                    for r in 0..part_rows {
+                        for c in 0..cols {
+                            assert_eq!(
+                                p * split.stride_bytes + tma_byte(r, c, elem, span),
+                                s.offset(p * part_rows + r, c).expect("offset") * elem,
+                                "{s}, part {p}, ({r},{c})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Parts that are not whole 8-row atoms, unequal parts, no parts.
+    for (rows, parts) in [(8, 2), (24, 2), (64, 3), (64, 0), (32, 8)] {
+        let s = smem(3, 3, &format!("({rows},64):(64,1)"));
+        assert!(
+            tma_split_for(&s, 2, parts).is_err(),
+            "{s} in {parts} parts accepted"
+        );
+    }
+}
+
+fn cluster(tile: (i64, i64), share: Option<ClusterShare>) -> Sm90Options {
+    Sm90Options {
+        tile: Some(tile),
+        cluster: Some(2),
+        share,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn cluster_plans_split_the_shared_operand() {
+    let p = GemmProblem::new(4096, 4096, 4096);
+    for bm in [64, 128] {
+        for bn in (32..=256).step_by(32) {
+            let single = Sm90Plan::with_options(
+                &p,
+                Sm90Options {
+                    tile: Some((bm, bn)),
+                    ..Default::default()
+                },
+            )
+            .expect("plan");
+            assert_eq!((single.cluster, single.share), (1, None));
+            assert!(single.a.multicast.is_none() && single.b.multicast.is_none());
+            for share in [ClusterShare::A, ClusterShare::B] {
+                let plan = Sm90Plan::with_options(&p, cluster((bm, bn), Some(share)))
+                    .unwrap_or_else(|e| panic!("{bm}x{bn} sharing {share}: {e}"));
+                assert_eq!((plan.cluster, plan.share), (2, Some(share)));
+                // Shared memory and pipeline as without the cluster.
+                assert_eq!(
+                    (plan.smem_bytes, plan.stages, plan.a.tma, plan.b.tma),
+                    (single.smem_bytes, single.stages, single.a.tma, single.b.tma)
+                );
+                let (shared, other) = match share {
+                    ClusterShare::A => (&plan.a, &plan.b),
+                    ClusterShare::B => (&plan.b, &plan.a),
+                };
+                assert!(other.multicast.is_none());
+                assert_eq!(other.load_box(), other.tma);
+                let m = shared.multicast.expect("split");
+                assert_eq!(m.part.outer * 2, shared.tile_mn);
+                assert_eq!(m.part.bytes * 2, shared.tma.bytes);
+                assert_eq!((m.stride_bytes, m.stride_bytes % 1024), (m.part.bytes, 0));
+                assert_eq!(shared.load_box(), m.part);
+                assert!(plan
+                    .kernel_name()
+                    .contains(&format!("_c2{}", share.to_string().to_lowercase())));
+                let shown = plan.to_string();
+                assert!(
+                    shown.contains("cluster      2 CTAs") && shown.contains("multicast"),
+                    "{shown}"
+                );
+            }
+        }
+    }
+    // Default share: the larger tile, B on a tie.
+    for (tile, share) in [
+        ((128, 256), ClusterShare::B),
+        ((128, 128), ClusterShare::B),
+        ((128, 64), ClusterShare::A),
+    ] {
+        let plan = Sm90Plan::with_options(&p, cluster(tile, None)).expect("plan");
+        assert_eq!(plan.share, Some(share), "{tile:?}");
+    }
+}
+
+#[test]
+fn cluster_tiles_round_the_paired_dimension_up() {
+    // 1000 x 1300 in 128 x 256 tiles: 8 x 6 tiles; 300 x 300 in 128 x 128: 3 x 3 (odd both ways).
+    let p = GemmProblem::new(1000, 1300, 64);
+    let a = Sm90Plan::with_options(&p, cluster((128, 256), Some(ClusterShare::A))).expect("plan");
+    let b = Sm90Plan::with_options(&p, cluster((128, 256), Some(ClusterShare::B))).expect("plan");
+    assert_eq!(
+        (a.cluster_grid_tiles(), b.cluster_grid_tiles()),
+        ((8, 3), (4, 6))
+    );
+    let mut p = GemmProblem::new(300, 300, 64);
+    p.batch = 3;
+    let a = Sm90Plan::with_options(&p, cluster((128, 128), Some(ClusterShare::A))).expect("plan");
+    let b = Sm90Plan::with_options(&p, cluster((128, 128), Some(ClusterShare::B))).expect("plan");
+    assert_eq!(
+        (a.cluster_grid_tiles(), b.cluster_grid_tiles()),
+        ((3, 2), (2, 3))
+    );
+    assert_eq!((a.total_tiles(), a.total_cluster_tiles()), (27, 18));
+    let single = Sm90Plan::new(&p).expect("plan");
+    assert_eq!(single.cluster_grid_tiles(), single.grid_tiles());
+}
+
+#[test]
+fn cluster_refusals() {
+    let p = GemmProblem::new(4096, 4096, 4096);
+    let refuse = [
+        (
+            Sm90Options {
+                cluster: Some(3),
+                ..Default::default()
+            },
+            "3 CTAs",
+        ),
+        (
+            Sm90Options {
+                cluster: Some(0),
+                ..Default::default()
+            },
+            "0 CTAs",
+        ),
+        (
+            Sm90Options {
+                share: Some(ClusterShare::A),
+                ..Default::default()
+            },
+            "a share without a cluster",
+        ),
+        (
+            Sm90Options {
+                cluster: Some(1),
+                share: Some(ClusterShare::B),
+                ..Default::default()
+            },
+            "a share with a cluster of 1",
+        ),
+        (
+            Sm90Options {
+                schedule: Some(Schedule::PingPong),
+                ..cluster((128, 128), Some(ClusterShare::A))
+            },
+            "ping-pong",
+        ),
+    ];
+    for (o, why) in refuse {
+        let e = Sm90Plan::with_options(&p, o).expect_err(why);
+        eprintln!("{why}: {e}");
+    }
+    assert!("c".parse::<ClusterShare>().is_err());
+    assert_eq!("b".parse::<ClusterShare>().expect("share"), ClusterShare::B);
+}
+
+#[test]
 fn generated_preamble_snapshots() {
     let mut p = GemmProblem::new(4096, 4096, 4096);
     insta::assert_snapshot!(
@@ -235,5 +422,18 @@ fn generated_preamble_snapshots() {
     insta::assert_snapshot!(
         "sm90_preamble_pingpong_gelu_aux",
         preamble(&Sm90Plan::with_options(&p, pp).expect("plan"))
+    );
+    let p = GemmProblem::new(4096, 4096, 4096);
+    insta::assert_snapshot!(
+        "sm90_preamble_cluster_share_a",
+        preamble(
+            &Sm90Plan::with_options(&p, cluster((128, 256), Some(ClusterShare::A))).expect("plan")
+        )
+    );
+    insta::assert_snapshot!(
+        "sm90_preamble_cluster_share_b",
+        preamble(
+            &Sm90Plan::with_options(&p, cluster((128, 256), Some(ClusterShare::B))).expect("plan")
+        )
     );
 }

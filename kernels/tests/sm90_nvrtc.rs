@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use tessera_kernels::runtime::{compile, nvrtc_version};
 use tessera_kernels::sm90::codegen::cuda_source;
-use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::{Activation, Arch, BiasMode, DType, Epilogue, GemmProblem};
 
 /// The variants: both 16-bit input types, each tile the planner picks on its own (128x256,
@@ -92,17 +92,58 @@ fn variants() -> BTreeMap<String, String> {
     out
 }
 
-#[test]
-fn every_sm90_variant_compiles_for_sm90a() {
+/// The cluster variants: every tile the planner allows (BM 64 or 128, BN a multiple of 32 up
+/// to 256) in a pair sharing A and one sharing B, bf16; and the heaviest epilogue in fp16 with
+/// fp32 output, sharing each operand.
+fn cluster_variants() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let cluster = |tile, share| Sm90Options {
+        tile: Some(tile),
+        cluster: Some(2),
+        share: Some(share),
+        ..Default::default()
+    };
+    for bm in [64, 128] {
+        for bn in (32..=256).step_by(32) {
+            for share in [ClusterShare::A, ClusterShare::B] {
+                let p = GemmProblem::new(4096, 4096, 4096);
+                let plan = Sm90Plan::with_options(&p, cluster((bm, bn), share)).expect("plan");
+                out.insert(plan.kernel_name(), cuda_source(&plan));
+            }
+        }
+    }
+    for share in [ClusterShare::A, ClusterShare::B] {
+        let mut p = GemmProblem::new(4096, 4096, 4096);
+        p.input = DType::F16;
+        p.output = DType::F32;
+        p.epilogue = Epilogue::parse("c,rowbias,gelu,aux").expect("epilogue");
+        let plan = Sm90Plan::with_options(&p, cluster((128, 256), share)).expect("plan");
+        out.insert(plan.kernel_name(), cuda_source(&plan));
+    }
+    out
+}
+
+/// Whether NVRTC is there; panics when it must be (`TESSERA_REQUIRE_NVRTC=1`).
+fn nvrtc_available() -> bool {
     match nvrtc_version() {
-        Ok((maj, min)) => eprintln!("NVRTC {maj}.{min}"),
+        Ok((maj, min)) => {
+            eprintln!("NVRTC {maj}.{min}");
+            true
+        }
         Err(e) => {
             if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {
                 panic!("TESSERA_REQUIRE_NVRTC=1 but {e}");
             }
             eprintln!("SKIPPED: {e}");
-            return;
+            false
         }
+    }
+}
+
+#[test]
+fn every_sm90_variant_compiles_for_sm90a() {
+    if !nvrtc_available() {
+        return;
     }
     let jobs: Vec<(String, String)> = variants().into_iter().collect();
     assert_eq!(
@@ -110,6 +151,28 @@ fn every_sm90_variant_compiles_for_sm90a() {
         12 + 4 + 23 + 2,
         "2 types x (6 tiles + 2 ping-pong), 24 epilogues (one is the plain 4096 plan), 2 output types"
     );
+    compile_all(&jobs);
+}
+
+#[test]
+fn every_cluster_variant_compiles_for_sm90a() {
+    if !nvrtc_available() {
+        return;
+    }
+    let jobs: Vec<(String, String)> = cluster_variants().into_iter().collect();
+    assert_eq!(
+        jobs.len(),
+        2 * 8 * 2 + 2,
+        "2 BM x 8 BN x 2 shares, 2 epilogues"
+    );
+    for (name, src) in &jobs {
+        assert!(src.contains("#define TESSERA_SM90_CLUSTER 2"), "{name}");
+    }
+    compile_all(&jobs);
+}
+
+/// Compiles every job on two threads: a CUBIN, no spills, `setmaxnreg` honoured.
+fn compile_all(jobs: &[(String, String)]) {
     let (left, right) = jobs.split_at(jobs.len() / 2);
     let run = |part: &[(String, String)]| -> Vec<String> {
         part.iter()

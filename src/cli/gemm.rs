@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use tessera_kernels::codegen::cuda_source;
 use tessera_kernels::epilogue::{describe, parse_epilogue, to_v1};
-use tessera_kernels::sm90::{choose_path, GemmPath, Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::{choose_path, ClusterShare, GemmPath, Sm90Options, Sm90Plan};
 use tessera_kernels::{Arch, DType, Epilogue, GemmPlan, GemmProblem, Major, PlanOptions};
 
 /// The problem, as given on the command line.
@@ -43,6 +43,14 @@ pub struct ProblemArgs {
     /// Force the pipeline depth.
     #[arg(long)]
     pub stages: Option<i64>,
+    /// Hopper path: CTAs per cluster, 1 (default) or 2 (a pair sharing one operand tile
+    /// through TMA multicast).
+    #[arg(long)]
+    pub cluster: Option<i64>,
+    /// Hopper path, with `--cluster 2`: the operand the pair shares, `a` (pair along N) or
+    /// `b` (pair along M); default: the larger tile.
+    #[arg(long)]
+    pub share: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
     /// problem, else the sm80-class path), `sm80` or `sm90`.
     #[arg(long, default_value = "auto")]
@@ -66,8 +74,26 @@ fn path_choice(s: &str) -> Result<PathChoice, String> {
     }
 }
 
-/// Hopper planning options from `--tile BMxBN[xBK]` and `--stages` (BK is fixed at 64 there).
-fn sm90_options(tile: &Option<String>, stages: Option<i64>) -> Result<Sm90Options, String> {
+/// The Hopper-only options of the command line.
+#[derive(Clone, Debug, Default)]
+struct ClusterArgs {
+    cluster: Option<i64>,
+    share: Option<String>,
+}
+
+impl ClusterArgs {
+    fn given(&self) -> bool {
+        self.cluster.is_some() || self.share.is_some()
+    }
+}
+
+/// Hopper planning options from `--tile BMxBN[xBK]`, `--stages`, `--cluster` and `--share`
+/// (BK is fixed at 64 there).
+fn sm90_options(
+    tile: &Option<String>,
+    stages: Option<i64>,
+    cl: &ClusterArgs,
+) -> Result<Sm90Options, String> {
     let tile = match tile {
         None => None,
         Some(t) => {
@@ -81,9 +107,17 @@ fn sm90_options(tile: &Option<String>, stages: Option<i64>) -> Result<Sm90Option
             }
         }
     };
+    let share = cl
+        .share
+        .as_deref()
+        .map(str::parse::<ClusterShare>)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     Ok(Sm90Options {
         tile,
         stages,
+        cluster: cl.cluster,
+        share,
         ..Sm90Options::default()
     })
 }
@@ -101,16 +135,25 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, Str
         PathChoice::Sm90 => true,
         PathChoice::Auto => matches!(choose_path(p, arch), Ok(GemmPath::Hopper(_))),
     };
+    let cl = ClusterArgs {
+        cluster: a.cluster,
+        share: a.share.clone(),
+    };
     if hopper {
         if !Sm90Plan::supports(p, arch) {
             return Err(format!(
                 "the Hopper path does not support this problem on {arch} (it needs sm_90a, K-major bf16/fp16 operands and a row-major D)"
             ));
         }
-        Sm90Plan::with_options(p, sm90_options(&a.tile, a.stages)?)
+        Sm90Plan::with_options(p, sm90_options(&a.tile, a.stages, &cl)?)
             .map(|p| AnyPlan::Sm90(Box::new(p)))
             .map_err(|e| e.to_string())
     } else {
+        if cl.given() {
+            return Err(
+                "--cluster and --share are options of the Hopper path (--path sm90)".to_string(),
+            );
+        }
         GemmPlan::with_options(p, arch, plan_options(&a.tile, a.stages)?)
             .map(|p| AnyPlan::Sm80(Box::new(p)))
             .map_err(|e| e.to_string())
@@ -178,6 +221,13 @@ pub enum BenchCommand {
         /// Force the pipeline depth of our kernel.
         #[arg(long)]
         stages: Option<i64>,
+        /// Hopper path: CTAs per cluster of our kernel, 1 (default) or 2 (TMA multicast).
+        #[arg(long)]
+        cluster: Option<i64>,
+        /// Hopper path, with `--cluster 2`: the shared operand, `a` or `b` (default: the
+        /// larger tile).
+        #[arg(long)]
+        share: Option<String>,
         /// Kernel path: `auto` (Hopper on sm_90a), `sm80` or `sm90`.
         #[arg(long, default_value = "auto")]
         path: String,
@@ -406,6 +456,7 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         AnyPlan::Sm90(plan) => {
             print!("{plan}");
             tessera_kernels::sm90::launch::Sm90Kernel::new(&rt, &plan).and_then(|k| {
+                println!("  grid         {} CTAs", k.grid_ctas());
                 tessera_kernels::sm90::verify::check_sm90(&rt, &k, GemmStrides::tight(&p), seed)
             })
         }
@@ -692,7 +743,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     use tessera_kernels::bench::{run_bench, standard_epilogues, BenchConfig};
     use tessera_kernels::runtime::Runtime;
 
-    let (json, quick, shapes, epilogues, rounds, tile, stages, path) = match cmd {
+    let (json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, path) = match cmd {
         BenchCommand::Gemm {
             json,
             quick,
@@ -701,8 +752,12 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             rounds,
             tile,
             stages,
+            cluster,
+            share,
             path,
-        } => (json, quick, shapes, epilogues, rounds, tile, stages, path),
+        } => (
+            json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, path,
+        ),
         BenchCommand::Epilogues {
             json,
             quick,
@@ -713,6 +768,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             path,
         } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
     };
+    let cl = ClusterArgs { cluster, share };
     let choice = match path_choice(&path) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -794,13 +850,16 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         PathChoice::Auto => rt.arch() == Arch::Sm90a,
     };
     let result = if hopper {
-        let opts = match sm90_options(&tile, stages) {
+        let opts = match sm90_options(&tile, stages, &cl) {
             Ok(o) => o,
             Err(e) => return fail(e),
         };
         println!("kernel path: sm_90a (TMA + wgmma)");
         tessera_kernels::sm90::bench::run_bench_sm90(&rt, &cfg, opts, |r| println!("{}", line(r)))
     } else {
+        if cl.given() {
+            return fail("--cluster and --share are options of the Hopper path (--path sm90)");
+        }
         println!("kernel path: sm80-class (cp.async + mma.sync)");
         run_bench(&rt, &cfg, |r| println!("{}", line(r)))
     };

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::codegen::{modes_expr, COMMON_CUH};
 use crate::problem::DType;
 
-use super::plan::{Sm90Plan, CONSUMER_REGS, EPI_COLS, EPI_PITCH, PRODUCER_REGS};
+use super::plan::{ClusterShare, Sm90Plan, CONSUMER_REGS, EPI_COLS, EPI_PITCH, PRODUCER_REGS};
 
 /// The sm_90a PTX helpers (mbarrier, TMA, wgmma brackets, setmaxnreg).
 pub const SM90_PTX_CUH: &str = include_str!("../../cuda/sm90_ptx.cuh");
@@ -97,6 +97,9 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         let x = o.name;
         let _ = writeln!(s, "// {x}: smem {} (atom {})", o.smem, o.smem.atom);
         let _ = writeln!(s, "//    TMA {}", o.tma);
+        if let Some(m) = &o.multicast {
+            let _ = writeln!(s, "//    multicast {m}");
+        }
         let _ = writeln!(s, "//    wgmma {}", o.desc);
         let _ = writeln!(s, "constexpr unsigned kStageBytes{x} = {};", o.tma.bytes);
         let _ = writeln!(
@@ -117,6 +120,29 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         "constexpr unsigned kConsumerBytesA = {};",
         8 * plan.a.desc.sbo_bytes
     );
+    // The cluster: CTAs per cluster, the shared operand, and per operand the rows and bytes of
+    // the part one CTA loads (the whole tile unless shared: then rank r loads rows
+    // [r kPartRows, (r + 1) kPartRows) of the tile to byte r kPartBytes of the stage).
+    let share = plan.share;
+    let _ = writeln!(
+        s,
+        "constexpr int kCluster = {}; constexpr bool kShareA = {}, kShareB = {};",
+        plan.cluster,
+        share == Some(ClusterShare::A),
+        share == Some(ClusterShare::B)
+    );
+    for o in [&plan.a, &plan.b] {
+        let (rows, bytes) = match &o.multicast {
+            Some(m) => (m.part.outer, m.stride_bytes),
+            None => (o.tma.outer, o.tma.bytes),
+        };
+        let _ = writeln!(
+            s,
+            "constexpr int kPartRows{x} = {rows}; constexpr unsigned kPartBytes{x} = {bytes};",
+            x = o.name
+        );
+    }
+    let _ = writeln!(s, "#define TESSERA_SM90_CLUSTER {}", plan.cluster);
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
     let _ = writeln!(
         s,

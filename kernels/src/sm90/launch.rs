@@ -159,12 +159,42 @@ unsafe impl DeviceRepr for Sm90Params {}
 
 const FLAG_STORE_PAIR: i32 = 1;
 
+/// Clusters of `plan` the device can hold at once (`cuOccupancyMaxActiveClusters`, which takes
+/// the cluster shape compiled into the kernel), or `None` when the driver does not say.
+fn max_active_clusters(rt: &Runtime, func: &CudaFunction, plan: &Sm90Plan) -> Option<i64> {
+    let c = plan.cluster as u32;
+    let config = cu::CUlaunchConfig {
+        gridDimX: c * (rt.sm_count() as u32 / c).max(1),
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: plan.threads as u32,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: plan.smem_bytes as u32,
+        hStream: std::ptr::null_mut(),
+        attrs: std::ptr::null_mut(),
+        numAttrs: 0,
+    };
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: `n` and `config` outlive the call; `config` names no attributes; the function
+    // handle is alive (owned by `func`), and its dynamic shared memory limit was raised when
+    // it was loaded.
+    let r = unsafe { cu::cuOccupancyMaxActiveClusters(&mut n, func.cu_function(), &config) };
+    match r.result() {
+        Ok(()) if n > 0 => Some(n as i64),
+        _ => None,
+    }
+}
+
 /// A compiled Hopper plan.
 pub struct Sm90Kernel {
     plan: Sm90Plan,
     func: CudaFunction,
     /// Persistent CTAs at most (the device's SM count unless set with [`Sm90Kernel::set_max_ctas`]).
     max_ctas: i64,
+    /// Clusters of the plan that can be resident at once (the driver's occupancy answer),
+    /// when the plan has clusters and the driver gave one.
+    max_clusters: Option<i64>,
 }
 
 fn need(op: &'static str, name: &str, buf: &DeviceBuf, dtype: DType, elems: i64) -> Result<()> {
@@ -199,6 +229,13 @@ fn check_ld(op: &'static str, name: &str, ld: i64, min: i64) -> Result<()> {
 impl Sm90Kernel {
     /// Compiles `plan` for the runtime's device, which must be sm_90a.
     pub fn new(rt: &Runtime, plan: &Sm90Plan) -> Result<Sm90Kernel> {
+        Sm90Kernel::from_source(rt, plan, &cuda_source(plan))
+    }
+
+    /// Compiles `source` (the plan's kernel, or the plan's kernel with some other epilogue,
+    /// e.g. [`crate::epilogue::cuda::sm90_tree_source`]) for the runtime's device, which must
+    /// be sm_90a.
+    pub(crate) fn from_source(rt: &Runtime, plan: &Sm90Plan, source: &str) -> Result<Sm90Kernel> {
         if rt.arch() != Arch::Sm90a {
             return Err(KernelError::UnsupportedArch {
                 op: "Sm90Kernel::new",
@@ -206,17 +243,43 @@ impl Sm90Kernel {
                 msg: "the Hopper path needs sm_90a (wgmma, TMA)".into(),
             });
         }
-        let func = rt.function(
-            &cuda_source(plan),
-            &plan.kernel_name(),
-            "tessera_gemm",
-            plan.smem_bytes,
-        )?;
+        let func = rt.function(source, &plan.kernel_name(), "tessera_gemm", plan.smem_bytes)?;
+        let max_clusters = if plan.cluster > 1 {
+            // The kernel's pairs come from `__cluster_dims__`: a module without it would run
+            // every CTA as rank 0 of a cluster of one, waiting forever for a partner.
+            let width = func
+                .get_attribute(cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)
+                .map_err(driver_err("cuFuncGetAttribute(REQUIRED_CLUSTER_WIDTH)"))?;
+            if width as i64 != plan.cluster {
+                return Err(KernelError::Driver {
+                    op: "Sm90Kernel::new",
+                    msg: format!(
+                        "{}: the module's cluster width is {width}, the plan's {}",
+                        plan.kernel_name(),
+                        plan.cluster
+                    ),
+                });
+            }
+            max_active_clusters(rt, &func, plan)
+        } else {
+            None
+        };
         Ok(Sm90Kernel {
             plan: plan.clone(),
             func,
             max_ctas: rt.sm_count() as i64,
+            max_clusters,
         })
+    }
+
+    /// CTAs of the persistent grid: one per tile (per cluster tile and CTA of the cluster with
+    /// a cluster), at most the cap of [`Sm90Kernel::set_max_ctas`] and, with a cluster, at
+    /// most the clusters the device can hold at once; whole clusters, at least one.
+    ///
+    /// With a cluster of 2 and the default cap (the SM count), the grid is limited by how many
+    /// pairs fit side by side in the GPCs, which can be fewer than half the SMs.
+    pub fn grid_ctas(&self) -> i64 {
+        self.plan.persistent_ctas(self.max_ctas, self.max_clusters)
     }
 
     /// The plan.
@@ -224,7 +287,8 @@ impl Sm90Kernel {
         &self.plan
     }
 
-    /// Caps the persistent grid at `n` CTAs (at least 1).
+    /// Caps the persistent grid at `n` CTAs (at least 1; with a cluster, rounded down to whole
+    /// clusters, at least one).
     pub fn set_max_ctas(&mut self, n: i64) {
         self.max_ctas = n.max(1);
     }
@@ -358,7 +422,7 @@ impl Sm90Kernel {
                 batch: p.batch,
                 batch_stride: s.batch_a,
             },
-            &self.plan.a.tma,
+            &self.plan.a.load_box(),
         )?;
         let tma_b = encode_tma(
             "B",
@@ -371,7 +435,7 @@ impl Sm90Kernel {
                 batch: p.batch,
                 batch_stride: s.batch_b,
             },
-            &self.plan.b.tma,
+            &self.plan.b.load_box(),
         )?;
         let (tiles_m, tiles_n) = self.plan.grid_tiles();
         // The epilogue's terms are compiled into the kernel; only the alignment is run-time.
@@ -418,24 +482,6 @@ impl Sm90Kernel {
         Ok(paths)
     }
 
-    /// Compiles `source` (the plan's kernel with some other epilogue, e.g.
-    /// [`crate::epilogue::cuda::sm90_tree_source`]) for the runtime's device.
-    pub(crate) fn from_source(rt: &Runtime, plan: &Sm90Plan, source: &str) -> Result<Sm90Kernel> {
-        if rt.arch() != Arch::Sm90a {
-            return Err(KernelError::UnsupportedArch {
-                op: "Sm90Kernel::from_source",
-                arch: rt.arch().to_string(),
-                msg: "the Hopper path needs sm_90a (wgmma, TMA)".into(),
-            });
-        }
-        let func = rt.function(source, &plan.kernel_name(), "tessera_gemm", plan.smem_bytes)?;
-        Ok(Sm90Kernel {
-            plan: plan.clone(),
-            func,
-            max_ctas: rt.sm_count() as i64,
-        })
-    }
-
     /// The persistent launch of checked arguments: the two TMA maps, the parameter block and
     /// an optional fourth parameter (the tree epilogue's arguments).
     pub(crate) fn launch_raw<T: DeviceRepr>(
@@ -453,7 +499,9 @@ impl Sm90Kernel {
                 format!("{total} tiles exceed the 32-bit tile index"),
             ));
         }
-        let grid = total.min(self.max_ctas);
+        // With a cluster, `__cluster_dims__` in the kernel makes consecutive CTAs pairs; the
+        // grid is a multiple of the cluster size.
+        let grid = self.grid_ctas();
         let cfg = LaunchConfig {
             grid_dim: (grid as u32, 1, 1),
             block_dim: (self.plan.threads as u32, 1, 1),

@@ -294,6 +294,110 @@ pub fn tma_box_for(smem: &SmemLayout, elem_bytes: i64) -> Result<TmaBox> {
     })
 }
 
+/// A tile written by several TMA boxes, one per CTA of a cluster: part `p` covers rows
+/// `[p * part.outer, (p + 1) * part.outer)` of the tile and lands `p * stride_bytes` into the
+/// stage. Each CTA loads its part once and multicasts it to every CTA of the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaSplit {
+    /// The box of one part (same inner extent and swizzle as the whole tile's box).
+    pub part: TmaBox,
+    /// Parts (CTAs of the cluster).
+    pub parts: i64,
+    /// Bytes from one part's first element to the next one's in the stage.
+    pub stride_bytes: i64,
+}
+
+impl fmt::Display for TmaSplit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} parts of {}, {} B apart",
+            self.parts, self.part, self.stride_bytes
+        )
+    }
+}
+
+/// How `parts` TMA boxes of equal row counts write a tile of `elem_bytes`-byte elements with
+/// exactly the layout `smem`, or an error when they cannot.
+///
+/// Post-condition: for every part `p` and coordinate `(r, c)` of the part's box, the byte the
+/// TMA unit writes it to when its destination is `p * stride_bytes` past an aligned stage
+/// (`p * stride_bytes + part.swizzle.apply((r * inner + c) * elem_bytes)`) is
+/// `smem.offset(p * part.outer + r, c) * elem_bytes`. That needs every part to start on a
+/// multiple of the swizzle's period (`part.align`, 1024 bytes for 128B): the TMA unit
+/// swizzles by the destination's address bits, so a part starting mid-period would be written
+/// with another pattern than the one the wgmma descriptor reads.
+///
+/// ```
+/// use tessera_kernels::plan::{SmemLayout, SwizzleBits};
+/// use tessera_kernels::sm90::layouts::{tma_split_for, TmaSwizzle};
+/// let smem = SmemLayout {
+///     swizzle: SwizzleBits { bits: 3, base: 3, shift: 3 },
+///     layout: "(256,64):(64,1)".parse().unwrap(),
+///     atom: "(8,64):(64,1)".parse().unwrap(),
+/// };
+/// // Two CTAs load 128 rows each; the second half starts 16 KiB (16 swizzle periods) in.
+/// let s = tma_split_for(&smem, 2, 2).unwrap();
+/// assert_eq!((s.part.inner, s.part.outer, s.part.bytes, s.stride_bytes), (64, 128, 16384, 16384));
+/// assert_eq!(s.part.swizzle, TmaSwizzle::B128);
+/// // 8 rows are one swizzle atom: half of it is not a box the 128-byte swizzle can write.
+/// let atom = SmemLayout { layout: "(8,64):(64,1)".parse().unwrap(), ..smem };
+/// assert!(tma_split_for(&atom, 2, 2).is_err());
+/// ```
+pub fn tma_split_for(smem: &SmemLayout, elem_bytes: i64, parts: i64) -> Result<TmaSplit> {
+    let op = "tma_split_for";
+    let whole = tma_box_for(smem, elem_bytes)?;
+    if parts < 1 || whole.outer % parts != 0 {
+        return Err(KernelError::invalid(
+            op,
+            format!("{} rows do not split into {parts} equal parts", whole.outer),
+        ));
+    }
+    let rows = whole.outer / parts;
+    let part_smem = SmemLayout {
+        layout: format!("({rows},{}):({},1)", whole.inner, whole.inner)
+            .parse()
+            .map_err(KernelError::layout(op))?,
+        ..smem.clone()
+    };
+    let part = tma_box_for(&part_smem, elem_bytes).map_err(|e| {
+        KernelError::invalid(
+            op,
+            format!("{smem} in {parts} parts of {rows} rows: no TMA box writes a part ({e})"),
+        )
+    })?;
+    let stride_bytes = smem.offset(rows, 0)? * elem_bytes - smem.offset(0, 0)? * elem_bytes;
+    for p in 0..parts {
+        let start = smem.offset(p * rows, 0)? * elem_bytes;
+        if start != p * stride_bytes || start % part.align != 0 {
+            return Err(KernelError::invalid(
+                op,
+                format!(
+                    "{smem} in {parts} parts: part {p} starts at byte {start} of the stage, not on a {}-byte period of {} (parts must be {} B apart and aligned)",
+                    part.align, part.swizzle, stride_bytes
+                ),
+            ));
+        }
+        for r in 0..rows {
+            for c in 0..whole.inner {
+                let ours = smem.offset(p * rows + r, c)? * elem_bytes;
+                let tma = start + part.swizzle.apply((r * whole.inner + c) * elem_bytes);
+                if ours != tma {
+                    return Err(KernelError::invalid(
+                        op,
+                        format!("{smem}: ({},{c}) is at byte {ours}, part {p}'s TMA box writes it to byte {tma}", p * rows + r),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(TmaSplit {
+        part,
+        parts,
+        stride_bytes,
+    })
+}
+
 /// The wgmma descriptor (constant part) of a K-major operand stored with `smem`, for k16
 /// slices of `elem_bytes`-byte elements.
 ///

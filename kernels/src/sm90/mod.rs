@@ -27,7 +27,7 @@ pub mod launch;
 #[cfg(feature = "cuda")]
 pub mod verify;
 
-pub use plan::{choose_path, GemmPath, Schedule, Sm90Operand, Sm90Options, Sm90Plan};
+pub use plan::{choose_path, ClusterShare, GemmPath, Schedule, Sm90Operand, Sm90Options, Sm90Plan};
 
 /// Chapter 5 of the tutorial: the Hopper GEMM, from one shared-memory layout.
 #[doc = include_str!("../../../docs/05_hopper.md")]

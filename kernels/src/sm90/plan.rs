@@ -10,7 +10,9 @@ use crate::error::{KernelError, Result};
 use crate::plan::{SmemLayout, SwizzleBits};
 use crate::problem::{DType, GemmProblem, Major};
 
-use super::layouts::{tma_box_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, WgmmaDesc};
+use super::layouts::{
+    tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, WgmmaDesc,
+};
 
 /// K extent of one stage: 64 16-bit elements, one 128-byte swizzled row.
 pub const BK: i64 = 64;
@@ -40,6 +42,16 @@ pub struct Sm90Operand {
     pub tma: TmaBox,
     /// The wgmma descriptor that reads it.
     pub desc: WgmmaDesc,
+    /// When the CTAs of a cluster share this operand: the part of [`Sm90Operand::tma`] each
+    /// of them loads and multicasts to all of them.
+    pub multicast: Option<TmaSplit>,
+}
+
+impl Sm90Operand {
+    /// The box one CTA's TMA load writes: the whole tile, or its part of a shared tile.
+    pub fn load_box(&self) -> TmaBox {
+        self.multicast.map_or(self.tma, |s| s.part)
+    }
 }
 
 /// Choices the Hopper planner would otherwise make itself.
@@ -54,6 +66,47 @@ pub struct Sm90Options {
     pub group_m: Option<i64>,
     /// Force the consumer schedule.
     pub schedule: Option<Schedule>,
+    /// CTAs per cluster: 1 (the default) or 2 (a pair sharing one operand through TMA
+    /// multicast; cooperative schedule only).
+    pub cluster: Option<i64>,
+    /// The operand a pair shares (cluster 2 only); default: the larger tile, B on a tie.
+    pub share: Option<ClusterShare>,
+}
+
+/// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
+/// that half to both, so the tile crosses from L2 once per pair instead of once per CTA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClusterShare {
+    /// A pair along N: the two CTAs take adjacent tile columns of one tile row, whose A tile
+    /// is the same.
+    A,
+    /// A pair along M: adjacent tile rows of one tile column, whose B tile is the same.
+    B,
+}
+
+impl fmt::Display for ClusterShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ClusterShare::A => "A",
+            ClusterShare::B => "B",
+        })
+    }
+}
+
+impl std::str::FromStr for ClusterShare {
+    type Err = KernelError;
+
+    /// `a` or `b` (either case).
+    fn from_str(s: &str) -> Result<ClusterShare> {
+        match s.trim() {
+            "a" | "A" => Ok(ClusterShare::A),
+            "b" | "B" => Ok(ClusterShare::B),
+            _ => Err(KernelError::invalid(
+                "ClusterShare::from_str",
+                format!("`{s}`: the shared operand is `a` or `b`"),
+            )),
+        }
+    }
 }
 
 /// How the consumer warpgroups share the work of a CTA.
@@ -86,8 +139,15 @@ pub struct Sm90Plan {
     pub threads: i64,
     /// Pipeline stages.
     pub stages: i64,
-    /// Tile-rows per rasterization group of the persistent schedule.
+    /// Tile-rows per rasterization group of the persistent schedule (with a cluster: rows of
+    /// cluster tiles, each one tile row along N or two along M).
     pub group_m: i64,
+    /// CTAs per cluster (1 or 2). The two CTAs of a cluster always work on the two tiles of
+    /// one cluster tile together, stage for stage.
+    pub cluster: i64,
+    /// The operand the CTAs of a cluster share ([`Sm90Operand::multicast`] says how it is
+    /// split); `None` when `cluster` is 1.
+    pub share: Option<ClusterShare>,
     /// The wgmma instruction shape `(64, BN, 16)`.
     pub wgmma: (i64, i64, i64),
     /// A (BM x BK per stage).
@@ -122,6 +182,7 @@ fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Oper
         smem,
         tma,
         desc,
+        multicast: None,
     })
 }
 
@@ -184,8 +245,50 @@ impl Sm90Plan {
             }
         };
         let e = problem.input.bytes();
-        let a = operand("A", bm, e)?;
-        let b = operand("B", bn, e)?;
+        let mut a = operand("A", bm, e)?;
+        let mut b = operand("B", bn, e)?;
+        let cluster = opts.cluster.unwrap_or(1);
+        let share = match (cluster, opts.share) {
+            (1, None) => None,
+            (1, Some(s)) => {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("sharing {s} needs a cluster of 2 CTAs, not 1"),
+                ))
+            }
+            (2, s) => {
+                if schedule == Schedule::PingPong {
+                    return Err(KernelError::invalid(
+                        op,
+                        "a cluster of 2 takes the cooperative schedule: ping-pong's two consumers walk different tiles, which the pair's lockstep stage protocol does not follow",
+                    ));
+                }
+                Some(s.unwrap_or(if bn >= bm {
+                    ClusterShare::B
+                } else {
+                    ClusterShare::A
+                }))
+            }
+            (c, _) => {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("cluster of {c} CTAs: 1 or 2"),
+                ))
+            }
+        };
+        if let Some(s) = share {
+            let o = if s == ClusterShare::A { &mut a } else { &mut b };
+            let split = tma_split_for(&o.smem, e, cluster).map_err(|err| {
+                KernelError::invalid(
+                    op,
+                    format!(
+                        "tile {bm}x{bn}, cluster of {cluster} sharing {s}: the {} rows of {s} do not split into {cluster} TMA boxes at 1024-byte-aligned offsets of the stage ({err})",
+                        o.tile_mn
+                    ),
+                )
+            })?;
+            o.multicast = Some(split);
+        }
         let stage = a.tma.bytes + b.tma.bytes;
         let budget = Arch::Sm90a.smem_per_block_optin();
         let barriers = 64 * 16 + 16;
@@ -215,6 +318,8 @@ impl Sm90Plan {
             threads: 128 * (consumers + 1),
             stages,
             group_m,
+            cluster,
+            share,
             wgmma: (64, bn, 16),
             a,
             b,
@@ -233,8 +338,12 @@ impl Sm90Plan {
         } else {
             format!("_{}", e.to_string().replace(',', "_"))
         };
+        let cl = match self.share {
+            None => String::new(),
+            Some(s) => format!("_c{}{}", self.cluster, s.to_string().to_lowercase()),
+        };
         format!(
-            "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_{}{}{epi}_sm_90a",
+            "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_{}{}{cl}{epi}_sm_90a",
             self.problem.input,
             self.problem.output,
             bm,
@@ -264,6 +373,60 @@ impl Sm90Plan {
         let (tm, tn) = self.grid_tiles();
         tm * tn * self.problem.batch
     }
+
+    /// Cluster tiles along M and N: the tile grid with the paired dimension halved, rounded
+    /// up (an odd last pair has its second tile outside D: it is loaded as zeros and computed,
+    /// and its stores are skipped). The tile grid itself when `cluster` is 1.
+    ///
+    /// ```
+    /// use tessera_kernels::sm90::{ClusterShare, Sm90Options, Sm90Plan};
+    /// use tessera_kernels::GemmProblem;
+    /// let opts = Sm90Options { tile: Some((128, 256)), cluster: Some(2), share: Some(ClusterShare::A), ..Default::default() };
+    /// let plan = Sm90Plan::with_options(&GemmProblem::new(1000, 1300, 512), opts).unwrap();
+    /// assert_eq!(plan.grid_tiles(), (8, 6));
+    /// assert_eq!(plan.cluster_grid_tiles(), (8, 3));
+    /// ```
+    pub fn cluster_grid_tiles(&self) -> (i64, i64) {
+        let (tm, tn) = self.grid_tiles();
+        let c = self.cluster;
+        match self.share {
+            None => (tm, tn),
+            Some(ClusterShare::A) => (tm, (tn + c - 1) / c),
+            Some(ClusterShare::B) => ((tm + c - 1) / c, tn),
+        }
+    }
+
+    /// CTAs of the persistent grid under a cap of `max_ctas` CTAs and, with a cluster, of
+    /// `max_clusters` clusters resident at once: one per tile (one pair per cluster tile), at
+    /// most the caps, whole clusters, at least one cluster.
+    ///
+    /// ```
+    /// use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+    /// use tessera_kernels::GemmProblem;
+    /// let p = GemmProblem::new(4096, 4096, 4096);
+    /// let single = Sm90Plan::new(&p).unwrap();
+    /// assert_eq!(single.persistent_ctas(132, None), 132);
+    /// let opts = Sm90Options { cluster: Some(2), ..Default::default() };
+    /// let pair = Sm90Plan::with_options(&p, opts).unwrap();
+    /// assert_eq!(pair.persistent_ctas(132, None), 132);
+    /// assert_eq!(pair.persistent_ctas(132, Some(60)), 120); // 60 pairs fit at once
+    /// assert_eq!(pair.persistent_ctas(7, None), 6);
+    /// assert_eq!(pair.persistent_ctas(1, None), 2);
+    /// ```
+    pub fn persistent_ctas(&self, max_ctas: i64, max_clusters: Option<i64>) -> i64 {
+        let c = self.cluster.max(1);
+        let mut clusters = (max_ctas / c).max(1);
+        if let Some(n) = max_clusters {
+            clusters = clusters.min(n.max(1));
+        }
+        self.total_cluster_tiles().min(clusters) * c
+    }
+
+    /// Cluster tiles in all, batches included (what the persistent clusters walk).
+    pub fn total_cluster_tiles(&self) -> i64 {
+        let (cm, cn) = self.cluster_grid_tiles();
+        cm * cn * self.problem.batch
+    }
 }
 
 /// 128x256 (two consumers) when the problem has enough such tiles to fill an H100 (132 SMs);
@@ -289,8 +452,19 @@ impl fmt::Display for Sm90Plan {
         writeln!(f, "  target       sm_90a")?;
         writeln!(
             f,
-            "  CTA tile     {bm}x{bn}x{bk}, {tm}x{tn}x{} tiles, persistent CTAs (min(tiles, SMs)), raster groups of {} tile-rows",
-            self.problem.batch, self.group_m
+            "  CTA tile     {bm}x{bn}x{bk}, {tm}x{tn}x{} tiles, {}, raster groups of {} {}",
+            self.problem.batch,
+            if self.cluster > 1 {
+                "persistent clusters (min(cluster tiles, clusters resident at once))"
+            } else {
+                "persistent CTAs (min(tiles, SMs))"
+            },
+            self.group_m,
+            if self.cluster > 1 {
+                "cluster-tile rows"
+            } else {
+                "tile-rows"
+            }
         )?;
         writeln!(
             f,
@@ -315,6 +489,20 @@ impl fmt::Display for Sm90Plan {
             "  accumulator  (thread,reg) -> row + 64 col: {}",
             self.acc
         )?;
+        match self.share {
+            None => writeln!(f, "  cluster      1 CTA (no multicast)")?,
+            Some(s) => {
+                let (cm, cn) = self.cluster_grid_tiles();
+                writeln!(
+                    f,
+                    "  cluster      {} CTAs along {} (__cluster_dims__({},1,1)) sharing {s} by TMA multicast, {cm}x{cn}x{} cluster tiles; empty barriers wait for the consumers of both CTAs",
+                    self.cluster,
+                    if s == ClusterShare::A { "N" } else { "M" },
+                    self.cluster,
+                    self.problem.batch
+                )?;
+            }
+        }
         for o in [&self.a, &self.b] {
             writeln!(
                 f,
@@ -322,6 +510,12 @@ impl fmt::Display for Sm90Plan {
                 o.name, o.tile_mn, o.smem, o.smem.atom
             )?;
             writeln!(f, "    TMA        {}", o.tma)?;
+            if let Some(m) = &o.multicast {
+                writeln!(
+                    f,
+                    "    multicast  {m}, part r loaded by CTA r of the pair (mask 0b11)"
+                )?;
+            }
             writeln!(f, "    wgmma desc {}", o.desc)?;
         }
         writeln!(

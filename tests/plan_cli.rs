@@ -1,0 +1,80 @@
+//! `tessera plan gemm`, run as a program: the Hopper path's cluster options on the command
+//! line. Needs no GPU and no NVRTC.
+
+use std::process::{Command, Output};
+
+fn plan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["plan", "gemm", "--m", "300", "--n", "300", "--k", "64"])
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).expect("utf-8 output")
+}
+
+#[test]
+fn cluster_is_shown_and_emitted() {
+    // 300 x 300 in 128 x 128 tiles: 3 x 3 tiles; pairs along N share A: 3 x 2 cluster tiles.
+    let o = plan(&[
+        "--path",
+        "sm90",
+        "--tile",
+        "128x128",
+        "--cluster",
+        "2",
+        "--share",
+        "a",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(out.contains("_c2a_sm_90a"), "{out}");
+    assert!(
+        out.contains("cluster      2 CTAs along N (__cluster_dims__(2,1,1)) sharing A by TMA multicast, 3x2x1 cluster tiles"),
+        "{out}"
+    );
+    assert!(out.contains("multicast  2 parts of box {64, 64}"), "{out}");
+    let o = plan(&[
+        "--path",
+        "sm90",
+        "--tile",
+        "128x128",
+        "--cluster",
+        "2",
+        "--share",
+        "b",
+        "--emit-cuda-only",
+    ]);
+    let src = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(src.contains("#define TESSERA_SM90_CLUSTER 2"));
+    assert!(src.contains("constexpr bool kShareA = false, kShareB = true;"));
+    // The default plan: a cluster of one.
+    let o = plan(&["--path", "sm90"]);
+    assert!(text(&o.stdout).contains("cluster      1 CTA (no multicast)"));
+    let o = plan(&["--path", "sm90", "--emit-cuda-only"]);
+    assert!(text(&o.stdout).contains("#define TESSERA_SM90_CLUSTER 1"));
+}
+
+#[test]
+fn bad_cluster_options_are_errors() {
+    for (args, why) in [
+        (vec!["--path", "sm80", "--cluster", "2"], "Hopper path"),
+        (vec!["--path", "sm90", "--cluster", "4"], "1 or 2"),
+        (
+            vec!["--path", "sm90", "--share", "a"],
+            "needs a cluster of 2",
+        ),
+        (
+            vec!["--path", "sm90", "--cluster", "2", "--share", "c"],
+            "`a` or `b`",
+        ),
+    ] {
+        let o = plan(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+}
