@@ -146,7 +146,7 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
       const unsigned full = bars + 8 * stage;
       // Released by the consumers of every CTA of the cluster (the partner's producer writes
       // this stage too).
-      tessera_mbar_wait_cluster(bars + 8 * (kStages + stage), phase ^ 1);
+      tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
       // The whole stage: the shared operand's other parts come from the partners' multicasts
       // (possibly before this expect_tx: the phase cannot complete before this arrival).
       tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);

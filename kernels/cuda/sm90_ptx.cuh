@@ -141,25 +141,14 @@ __device__ __forceinline__ unsigned tessera_mapa(unsigned addr, int rank) {
   return r;
 }
 
-// Arrives once on the mbarrier at shared::cluster address `bar` (this CTA's or another's),
-// releasing this thread's earlier memory accesses at cluster scope.
+// Arrives once on the mbarrier at shared::cluster address `bar` (this CTA's or another's).
+// The default semantics (release at CTA scope): the only accesses a consumer makes to a stage
+// are wgmma reads, complete once wgmma.wait_group returns, so the arrival has nothing to
+// publish to the other CTA. A `.release.cluster` arrive makes ptxas put a cluster-wide memory
+// fence before every arrival; ncu measured that fence as the kernel's main stall (half the
+// throughput of the pair).
 __device__ __forceinline__ void tessera_mbar_arrive_cluster(unsigned bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar)
-               : "memory");
-}
-
-// tessera_mbar_wait for a barrier other CTAs of the cluster arrive on: acquires at cluster
-// scope what their arrivals released.
-__device__ __forceinline__ void tessera_mbar_wait_cluster(unsigned bar, unsigned parity) {
-  unsigned ok = 0;
-  while (!ok) {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
 // tessera_tma_load_3d, multicast: the box is written at the same shared-memory offset `dst` in

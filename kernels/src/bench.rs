@@ -63,6 +63,9 @@ pub struct BenchConfig {
     pub plan: PlanOptions,
     /// Seed of the random data.
     pub seed: u64,
+    /// Hopper path: caps our persistent grid at this many CTAs (`None`: the kernel's default,
+    /// the SM count and, with a cluster, the clusters the device can hold at once).
+    pub max_ctas: Option<i64>,
 }
 
 impl Default for BenchConfig {
@@ -74,6 +77,7 @@ impl Default for BenchConfig {
             batch_ms: 20.0,
             plan: PlanOptions::default(),
             seed: Rng::fresh_seed(),
+            max_ctas: None,
         }
     }
 }

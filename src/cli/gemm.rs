@@ -228,6 +228,10 @@ pub enum BenchCommand {
         /// larger tile).
         #[arg(long)]
         share: Option<String>,
+        /// Hopper path: cap our persistent grid at this many CTAs (default: the SM count and,
+        /// with a cluster, the clusters the device holds at once).
+        #[arg(long)]
+        max_ctas: Option<i64>,
         /// Kernel path: `auto` (Hopper on sm_90a), `sm80` or `sm90`.
         #[arg(long, default_value = "auto")]
         path: String,
@@ -456,7 +460,13 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         AnyPlan::Sm90(plan) => {
             print!("{plan}");
             tessera_kernels::sm90::launch::Sm90Kernel::new(&rt, &plan).and_then(|k| {
-                println!("  grid         {} CTAs", k.grid_ctas());
+                match k.max_clusters() {
+                    Some(c) => println!(
+                        "  grid         {} CTAs (the driver holds {c} clusters at once)",
+                        k.grid_ctas()
+                    ),
+                    None => println!("  grid         {} CTAs", k.grid_ctas()),
+                }
                 tessera_kernels::sm90::verify::check_sm90(&rt, &k, GemmStrides::tight(&p), seed)
             })
         }
@@ -743,31 +753,34 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     use tessera_kernels::bench::{run_bench, standard_epilogues, BenchConfig};
     use tessera_kernels::runtime::Runtime;
 
-    let (json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, path) = match cmd {
-        BenchCommand::Gemm {
-            json,
-            quick,
-            shapes,
-            epilogues,
-            rounds,
-            tile,
-            stages,
-            cluster,
-            share,
-            path,
-        } => (
-            json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, path,
-        ),
-        BenchCommand::Epilogues {
-            json,
-            quick,
-            shapes,
-            fusions,
-            coord,
-            rounds,
-            path,
-        } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
-    };
+    let (json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, max_ctas, path) =
+        match cmd {
+            BenchCommand::Gemm {
+                json,
+                quick,
+                shapes,
+                epilogues,
+                rounds,
+                tile,
+                stages,
+                cluster,
+                share,
+                max_ctas,
+                path,
+            } => (
+                json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, max_ctas,
+                path,
+            ),
+            BenchCommand::Epilogues {
+                json,
+                quick,
+                shapes,
+                fusions,
+                coord,
+                rounds,
+                path,
+            } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
+        };
     let cl = ClusterArgs { cluster, share };
     let choice = match path_choice(&path) {
         Ok(c) => c,
@@ -806,6 +819,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         epilogues,
         rounds,
         plan,
+        max_ctas,
         ..BenchConfig::default()
     };
     println!(
@@ -857,8 +871,10 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         println!("kernel path: sm_90a (TMA + wgmma)");
         tessera_kernels::sm90::bench::run_bench_sm90(&rt, &cfg, opts, |r| println!("{}", line(r)))
     } else {
-        if cl.given() {
-            return fail("--cluster and --share are options of the Hopper path (--path sm90)");
+        if cl.given() || cfg.max_ctas.is_some() {
+            return fail(
+                "--cluster, --share and --max-ctas are options of the Hopper path (--path sm90)",
+            );
         }
         println!("kernel path: sm80-class (cp.async + mma.sync)");
         run_bench(&rt, &cfg, |r| println!("{}", line(r)))

@@ -69,7 +69,11 @@ pub fn run_bench_sm90(
             p.a_major = Major::Row;
             p.b_major = Major::Col;
             p.epilogue = *e;
-            kernels.push(Sm90Kernel::new(rt, &Sm90Plan::with_options(&p, opts)?)?);
+            let mut k = Sm90Kernel::new(rt, &Sm90Plan::with_options(&p, opts)?)?;
+            if let Some(n) = cfg.max_ctas {
+                k.set_max_ctas(n);
+            }
+            kernels.push(k);
         }
         let launch_ours = |i: usize, d: &DeviceBuf| -> Result<()> {
             let p = kernels[i].plan().problem;

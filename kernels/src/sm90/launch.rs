@@ -282,6 +282,13 @@ impl Sm90Kernel {
         self.plan.persistent_ctas(self.max_ctas, self.max_clusters)
     }
 
+    /// With a cluster, how many clusters the driver says can be resident at once
+    /// (`cuOccupancyMaxActiveClusters`); `None` without a cluster or when the driver gave no
+    /// answer.
+    pub fn max_clusters(&self) -> Option<i64> {
+        self.max_clusters
+    }
+
     /// The plan.
     pub fn plan(&self) -> &Sm90Plan {
         &self.plan
