@@ -52,6 +52,9 @@ struct TesseraSm90Params {
 // the epilogue is compile-time (kEpi* in the preamble); act, bias_mode and out_dtype above
 // repeat it for a reader of the parameter block.
 constexpr int kSm90FlagStorePair = 1;
+// D is stored by TMA from the plan's shared-memory buffers (kEpiTmaStore plans; the launch
+// sets it when D's address and strides suit TMA and passes D's tensor map).
+constexpr int kSm90FlagTmaStore = 2;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
@@ -227,7 +230,8 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
-                 const __grid_constant__ TesseraTmaMap tma_b, const TesseraSm90Params p
+                 const __grid_constant__ TesseraTmaMap tma_b,
+                 const __grid_constant__ TesseraTmaMap tma_d, const TesseraSm90Params p
 #ifdef TESSERA_EPILOGUE_TREE
                  // The tree epilogue's tensors and scalars (epilogue::cuda::sm90_tree_source).
                  , const TesseraEpArgs tessera_ep_args
@@ -245,6 +249,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   // bars + 16 kStages + 8 w; then the epilogue scratch, kConsumers x 64 x kEpiPitch floats.
   const unsigned turns = bars + 16 * kStages;
   const unsigned scratch_base = turns + 16;
+  // The TMA-store buffers share the scratch's bytes, aligned for their swizzle.
+  const unsigned store_base = (scratch_base + kStoreAlign - 1) & ~(kStoreAlign - 1);
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -374,6 +380,80 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
       }
 
+#ifndef TESSERA_EPILOGUE_TREE
+      if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
+        // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block, finished
+        // in registers (the fragment's own rows and columns), goes into one of kStoreBufs
+        // swizzled buffers in the output type; one thread stores the buffer with TMA, which
+        // clips the block to D. Nothing waits for the stores but the reuse of their buffer.
+        constexpr int kPassesN = kBN / kEpiCols;
+        const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
+#pragma unroll 1
+        for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
+          const int h = pass / kPassesN;
+          const int j = pass % kPassesN;
+          const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
+          const int cb = tn * kBN + j * kEpiCols;
+          // The row bias of this thread's two rows of the pass, those of its registers 0 and 2
+          // (the planner checks every register of a pass is on one of them).
+          float br0 = 0.0f, br1 = 0.0f;
+          if (kEpiBias == 1) {
+            const int ra = row0 + tessera_acc_row(t, 0), rb = row0 + tessera_acc_row(t, 2);
+            if (ra < p.m) br0 = tessera_load(p.bias, (long long)b * p.batch_bias + ra, kEpiOut);
+            if (rb < p.m) br1 = tessera_load(p.bias, (long long)b * p.batch_bias + rb, kEpiOut);
+          }
+          const unsigned buf = bufs + (pass % kStoreBufs) * kStoreBufBytes;
+          // The store that last read this buffer has read it.
+          if (t == 0) tessera_bulk_wait_read<kStoreBufs - 1>();
+          tessera_bar_sync(1 + cw, 128);
+          // The pass's registers, in two halves to keep few of them live beside the
+          // accumulators (named by compile-time indices: one predicated copy per pass). Register
+          // k of any pass sits at (tessera_acc_row(t, k), tessera_acc_col(t, k)) of its block
+          // (the planner checks the accumulator layout repeats every kEpiRegs).
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            constexpr int kHalf = kEpiRegs / 2;
+            float v[kHalf];
+#pragma unroll
+            for (int hh = 0; hh < kMHalves; ++hh) {
+#pragma unroll
+              for (int jj = 0; jj < kPassesN; ++jj) {
+                if (hh * kPassesN + jj == pass) {
+#pragma unroll
+                  for (int k = 0; k < kHalf; ++k) v[k] = acc[hh][jj * kEpiRegs + q * kHalf + k];
+                }
+              }
+            }
+#pragma unroll
+            for (int kk = 0; kk < kHalf; kk += 2) {
+              const int k = q * kHalf + kk;
+              const int r = tessera_acc_row(t, k);
+              const int c = tessera_acc_col(t, k);
+              float x0 = p.alpha * v[kk];
+              float x1 = p.alpha * v[kk + 1];
+              if (kEpiBias == 2) {
+                const long long bi = (long long)b * p.batch_bias + cb + c;
+                x0 += cb + c < p.n ? tessera_load(p.bias, bi, kEpiOut) : 0.0f;
+                x1 += cb + c + 1 < p.n ? tessera_load(p.bias, bi + 1, kEpiOut) : 0.0f;
+              } else if (kEpiBias == 1) {
+                const float br = r == tessera_acc_row(t, 0) ? br0 : br1;
+                x0 += br;
+                x1 += br;
+              }
+              tessera_sts32(buf + 2 * tessera_store_off(r, c),
+                            tessera_pack2(tessera_sm90_activate(x0), tessera_sm90_activate(x1), kEpiOut));
+            }
+          }
+          tessera_fence_proxy_async();
+          tessera_bar_sync(1 + cw, 128);
+          if (t == 0) {
+            tessera_tma_store_3d(&tma_d, buf, cb, row0, b);
+            tessera_bulk_commit();
+          }
+        }
+        continue;
+      }
+#endif
       // Epilogue, 64 rows x kEpiCols columns per pass through this warpgroup's fp32 scratch:
       // the fragment goes to shared memory with compile-time register indices, then a compact
       // loop reads it back two columns per thread, 16 threads per row, and applies the
@@ -452,7 +532,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
         }
 #else
-        if (interior) {
+        // (A TMA-store plan comes here only for a D TMA cannot address: the general path.)
+        if (!kEpiTmaStore && interior) {
           // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
           // column-bias values per pass; every operand is loaded before the first store.
           const int c = cb + 2 * (t % (kEpiCols / 2));
@@ -508,6 +589,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       }
     }
   }
+  // The last TMA stores have finished (reading the buffers and writing D) before the CTA
+  // leaves. (Only the threads that issued stores have groups to wait for.)
+  if (kEpiTmaStore) tessera_bulk_wait<0>();
   // No CTA of a cluster leaves while its partner may still multicast into its shared memory or
   // arrive on its barriers: all of that happens before the partner arrives here.
 #if TESSERA_SM90_CLUSTER > 1

@@ -61,6 +61,35 @@ __device__ __forceinline__ void tessera_tma_load_3d(unsigned dst, const TesseraT
       : "memory");
 }
 
+// The TMA-store epilogue. A bulk tensor store of the box at shared-memory address `src` to
+// coordinates {c0, c1, c2} of the map (TMA drops the elements outside the tensor), grouped
+// per thread by commit; wait_group.read N returns once at most N groups may still read their
+// shared memory, wait_group N once at most N are still writing global memory. Before a TMA
+// (async proxy) reads what threads wrote with st.shared, the writers fence the proxies.
+__device__ __forceinline__ void tessera_tma_store_3d(const TesseraTmaMap* map, unsigned src,
+                                                     int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void tessera_bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void tessera_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void tessera_bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void tessera_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void tessera_sts32(unsigned addr, unsigned v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
 // wgmma brackets: a fence before the first wgmma that touches registers written otherwise,
 // a commit closing a group, a wait for all but N groups.
 __device__ __forceinline__ void tessera_wgmma_fence() {

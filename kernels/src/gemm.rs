@@ -190,6 +190,8 @@ pub struct AccessPaths {
     pub b_vec: bool,
     /// D / C / aux accessed two elements at a time.
     pub store_pair: bool,
+    /// D written by TMA stores from shared memory (the Hopper path's TMA-store epilogue).
+    pub tma_store: bool,
 }
 
 /// A compiled plan, ready to launch on problems with the plan's types, orders and epilogue.
@@ -378,6 +380,7 @@ impl GemmKernel {
             a_vec,
             b_vec,
             store_pair,
+            tma_store: false,
         })
     }
 

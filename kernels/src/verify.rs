@@ -165,10 +165,15 @@ impl fmt::Display for CheckReport {
         }
         write!(
             f,
-            "; paths a_vec={} b_vec={} pair={}; written outside {} -> {}",
+            "; paths a_vec={} b_vec={} pair={}{}; written outside {} -> {}",
             self.paths.a_vec,
             self.paths.b_vec,
             self.paths.store_pair,
+            if self.paths.tma_store {
+                " tma_store"
+            } else {
+                ""
+            },
             self.written_outside,
             if self.passed() { "PASS" } else { "FAIL" }
         )

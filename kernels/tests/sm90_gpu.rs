@@ -309,6 +309,115 @@ fn sm90_strides_and_batches() {
     );
 }
 
+/// The TMA-store epilogue: taken whenever D suits a tensor map (checked through the report's
+/// paths), clipped at ragged edges, padding of batched D untouched, buffers reused across the
+/// tiles of a small persistent grid, both schedules and a cluster; the fp32-scratch fallback
+/// for a D TMA cannot address.
+#[test]
+fn sm90_tma_store_epilogue() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    let mut case =
+        |p: &GemmProblem, s: GemmStrides, opts: Sm90Options, ctas: Option<i64>, tma: bool| {
+            let plan = Sm90Plan::with_options(p, opts).unwrap_or_else(|e| panic!("plan {p}: {e}"));
+            assert!(
+                plan.store.is_some(),
+                "{p}: the plan should have the TMA store"
+            );
+            let mut k = Sm90Kernel::new(&rt, &plan).unwrap_or_else(|e| panic!("compile {p}: {e}"));
+            if let Some(n) = ctas {
+                k.set_max_ctas(n);
+            }
+            let r = check_sm90(&rt, &k, s, rng.next_u64()).unwrap_or_else(|e| panic!("{p}: {e}"));
+            eprintln!("{}: {} CTAs\n{r}", plan.kernel_name(), k.grid_ctas());
+            if r.paths.tma_store != tma {
+                failures.push(format!(
+                    "{p}: tma_store {} (expected {tma})",
+                    r.paths.tma_store
+                ));
+            }
+            if let Err(e) = require(r) {
+                failures.push(e.to_string());
+            }
+        };
+    let epilogues = [
+        Epilogue::default(),
+        Epilogue {
+            act: Activation::GeluTanh,
+            bias: BiasMode::PerCol,
+            ..Epilogue::default()
+        },
+        Epilogue {
+            act: Activation::Relu,
+            bias: BiasMode::PerRow,
+            alpha: 0.5,
+            ..Epilogue::default()
+        },
+        Epilogue {
+            act: Activation::GeluErf,
+            bias: BiasMode::PerRow,
+            ..Epilogue::default()
+        },
+    ];
+    // Ragged M and N (N a multiple of 8, so D rows stay 16-byte aligned), several tiles per
+    // CTA; the 128x256 and 128x128 cooperative tiles and the ping-pong schedule.
+    for e in epilogues {
+        let mut p = tn(329, 264, 200);
+        p.epilogue = e;
+        for opts in [
+            Sm90Options::default(),
+            Sm90Options {
+                tile: Some((128, 128)),
+                ..Default::default()
+            },
+            Sm90Options {
+                tile: Some((128, 128)),
+                schedule: Some(Schedule::PingPong),
+                ..Default::default()
+            },
+        ] {
+            case(&p, GemmStrides::tight(&p), opts, Some(3), true);
+        }
+    }
+    // Batches with padded rows and batch strides (multiples of 8 elements): the padding
+    // stays poisoned; fp16 output.
+    let mut p = tn(200, 136, 72);
+    p.batch = 3;
+    p.output = DType::F16;
+    p.input = DType::F16;
+    p.epilogue = epilogues[1];
+    let mut s = GemmStrides::tight(&p);
+    s.ldd += 8;
+    s.batch_d = p.m * s.ldd + 24;
+    s.batch_bias = p.n;
+    case(&p, s, Sm90Options::default(), Some(2), true);
+    // A pair sharing B, with the TMA store.
+    let p = tn(1000, 1024, 256);
+    case(
+        &p,
+        GemmStrides::tight(&p),
+        pair((128, 256), ClusterShare::B),
+        None,
+        true,
+    );
+    // A D TMA cannot address (rows of 301 elements, 602 bytes): the general path.
+    let p = tn(300, 301, 136);
+    case(
+        &p,
+        GemmStrides::tight(&p),
+        Sm90Options::default(),
+        None,
+        false,
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// A pair of CTAs sharing `share` by TMA multicast.
 fn pair(tile: (i64, i64), share: ClusterShare) -> Sm90Options {
     Sm90Options {

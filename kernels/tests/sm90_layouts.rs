@@ -437,3 +437,80 @@ fn generated_preamble_snapshots() {
         )
     );
 }
+
+/// Banks (4-byte words mod 32) hit more than once by one warp's store of register pair `k`
+/// (lanes 0-31 of consumer warp `w`, one 4-byte column pair each), through `off(row, col)`
+/// in 16-bit elements: the busiest bank's count.
+fn busiest_bank(
+    acc: &tessera_layout::Layout,
+    w: i64,
+    k: i64,
+    off: &dyn Fn(i64, i64) -> i64,
+) -> i64 {
+    let mut per_bank = [0i64; 32];
+    for lane in 0..32 {
+        let x = acc
+            .eval(&tessera_layout::IntTuple::flat([32 * w + lane, k]))
+            .unwrap();
+        let (row, col) = (x % 64, (x / 64) % 32);
+        per_bank[((off(row, col) * 2 / 4) % 32) as usize] += 1;
+    }
+    per_bank.into_iter().max().unwrap()
+}
+
+#[test]
+fn store_fragment_is_conflict_free_for_every_register_pair() {
+    let p = GemmProblem::new(512, 512, 512);
+    for bn in (32..=256).step_by(32) {
+        let opts = Sm90Options {
+            tile: Some((128, bn)),
+            ..Default::default()
+        };
+        let plan = Sm90Plan::with_options(&p, opts).unwrap();
+        let st = plan
+            .store
+            .as_ref()
+            .expect("a bf16 plain plan has the TMA store");
+        assert_eq!(st.tma.swizzle, TmaSwizzle::B64, "{bn}");
+        assert_eq!((st.tma.inner, st.tma.outer, st.tma.bytes), (32, 64, 4096));
+        assert_eq!(st.conflicts.wavefronts, st.conflicts.ideal);
+        // Every register pair of every pass and warp: one word per bank.
+        let swizzled = |r: i64, c: i64| st.smem.offset(r, c).unwrap();
+        for w in 0..4 {
+            for k in (0..bn / 2).step_by(2) {
+                assert_eq!(
+                    busiest_bank(&plan.acc, w, k, &swizzled),
+                    1,
+                    "bn {bn} warp {w} reg {k}"
+                );
+            }
+        }
+        // The same stores without the swizzle: rows 64 bytes apart, four rows per bank set.
+        let plain = |r: i64, c: i64| r * 32 + c;
+        assert_eq!(busiest_bank(&plan.acc, 0, 0, &plain), 4);
+    }
+}
+
+#[test]
+fn tma_store_is_planned_only_where_it_applies() {
+    let mut p = GemmProblem::new(512, 512, 512);
+    assert!(Sm90Plan::new(&p).unwrap().store.is_some());
+    let off = Sm90Options {
+        tma_store: Some(false),
+        ..Default::default()
+    };
+    assert!(Sm90Plan::with_options(&p, off).unwrap().store.is_none());
+    let on = Sm90Options {
+        tma_store: Some(true),
+        ..Default::default()
+    };
+    for e in ["aux", "c", "bias,gelu,aux"] {
+        p.epilogue = Epilogue::parse(e).unwrap();
+        assert!(Sm90Plan::new(&p).unwrap().store.is_none(), "{e}");
+        let err = Sm90Plan::with_options(&p, on).unwrap_err().to_string();
+        assert!(err.contains("TMA-store"), "{e}: {err}");
+    }
+    p.epilogue = Epilogue::default();
+    p.output = DType::F32;
+    assert!(Sm90Plan::new(&p).unwrap().store.is_none());
+}

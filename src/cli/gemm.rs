@@ -51,6 +51,10 @@ pub struct ProblemArgs {
     /// `b` (pair along M); default: the larger tile.
     #[arg(long)]
     pub share: Option<String>,
+    /// Hopper path: store D through shared memory with TMA, `on` or `off` (default: on
+    /// where the epilogue allows it: 16-bit output, no aux, no C).
+    #[arg(long)]
+    pub tma_store: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
     /// problem, else the sm80-class path), `sm80` or `sm90`.
     #[arg(long, default_value = "auto")]
@@ -79,11 +83,12 @@ fn path_choice(s: &str) -> Result<PathChoice, String> {
 struct ClusterArgs {
     cluster: Option<i64>,
     share: Option<String>,
+    tma_store: Option<String>,
 }
 
 impl ClusterArgs {
     fn given(&self) -> bool {
-        self.cluster.is_some() || self.share.is_some()
+        self.cluster.is_some() || self.share.is_some() || self.tma_store.is_some()
     }
 }
 
@@ -113,11 +118,18 @@ fn sm90_options(
         .map(str::parse::<ClusterShare>)
         .transpose()
         .map_err(|e| e.to_string())?;
+    let tma_store = match cl.tma_store.as_deref() {
+        None => None,
+        Some("on") => Some(true),
+        Some("off") => Some(false),
+        Some(x) => return Err(format!("--tma-store `{x}`: `on` or `off`")),
+    };
     Ok(Sm90Options {
         tile,
         stages,
         cluster: cl.cluster,
         share,
+        tma_store,
         ..Sm90Options::default()
     })
 }
@@ -138,6 +150,7 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, Str
     let cl = ClusterArgs {
         cluster: a.cluster,
         share: a.share.clone(),
+        tma_store: a.tma_store.clone(),
     };
     if hopper {
         if !Sm90Plan::supports(p, arch) {
@@ -151,7 +164,8 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, Str
     } else {
         if cl.given() {
             return Err(
-                "--cluster and --share are options of the Hopper path (--path sm90)".to_string(),
+                "--cluster, --share and --tma-store are options of the Hopper path (--path sm90)"
+                    .to_string(),
             );
         }
         GemmPlan::with_options(p, arch, plan_options(&a.tile, a.stages)?)
@@ -228,6 +242,10 @@ pub enum BenchCommand {
         /// larger tile).
         #[arg(long)]
         share: Option<String>,
+        /// Hopper path: store D through shared memory with TMA, `on` or `off` (default: on
+        /// where the epilogue allows it).
+        #[arg(long)]
+        tma_store: Option<String>,
         /// Hopper path: cap our persistent grid at this many CTAs (default: the SM count and,
         /// with a cluster, the clusters the device holds at once).
         #[arg(long)]
@@ -753,35 +771,52 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     use tessera_kernels::bench::{run_bench, standard_epilogues, BenchConfig};
     use tessera_kernels::runtime::Runtime;
 
-    let (json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, max_ctas, path) =
-        match cmd {
-            BenchCommand::Gemm {
-                json,
-                quick,
-                shapes,
-                epilogues,
-                rounds,
-                tile,
-                stages,
-                cluster,
-                share,
-                max_ctas,
-                path,
-            } => (
-                json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, max_ctas,
-                path,
-            ),
-            BenchCommand::Epilogues {
-                json,
-                quick,
-                shapes,
-                fusions,
-                coord,
-                rounds,
-                path,
-            } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
-        };
-    let cl = ClusterArgs { cluster, share };
+    let (
+        json,
+        quick,
+        shapes,
+        epilogues,
+        rounds,
+        tile,
+        stages,
+        cluster,
+        share,
+        tma_store,
+        max_ctas,
+        path,
+    ) = match cmd {
+        BenchCommand::Gemm {
+            json,
+            quick,
+            shapes,
+            epilogues,
+            rounds,
+            tile,
+            stages,
+            cluster,
+            share,
+            tma_store,
+            max_ctas,
+            path,
+        } => (
+            json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, tma_store,
+            max_ctas, path,
+        ),
+        BenchCommand::Epilogues {
+            json,
+            quick,
+            shapes,
+            fusions,
+            coord,
+            rounds,
+            path,
+        } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
+    };
+    let cl = ClusterArgs {
+        cluster,
+        share,
+        tma_store,
+    };
     let choice = match path_choice(&path) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -873,7 +908,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     } else {
         if cl.given() || cfg.max_ctas.is_some() {
             return fail(
-                "--cluster, --share and --max-ctas are options of the Hopper path (--path sm90)",
+                "--cluster, --share, --tma-store and --max-ctas are options of the Hopper path (--path sm90)",
             );
         }
         println!("kernel path: sm80-class (cp.async + mma.sync)");

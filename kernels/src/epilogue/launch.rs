@@ -894,7 +894,7 @@ impl TreeSm90 {
             ..Sm90Params::default()
         };
         self.kernel
-            .launch_raw(rt, &tma_a, &tma_b, &params, Some(&args))
+            .launch_raw(rt, &tma_a, &tma_b, &tma_a, &params, Some(&args))
     }
 }
 

@@ -156,6 +156,35 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         "constexpr int kEpiCols = {EPI_COLS}, kEpiRegs = {}, kEpiPitch = {EPI_PITCH}; // epilogue passes",
         EPI_COLS / 2
     );
+    // The TMA-store epilogue: the buffer's swizzled offset of (row, column) of a pass.
+    match &plan.store {
+        Some(st) => {
+            let _ = writeln!(s, "// D store: {st}");
+            let sw = st.smem.swizzle;
+            let mask = ((1i64 << sw.bits) - 1) << (sw.base + sw.shift);
+            let _ = writeln!(
+                s,
+                "constexpr bool kEpiTmaStore = true; constexpr int kStoreBufs = {}; constexpr unsigned kStoreBufBytes = {}, kStoreAlign = {};",
+                st.buffers, st.tma.bytes, st.tma.align
+            );
+            let idx = modes_expr(&st.smem.layout, &["r", "c"]);
+            let _ = writeln!(
+                s,
+                "__device__ __forceinline__ int tessera_store_off(int r, int c) {{ const int o = {idx}; return o ^ ((o & {mask:#x}) >> {}); }}",
+                sw.shift
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "constexpr bool kEpiTmaStore = false; constexpr int kStoreBufs = 1; constexpr unsigned kStoreBufBytes = 0, kStoreAlign = 16;"
+            );
+            let _ = writeln!(
+                s,
+                "__device__ __forceinline__ int tessera_store_off(int, int) {{ return 0; }}"
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "// accumulator (thread, reg) -> row + 64 col: {}",

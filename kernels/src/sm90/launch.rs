@@ -158,6 +158,7 @@ pub(crate) struct Sm90Params {
 unsafe impl DeviceRepr for Sm90Params {}
 
 const FLAG_STORE_PAIR: i32 = 1;
+const FLAG_TMA_STORE: i32 = 2;
 
 /// Clusters of `plan` the device can hold at once (`cuOccupancyMaxActiveClusters`, which takes
 /// the cluster shape compiled into the kernel), or `None` when the driver does not say.
@@ -405,10 +406,18 @@ impl Sm90Kernel {
         let store_pair = pair_ok(Some(args.d), s.ldd, s.batch_d)
             && (e.beta == 0.0 || pair_ok(args.c, s.ldc, s.batch_c))
             && (!e.aux || pair_ok(args.aux, s.ldaux, s.batch_aux));
+        // TMA stores D when the plan has the TMA-store epilogue and D's address and strides
+        // are what a tensor map takes (16-byte multiples).
+        let eb = p.output.bytes() as u64;
+        let tma_store = self.plan.store.is_some()
+            && args.d.ptr(rt) % 16 == 0
+            && (s.ldd as u64 * eb) % 16 == 0
+            && (p.batch == 1 || (s.batch_d as u64 * eb) % 16 == 0);
         Ok(AccessPaths {
             a_vec: true,
             b_vec: true,
             store_pair,
+            tma_store,
         })
     }
 
@@ -446,7 +455,28 @@ impl Sm90Kernel {
         )?;
         let (tiles_m, tiles_n) = self.plan.grid_tiles();
         // The epilogue's terms are compiled into the kernel; only the alignment is run-time.
-        let flags = if paths.store_pair { FLAG_STORE_PAIR } else { 0 };
+        let mut flags = if paths.store_pair { FLAG_STORE_PAIR } else { 0 };
+        // D's tensor map (`{n, m, batch}`, the store box), or A's as a placeholder the kernel
+        // does not read when D is stored without TMA.
+        let tma_d = match &self.plan.store {
+            Some(st) if paths.tma_store => {
+                flags |= FLAG_TMA_STORE;
+                encode_tma(
+                    "D",
+                    &TmaOperand {
+                        ptr: args.d.ptr(rt),
+                        dtype: p.output,
+                        k: p.n,
+                        rows: p.m,
+                        ld: s.ldd,
+                        batch: p.batch,
+                        batch_stride: s.batch_d,
+                    },
+                    &st.tma,
+                )?
+            }
+            _ => tma_a,
+        };
         let params = Sm90Params {
             d: args.d.ptr(rt),
             c: if e.beta != 0.0 {
@@ -485,17 +515,19 @@ impl Sm90Kernel {
             out_dtype: p.output.code(),
             flags,
         };
-        self.launch_raw(rt, &tma_a, &tma_b, &params, None::<&Sm90Params>)?;
+        self.launch_raw(rt, &tma_a, &tma_b, &tma_d, &params, None::<&Sm90Params>)?;
         Ok(paths)
     }
 
-    /// The persistent launch of checked arguments: the two TMA maps, the parameter block and
+    /// The persistent launch of checked arguments: the TMA maps of A, B and D (D's is read
+    /// only with the TMA-store flag), the parameter block and
     /// an optional fourth parameter (the tree epilogue's arguments).
     pub(crate) fn launch_raw<T: DeviceRepr>(
         &self,
         rt: &Runtime,
         tma_a: &TmaMap,
         tma_b: &TmaMap,
+        tma_d: &TmaMap,
         params: &Sm90Params,
         extra: Option<&T>,
     ) -> Result<()> {
@@ -517,6 +549,7 @@ impl Sm90Kernel {
         let mut builder = rt.stream().launch_builder(&self.func);
         builder.arg(tma_a);
         builder.arg(tma_b);
+        builder.arg(tma_d);
         builder.arg(params);
         if let Some(x) = extra {
             builder.arg(x);

@@ -27,7 +27,9 @@ pub mod launch;
 #[cfg(feature = "cuda")]
 pub mod verify;
 
-pub use plan::{choose_path, ClusterShare, GemmPath, Schedule, Sm90Operand, Sm90Options, Sm90Plan};
+pub use plan::{
+    choose_path, ClusterShare, GemmPath, Schedule, Sm90Operand, Sm90Options, Sm90Plan, Sm90Store,
+};
 
 /// Chapter 5 of the tutorial: the Hopper GEMM, from one shared-memory layout.
 #[doc = include_str!("../../../docs/05_hopper.md")]

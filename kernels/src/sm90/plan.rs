@@ -9,6 +9,9 @@ use crate::arch::Arch;
 use crate::error::{KernelError, Result};
 use crate::plan::{SmemLayout, SwizzleBits};
 use crate::problem::{DType, GemmProblem, Major};
+use tessera_layout::composition;
+use tessera_swizzle::algebra::composition as sw_composition;
+use tessera_swizzle::{bank_conflicts, BankConflicts, SwizzledLayout};
 
 use super::layouts::{
     tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, WgmmaDesc,
@@ -54,6 +57,133 @@ impl Sm90Operand {
     }
 }
 
+/// The epilogue's TMA store: each consumer warpgroup writes its finished 64 x [`EPI_COLS`]
+/// output blocks (after the epilogue, in the output type) into a swizzled shared-memory
+/// buffer, and one of its threads stores the block to D with a TMA bulk tensor store. The
+/// stores are asynchronous: they drain while the consumers go on (the next block, the next
+/// tile's mainloop); a buffer is reused once its store has read it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sm90Store {
+    /// One buffer: the 64-byte swizzle atom of the output type tiled to 64 x [`EPI_COLS`]
+    /// (16-bit outputs: `Sw<2,3,3> o (64,32):(32,1)`, `Sw<2,4,3>` on bytes).
+    pub smem: SmemLayout,
+    /// The TMA box that stores one buffer (and that writes exactly `smem`).
+    pub tma: TmaBox,
+    /// Buffers per consumer warpgroup (store of one overlapping the filling of the next).
+    pub buffers: i64,
+    /// Shared-memory wavefronts of one warp's fragment store into a buffer (each lane one
+    /// 4-byte column pair; `bank_conflicts` of the swizzle crate), checked conflict-free.
+    pub conflicts: BankConflicts,
+}
+
+impl fmt::Display for Sm90Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} x {} buffers of {} per consumer, TMA {}; fragment store {} wavefronts/ideal",
+            self.buffers, self.tma.bytes, self.smem, self.tma, self.conflicts
+        )
+    }
+}
+
+/// Buffers of the TMA-store epilogue per consumer warpgroup.
+pub const STORE_BUFFERS: i64 = 2;
+
+/// The TMA-store epilogue of a plan with accumulator layout `acc` and 16-bit outputs: the
+/// buffer layout, its TMA box, and the bank-conflict check of the fragment store.
+///
+/// Derivation: a consumer's accumulator layout maps `(thread, register)` to `row + 64 col`
+/// of its 64 x BN block, the index a colexicographic `(64, BN)` shape gives. A buffer holds
+/// the 32 columns of one pass, `(64, 32):(32, 1)` row-major, under the 64-byte swizzle (rows
+/// of 32 16-bit elements are 64 bytes, the span of that swizzle; TMA stores such a box with
+/// SWIZZLE_64B, which [`tma_box_for`] checks element by element). One warp's store
+/// instruction writes lanes 0-31 x registers (2i, 2i + 1): composing the buffer with the first
+/// 32 threads and the first register pair of `acc` gives the access `(lane, value) -> offset`
+/// whose wavefronts `bank_conflicts` counts. The other register pairs of a pass differ by
+/// whole 8-row groups (offsets of 256 elements, above the swizzle's bits) or by 8 columns (one
+/// 16-byte chunk, XOR-ed uniformly), neither of which changes the count; the test
+/// `store_fragment_is_conflict_free_for_every_register_pair` checks every pair anyway.
+pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
+    let op = "Sm90Plan store";
+    let lerr = KernelError::layout;
+    if out.bytes() != 2 {
+        return Err(KernelError::invalid(
+            op,
+            format!("{out} output: the TMA-store epilogue stages 16-bit outputs"),
+        ));
+    }
+    let lay = |s: String| -> Result<Layout> { s.parse().map_err(lerr(op)) };
+    let smem = SmemLayout {
+        swizzle: SwizzleBits {
+            bits: 2,
+            base: 3,
+            shift: 3,
+        },
+        layout: lay(format!("(64,{EPI_COLS}):({EPI_COLS},1)"))?,
+        atom: lay(format!("(8,{EPI_COLS}):({EPI_COLS},1)"))?,
+    };
+    let tma = tma_box_for(&smem, 2)?;
+    // The kernel names a pass's registers k = 0..EPI_COLS/2 and finds them at the coordinates
+    // of register k of the first pass: the layout must repeat every pass, EPI_COLS columns on.
+    let regs = EPI_COLS / 2;
+    let (threads, per_thread) = (
+        acc.mode(0).map_err(lerr(op))?.size(),
+        acc.mode(1).map_err(lerr(op))?.size(),
+    );
+    for t in 0..threads {
+        for i in 0..per_thread {
+            let at = |i: i64| -> Result<i64> {
+                acc.eval(&tessera_layout::IntTuple::flat([t, i]))
+                    .map_err(lerr(op))
+            };
+            let (x, x0) = (at(i)?, at(i % regs)?);
+            let (row, r0, r2) = (x % 64, at(0)? % 64, at(2)? % 64);
+            if row != r0 && row != r2 {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{acc}: register {i} of thread {t} is on row {row}, neither that of register 0 ({r0}) nor of register 2 ({r2})"),
+                ));
+            }
+            if x % 64 != x0 % 64 || x / 64 != x0 / 64 + EPI_COLS * (i / regs) {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{acc}: register {i} of thread {t} is not register {} of its pass, {EPI_COLS} columns on", i % regs),
+                ));
+            }
+        }
+    }
+    let lanes = composition(
+        &acc.mode(0).map_err(lerr(op))?,
+        &Layout::int(32, 1).map_err(lerr(op))?,
+    )
+    .map_err(lerr(op))?;
+    let pair = composition(
+        &acc.mode(1).map_err(lerr(op))?,
+        &Layout::int(2, 1).map_err(lerr(op))?,
+    )
+    .map_err(lerr(op))?;
+    let access = Layout::concat([lanes, pair]).map_err(lerr(op))?;
+    let buffer: SwizzledLayout = format!("{} o (64,{EPI_COLS}):({EPI_COLS},1)", smem.swizzle)
+        .parse()
+        .map_err(KernelError::swizzle(op))?;
+    let through = sw_composition(&buffer, &access).map_err(KernelError::swizzle(op))?;
+    let conflicts = bank_conflicts(&through, 2).map_err(KernelError::swizzle(op))?;
+    if !conflicts.is_conflict_free() {
+        return Err(KernelError::BankConflicts {
+            op,
+            layout: smem.to_string(),
+            access: format!("fragment store {access}"),
+            conflicts: conflicts.wavefronts - conflicts.ideal,
+        });
+    }
+    Ok(Sm90Store {
+        smem,
+        tma,
+        buffers: STORE_BUFFERS,
+        conflicts,
+    })
+}
+
 /// Choices the Hopper planner would otherwise make itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sm90Options {
@@ -71,6 +201,9 @@ pub struct Sm90Options {
     pub cluster: Option<i64>,
     /// The operand a pair shares (cluster 2 only); default: the larger tile, B on a tie.
     pub share: Option<ClusterShare>,
+    /// Whether the epilogue stores D through shared memory with TMA ([`Sm90Store`]); default:
+    /// whenever it can (16-bit output, no aux output, no C).
+    pub tma_store: Option<bool>,
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -156,8 +289,12 @@ pub struct Sm90Plan {
     pub b: Sm90Operand,
     /// `(thread, register) -> row + 64 * col` of a consumer's 64 x BN accumulator.
     pub acc: Layout,
-    /// fp32 epilogue scratch: `consumers x 64 x EPI_PITCH` floats, bytes.
+    /// fp32 epilogue scratch: `consumers x 64 x EPI_PITCH` floats, bytes. The TMA-store
+    /// buffers ([`Sm90Plan::store`]) live in the same bytes, aligned up to their box.
     pub epilogue_scratch_bytes: i64,
+    /// The TMA-store epilogue, when the plan has one. The kernel still takes the fp32-scratch
+    /// path at launches whose D TMA cannot address (misaligned address or strides).
+    pub store: Option<Sm90Store>,
     /// Dynamic shared memory: the stages, the barriers (two per stage and two ping-pong turns),
     /// the epilogue scratch, and 1024 bytes of alignment slack.
     pub smem_bytes: i64,
@@ -302,6 +439,29 @@ impl Sm90Plan {
                 msg: format!("{stages} stages of {stage} B: between 2 and {fit} fit in {budget} B"),
             });
         }
+        let acc = wgmma_acc_layout(bn)?;
+        let epi = &problem.epilogue;
+        let can_store = problem.output.bytes() == 2 && !epi.aux && epi.beta == 0.0;
+        let store = match opts.tma_store {
+            Some(true) if !can_store => {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{problem}: the TMA-store epilogue takes a 16-bit output, no aux output and no C"),
+                ))
+            }
+            Some(false) => None,
+            _ if can_store => Some(store_plan(&acc, problem.output)?),
+            _ => None,
+        };
+        if let Some(st) = &store {
+            let need = consumers * st.buffers * st.tma.bytes + st.tma.align - 16;
+            if need > epilogue_scratch_bytes {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("the TMA-store buffers need {need} B of the {epilogue_scratch_bytes} B epilogue scratch"),
+                ));
+            }
+        }
         let group_m = opts.group_m.unwrap_or(8);
         if group_m < 1 {
             return Err(KernelError::invalid(
@@ -323,8 +483,9 @@ impl Sm90Plan {
             wgmma: (64, bn, 16),
             a,
             b,
-            acc: wgmma_acc_layout(bn)?,
+            acc,
             epilogue_scratch_bytes,
+            store,
             smem_bytes: stages * stage + 16 * stages + 16 + epilogue_scratch_bytes + 1024,
         })
     }
@@ -342,8 +503,9 @@ impl Sm90Plan {
             None => String::new(),
             Some(s) => format!("_c{}{}", self.cluster, s.to_string().to_lowercase()),
         };
+        let ts = if self.store.is_some() { "_ts" } else { "" };
         format!(
-            "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_{}{}{cl}{epi}_sm_90a",
+            "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_{}{}{cl}{ts}{epi}_sm_90a",
             self.problem.input,
             self.problem.output,
             bm,
@@ -517,6 +679,13 @@ impl fmt::Display for Sm90Plan {
                 )?;
             }
             writeln!(f, "    wgmma desc {}", o.desc)?;
+        }
+        match &self.store {
+            Some(st) => writeln!(f, "  D store      TMA from smem: {st}")?,
+            None => writeln!(
+                f,
+                "  D store      from registers through the fp32 scratch (st.global)"
+            )?,
         }
         writeln!(
             f,
