@@ -320,6 +320,10 @@ fn sm90_tma_store_epilogue() {
     let mut failures = Vec::new();
     let mut case =
         |p: &GemmProblem, s: GemmStrides, opts: Sm90Options, ctas: Option<i64>, tma: bool| {
+            let opts = Sm90Options {
+                tma_store: Some(true),
+                ..opts
+            };
             let plan = Sm90Plan::with_options(p, opts).unwrap_or_else(|e| panic!("plan {p}: {e}"));
             assert!(
                 plan.store.is_some(),

@@ -510,6 +510,12 @@ fn tma_store_is_planned_only_where_it_applies() {
         let err = Sm90Plan::with_options(&p, on).unwrap_err().to_string();
         assert!(err.contains("TMA-store"), "{e}: {err}");
     }
+    // A bias: the scratch path unless asked for.
+    p.epilogue = Epilogue::parse("bias,gelu").unwrap();
+    assert!(Sm90Plan::new(&p).unwrap().store.is_none());
+    assert!(Sm90Plan::with_options(&p, on).unwrap().store.is_some());
+    p.epilogue = Epilogue::parse("relu").unwrap();
+    assert!(Sm90Plan::new(&p).unwrap().store.is_some());
     p.epilogue = Epilogue::default();
     p.output = DType::F32;
     assert!(Sm90Plan::new(&p).unwrap().store.is_none());

@@ -51,8 +51,8 @@ pub struct ProblemArgs {
     /// `b` (pair along M); default: the larger tile.
     #[arg(long)]
     pub share: Option<String>,
-    /// Hopper path: store D through shared memory with TMA, `on` or `off` (default: on
-    /// where the epilogue allows it: 16-bit output, no aux, no C).
+    /// Hopper path: store D through shared memory with TMA, `on` (16-bit output, no aux, no
+    /// C) or `off`; default: on when possible and the epilogue has no bias.
     #[arg(long)]
     pub tma_store: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
@@ -243,7 +243,7 @@ pub enum BenchCommand {
         #[arg(long)]
         share: Option<String>,
         /// Hopper path: store D through shared memory with TMA, `on` or `off` (default: on
-        /// where the epilogue allows it).
+        /// when possible and the epilogue has no bias).
         #[arg(long)]
         tma_store: Option<String>,
         /// Hopper path: cap our persistent grid at this many CTAs (default: the SM count and,

@@ -201,8 +201,9 @@ pub struct Sm90Options {
     pub cluster: Option<i64>,
     /// The operand a pair shares (cluster 2 only); default: the larger tile, B on a tie.
     pub share: Option<ClusterShare>,
-    /// Whether the epilogue stores D through shared memory with TMA ([`Sm90Store`]); default:
-    /// whenever it can (16-bit output, no aux output, no C).
+    /// Whether the epilogue stores D through shared memory with TMA ([`Sm90Store`]); it can
+    /// with a 16-bit output, no aux output and no C. Default: when it can and the epilogue has
+    /// no bias.
     pub tma_store: Option<bool>,
 }
 
@@ -449,9 +450,15 @@ impl Sm90Plan {
                     format!("{problem}: the TMA-store epilogue takes a 16-bit output, no aux output and no C"),
                 ))
             }
+            Some(true) => Some(store_plan(&acc, problem.output)?),
             Some(false) => None,
-            _ if can_store => Some(store_plan(&acc, problem.output)?),
-            _ => None,
+            // By default only without a bias: the fragment-layout epilogue loads a column
+            // bias one element per column (8 loads per pass per thread, against 2 in the
+            // scratch path), and measured 2-3% slower fused (docs/perf.md, v3.5).
+            None if can_store && epi.bias == crate::problem::BiasMode::None => {
+                Some(store_plan(&acc, problem.output)?)
+            }
+            None => None,
         };
         if let Some(st) = &store {
             let need = consumers * st.buffers * st.tma.bytes + st.tma.align - 16;
