@@ -30,7 +30,11 @@ fn cluster_is_shown_and_emitted() {
     ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(out.contains("_c2a_sm_90a"), "{out}");
+    assert!(out.contains("_c2a_ts_sm_90a"), "{out}");
+    assert!(
+        out.contains("D store      TMA from smem: 2 buffers of 4096 B per consumer"),
+        "{out}"
+    );
     assert!(
         out.contains("cluster      2 CTAs along N (__cluster_dims__(2,1,1)) sharing A by TMA multicast, 3x2x1 cluster tiles"),
         "{out}"
@@ -56,6 +60,28 @@ fn cluster_is_shown_and_emitted() {
     assert!(text(&o.stdout).contains("cluster      1 CTA (no multicast)"));
     let o = plan(&["--path", "sm90", "--emit-cuda-only"]);
     assert!(text(&o.stdout).contains("#define TESSERA_SM90_CLUSTER 1"));
+    assert!(text(&o.stdout).contains("constexpr bool kEpiTmaStore = true;"));
+    // The TMA store turned off, and refused where it cannot apply.
+    let o = plan(&["--path", "sm90", "--tma-store", "off"]);
+    let out = text(&o.stdout);
+    assert!(out.contains("D store      from registers"), "{out}");
+    assert!(!out.contains("_ts_"), "{out}");
+    let o = plan(&[
+        "--path",
+        "sm90",
+        "--tma-store",
+        "on",
+        "--epilogue",
+        "bias,gelu,aux",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(text(&o.stderr).contains("TMA-store"), "{}", text(&o.stderr));
+    let o = plan(&["--path", "sm90", "--tma-store", "maybe"]);
+    assert!(
+        text(&o.stderr).contains("`on` or `off`"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

@@ -14,6 +14,7 @@ use crate::runtime::{compile, driver_err, Runtime};
 
 use super::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
 use super::cuda::{apply_kernel_source, EpArgs};
+use super::parse::fused_v1_for;
 use super::tree::{EpilogueTree, Leaf};
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field by `TesseraEpArgs` (checked by
@@ -898,6 +899,140 @@ impl TreeSm90 {
     }
 }
 
+/// A tree run by the plan's kernel compiled with the fused v1 epilogue [`fused_v1_for`]
+/// finds for it (the named fusions BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS and their
+/// variants): that kernel loads every operand of a block before its first store and needs no
+/// generated code. [`TreeKernel::plan`] takes this route when it can.
+pub struct TreeFused {
+    kernel: V1Kernel,
+    tree: EpilogueTree,
+}
+
+enum V1Kernel {
+    Sm80(Box<crate::gemm::GemmKernel>),
+    Hopper(Box<crate::sm90::launch::Sm90Kernel>),
+}
+
+fn need<'x>(op: &'static str, what: &str, buf: Option<&'x DeviceBuf>) -> Result<&'x DeviceBuf> {
+    buf.ok_or_else(|| KernelError::invalid(op, format!("the epilogue needs {what}, none given")))
+}
+
+impl TreeFused {
+    /// Plans `problem` (plain epilogue) with the fused epilogue [`fused_v1_for`] finds for
+    /// `tree` bound like `binding`, on the planner's path for the runtime's device (or the
+    /// sm80-class path when `force_sm80`), and compiles it; `None` when there is none.
+    pub fn plan(
+        rt: &Runtime,
+        problem: &crate::problem::GemmProblem,
+        tree: &EpilogueTree,
+        binding: &Binding,
+        force_sm80: bool,
+    ) -> Result<Option<TreeFused>> {
+        let Some(e) = fused_v1_for(tree, binding, problem.output) else {
+            return Ok(None);
+        };
+        let mut p = *problem;
+        p.epilogue = e;
+        let path = if force_sm80 {
+            crate::sm90::GemmPath::Sm80(Box::new(crate::plan::GemmPlan::new(&p, rt.arch())?))
+        } else {
+            crate::sm90::choose_path(&p, rt.arch())?
+        };
+        let kernel = match path {
+            crate::sm90::GemmPath::Hopper(plan) => {
+                V1Kernel::Hopper(Box::new(crate::sm90::launch::Sm90Kernel::new(rt, &plan)?))
+            }
+            crate::sm90::GemmPath::Sm80(plan) => {
+                V1Kernel::Sm80(Box::new(crate::gemm::GemmKernel::new(rt, &plan)?))
+            }
+        };
+        Ok(Some(TreeFused {
+            kernel,
+            tree: tree.clone(),
+        }))
+    }
+
+    /// The problem (with the v1 epilogue) the kernel was compiled for.
+    pub fn problem(&self) -> &crate::problem::GemmProblem {
+        match &self.kernel {
+            V1Kernel::Sm80(k) => &k.plan().problem,
+            V1Kernel::Hopper(k) => &k.plan().problem,
+        }
+    }
+
+    /// Launches `D = tree(A B)` over the whole output: `binding` must give the compiled
+    /// epilogue (the same alpha, beta and types), `bufs` its tensors.
+    pub fn launch(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuf,
+        b: &DeviceBuf,
+        strides: &crate::reference::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers<'_>,
+    ) -> Result<()> {
+        let op = "TreeFused::launch";
+        let p = self.problem();
+        let e = p.epilogue;
+        if fused_v1_for(&self.tree, binding, p.output) != Some(e)
+            || (binding.m, binding.n, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch)
+        {
+            return Err(KernelError::InvalidProblem {
+                op,
+                msg: format!(
+                    "the binding ({} x {} x {} batch {}, alpha {}, beta {}) differs from the compiled `{e}` of {p}",
+                    binding.m, binding.n, binding.k, binding.batch, binding.alpha, binding.beta
+                ),
+            });
+        }
+        let mut s = *strides;
+        s.ldd = binding.d.ld;
+        s.batch_d = binding.d.batch_stride;
+        let c = match (&binding.c, e.beta != 0.0) {
+            (Some(m), true) => {
+                s.ldc = m.ld;
+                s.batch_c = m.batch_stride;
+                Some(need(op, "C", bufs.c)?)
+            }
+            _ => None,
+        };
+        let (bias_spec, bias_buf) = match e.bias {
+            crate::problem::BiasMode::None => (None, None),
+            crate::problem::BiasMode::PerRow => (binding.bias_row, bufs.bias_row),
+            crate::problem::BiasMode::PerCol => (binding.bias_col, bufs.bias_col),
+        };
+        let bias = match bias_spec {
+            Some(v) => {
+                s.batch_bias = v.batch_stride;
+                Some(need(op, "the bias", bias_buf)?)
+            }
+            None => None,
+        };
+        let aux = match (&binding.aux, e.aux) {
+            (Some(m), true) => {
+                s.ldaux = m.ld;
+                s.batch_aux = m.batch_stride;
+                Some(need(op, "aux", bufs.aux)?)
+            }
+            _ => None,
+        };
+        let args = crate::gemm::GemmArgs {
+            a,
+            b,
+            c,
+            d: need(op, "D", bufs.d)?,
+            bias,
+            aux,
+            strides: s,
+        };
+        match &self.kernel {
+            V1Kernel::Sm80(k) => k.launch(rt, &args)?,
+            V1Kernel::Hopper(k) => k.launch(rt, &args)?,
+        };
+        Ok(())
+    }
+}
+
 /// A GEMM with a tree epilogue on either path: the Hopper kernel ([`TreeSm90`]) or the
 /// sm80-class one ([`TreeGemm`]).
 pub enum TreeKernel {
@@ -905,6 +1040,8 @@ pub enum TreeKernel {
     Sm80(Box<TreeGemm>),
     /// The sm_90a path.
     Hopper(Box<TreeSm90>),
+    /// Either path's kernel with the fused v1 epilogue the tree amounts to.
+    Fused(Box<TreeFused>),
 }
 
 impl TreeKernel {
@@ -928,7 +1065,8 @@ impl TreeKernel {
     }
 
     /// Plans `problem` with [`crate::sm90::choose_path`] for the runtime's device (or the
-    /// sm80-class path when `force_sm80`) and compiles it with `tree`.
+    /// sm80-class path when `force_sm80`) and compiles it with `tree`: with the fused v1
+    /// epilogue when the tree amounts to one ([`TreeFused`]), else the generated epilogue.
     pub fn plan(
         rt: &Runtime,
         problem: &crate::problem::GemmProblem,
@@ -936,6 +1074,9 @@ impl TreeKernel {
         binding: &Binding,
         force_sm80: bool,
     ) -> Result<TreeKernel> {
+        if let Some(f) = TreeFused::plan(rt, problem, tree, binding, force_sm80)? {
+            return Ok(TreeKernel::Fused(Box::new(f)));
+        }
         let path = if force_sm80 {
             crate::sm90::GemmPath::Sm80(Box::new(crate::plan::GemmPlan::new(problem, rt.arch())?))
         } else {
@@ -944,11 +1085,15 @@ impl TreeKernel {
         TreeKernel::new(rt, &path, tree, binding)
     }
 
-    /// `"sm90"` or `"sm80"`.
+    /// `"sm90"` or `"sm80"` (generated epilogue), `"sm90-v1"` or `"sm80-v1"` (fused v1).
     pub fn path_name(&self) -> &'static str {
         match self {
             TreeKernel::Sm80(_) => "sm80",
             TreeKernel::Hopper(_) => "sm90",
+            TreeKernel::Fused(f) => match f.kernel {
+                V1Kernel::Sm80(_) => "sm80-v1",
+                V1Kernel::Hopper(_) => "sm90-v1",
+            },
         }
     }
 
@@ -981,6 +1126,17 @@ impl TreeKernel {
         match self {
             TreeKernel::Sm80(k) => k.launch_region(rt, a, b, strides, binding, bufs, rows, cols),
             TreeKernel::Hopper(k) => k.launch_region(rt, a, b, strides, binding, bufs, rows, cols),
+            TreeKernel::Fused(k) => {
+                if (rows.start, rows.end, cols.start, cols.end) != (0, binding.m, 0, binding.n) {
+                    return Err(KernelError::invalid(
+                        "TreeKernel::launch_region",
+                        format!(
+                            "the fused v1 kernel runs the whole output, not rows {rows:?} x columns {cols:?}"
+                        ),
+                    ));
+                }
+                k.launch(rt, a, b, strides, binding, bufs)
+            }
         }
     }
 }

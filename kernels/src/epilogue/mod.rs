@@ -42,7 +42,7 @@ pub mod verify;
 pub use check::{Binding, KernelCaps, MatSpec, VecSpec};
 pub use error::EpilogueError;
 pub use fusions::{describe, residual_relu, Fusion};
-pub use parse::{from_v1, parse_epilogue, to_v1};
+pub use parse::{from_v1, fused_v1_for, parse_epilogue, to_v1};
 pub use tree::{
     build, AuxFormat, BinaryOp, CmpOp, Coord, EpilogueTree, Expr, Kind, Leaf, Operand, Sink,
     UnaryOp, VecAxis,

@@ -17,6 +17,7 @@
 //! [`super::fusions::Fusion`]) or a v1 comma list made only of the v1 words
 //! (`bias rowbias colbias relu gelu gelu_erf gelu_tanh aux c beta none`).
 
+use super::check::{Binding, MatSpec};
 use crate::problem::{DType, Epilogue};
 
 use super::error::{EpilogueError, Result};
@@ -590,4 +591,58 @@ impl Parser<'_> {
         self.expect(")")?;
         Ok(x.store_aux(AuxFormat::Full(dtype)))
     }
+}
+
+/// The fused v1 epilogue ([`crate::problem::Epilogue`]) that computes `tree` for launches
+/// bound like `binding` with output type `out`, if any: [`super::to_v1`] expresses the tree
+/// (an optional ReLU/GELU of `alpha * acc (+ beta * c) (+ bias)`, the pre-activation
+/// optionally stored as a full aux) and every tensor the v1 kernels touch is bound in `out`
+/// (they read C and the bias and write aux in D's type). alpha and beta are the binding's.
+///
+/// ```
+/// use tessera_kernels::epilogue::{fused_v1_for, Binding, Fusion, VecSpec};
+/// use tessera_kernels::DType;
+/// let tree = Fusion::GeluAuxBias.tree();
+/// let mut binding = Binding::for_tree(&tree, 256, 512, 64, 1, DType::Bf16);
+/// assert_eq!(fused_v1_for(&tree, &binding, DType::Bf16).unwrap().to_string(), "bias,gelu_tanh,aux");
+/// // An fp32 bias is not what the v1 kernels read.
+/// binding.bias_col = Some(VecSpec::shared(512, DType::F32));
+/// assert!(fused_v1_for(&tree, &binding, DType::Bf16).is_none());
+/// // The ReLU bit-mask is not a v1 aux.
+/// let relu_aux = Fusion::ReluAuxBias.tree();
+/// let b = Binding::for_tree(&relu_aux, 256, 512, 64, 1, DType::Bf16);
+/// assert!(fused_v1_for(&relu_aux, &b, DType::Bf16).is_none());
+/// ```
+pub fn fused_v1_for(
+    tree: &EpilogueTree,
+    binding: &Binding,
+    out: DType,
+) -> Option<crate::problem::Epilogue> {
+    use crate::problem::BiasMode;
+    let mut e = to_v1(tree)?;
+    let mat_ok = |m: &Option<MatSpec>| m.is_some_and(|m| !m.bits && m.dtype == out);
+    if binding.d.bits || binding.d.dtype != out {
+        return None;
+    }
+    e.alpha = binding.alpha;
+    if e.beta != 0.0 {
+        if binding.beta != 0.0 && !mat_ok(&binding.c) {
+            return None;
+        }
+        e.beta = binding.beta;
+    }
+    let bias = match e.bias {
+        BiasMode::None => None,
+        BiasMode::PerRow => Some(binding.bias_row),
+        BiasMode::PerCol => Some(binding.bias_col),
+    };
+    if let Some(v) = bias {
+        if !v.is_some_and(|v| v.dtype == out) {
+            return None;
+        }
+    }
+    if e.aux && !mat_ok(&binding.aux) {
+        return None;
+    }
+    Some(e)
 }

@@ -80,7 +80,7 @@ impl fmt::Display for Sm90Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} x {} buffers of {} per consumer, TMA {}; fragment store {} wavefronts/ideal",
+            "{} buffers of {} B per consumer, each {}; TMA {}; fragment store {} wavefronts/ideal",
             self.buffers, self.tma.bytes, self.smem, self.tma, self.conflicts
         )
     }
