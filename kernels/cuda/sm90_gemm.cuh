@@ -507,18 +507,56 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           const int c = cb + 2 * (t % (kEpiCols / 2));
           const int r = row0 + t / (kEpiCols / 2);
           TesseraEpCta cta{};
+          // A ReLU bit mask a word at a time: a row's 32 columns of the pass are the bits of
+          // one word (the 16 lanes of a half-warp, two each) when rows and batches start on
+          // word boundaries; else each bit by itself (tessera_ep_store_bit's atomics).
+          cta.ballot_bits = kTesseraEpBits && tessera_ep_args.ldaux % 32 == 0 &&
+                            tessera_ep_args.batch_aux % 32 == 0 && tessera_ep_args.col0 % 32 == 0;
+          unsigned pass_bits = 0u;  // bits 2 it, 2 it + 1: this thread's pair of iteration it
 #pragma unroll
           for (int it = 0; it < kIters; ++it) {
             const int row = r + kRowsPerIter * it;
             cta.reg_row = 0.0f;
+            cta.bits = 0u;
             if (row < p.m && c < p.n) {
               tessera_ep_pair(tessera_ep_args, cta, b, row, c, v[it].x, v[it].y);
             }
+            pass_bits |= cta.bits << (2 * it);
             if (kTesseraEpRowSum) {
               float s = cta.reg_row;
 #pragma unroll
               for (int o = kEpiCols / 4; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
               if (t % (kEpiCols / 2) == 0 && row < p.m) tessera_ep_flush_row(tessera_ep_args, b, row, s);
+            }
+          }
+          if (kTesseraEpBits && cta.ballot_bits) {
+            // After the elements (their operands dead): per iteration, the two ballots of the
+            // even and odd columns' bits, interleaved into each half-warp's row word.
+            static_assert(kEpiCols == 32, "a half-warp holds the 32 columns of a row");
+            const int valid = min(32, p.n - cb);
+            const int sh = 16 * ((t % 32) / 16);
+            // The word of row r, column cb; the next iteration's is kRowsPerIter rows down.
+            unsigned* w = static_cast<unsigned*>(tessera_ep_args.aux) +
+                          (tessera_ep_at(tessera_ep_args.batch_aux, tessera_ep_args.ldaux, b,
+                                         tessera_ep_args.row0 + r, tessera_ep_args.col0 + cb) >> 5);
+            const long long step = (long long)kRowsPerIter * (tessera_ep_args.ldaux >> 5);
+#pragma unroll
+            for (int it = 0; it < kIters; ++it, w += step) {
+              const unsigned even = __ballot_sync(0xffffffffu, (pass_bits >> (2 * it)) & 1u);
+              const unsigned odd = __ballot_sync(0xffffffffu, (pass_bits >> (2 * it + 1)) & 1u);
+              const int row = r + kRowsPerIter * it;
+              if (t % 16 == 0 && row < p.m && valid > 0) {
+                const unsigned word =
+                    tessera_interleave16(even >> sh) | (tessera_interleave16(odd >> sh) << 1);
+                if (valid == 32) {
+                  *w = word;
+                } else {
+                  // The row's last, partial word: only its own bits.
+                  const unsigned mask = (1u << valid) - 1u;
+                  atomicAnd(w, ~mask);
+                  atomicOr(w, word & mask);
+                }
+              }
             }
           }
           if (kTesseraEpColSum) {

@@ -70,9 +70,19 @@ fn select_branches_compute_only_their_side() {
 #[test]
 fn reductions_switch_on_their_hooks() {
     let src = generate(&Fusion::DGeluBgrad.tree()).unwrap();
-    assert!(src.contains("constexpr bool kTesseraEpRowSum = false, kTesseraEpColSum = true;"));
+    assert!(src.contains(
+        "constexpr bool kTesseraEpRowSum = false, kTesseraEpColSum = true, kTesseraEpBits = false;"
+    ));
     let src = generate(&Fusion::GeluAuxBias.tree()).unwrap();
-    assert!(src.contains("constexpr bool kTesseraEpRowSum = false, kTesseraEpColSum = false;"));
+    assert!(src.contains(
+        "constexpr bool kTesseraEpRowSum = false, kTesseraEpColSum = false, kTesseraEpBits = false;"
+    ));
+    // The ReLU mask: the kernel's word stores switch on.
+    let src = generate(&Fusion::ReluAuxBias.tree()).unwrap();
+    assert!(src.contains(
+        "constexpr bool kTesseraEpRowSum = false, kTesseraEpColSum = false, kTesseraEpBits = true;"
+    ));
+    assert!(src.contains("tessera_ep_store_bit(a, cta, lcol, "), "{src}");
     let full = epilogue_source(&Fusion::BgradA.tree()).unwrap();
     assert!(full.contains("tessera_ep_operand_sum"));
     let full = epilogue_source(&Fusion::Bias.tree()).unwrap();

@@ -251,7 +251,7 @@ impl Gen {
                 let _ = match s {
                     Sink::Aux(AuxFormat::Bits) => writeln!(
                         self.body,
-                        "  tessera_ep_store_bit(a.aux, {at}, {v} > 0.0f);  // aux_bits"
+                        "  tessera_ep_store_bit(a, cta, lcol, {at}, {v} > 0.0f);  // aux_bits"
                     ),
                     Sink::Aux(AuxFormat::Full(None)) => {
                         writeln!(
@@ -330,9 +330,10 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
     }
     let _ = writeln!(
         s,
-        "constexpr bool kTesseraEpRowSum = {}, kTesseraEpColSum = {};",
+        "constexpr bool kTesseraEpRowSum = {}, kTesseraEpColSum = {}, kTesseraEpBits = {};",
         sinks.contains(&Sink::Bgrad(VecAxis::Row)),
-        sinks.contains(&Sink::Bgrad(VecAxis::Col))
+        sinks.contains(&Sink::Bgrad(VecAxis::Col)),
+        sinks.contains(&Sink::Aux(AuxFormat::Bits))
     );
     let _ = writeln!(
         s,
