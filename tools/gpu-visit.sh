@@ -18,7 +18,7 @@ done > "$OUT/tests_summary.txt"
 # End to end: the fused epilogue on both paths, then trees only the generated epilogue runs.
 for path in sm80 sm90; do
   timeout 120 ./tessera run gemm --m 1000 --n 1016 --k 1024 --epilogue bias,gelu,aux,c --path $path
-  for tree in dgelu_bgrad drelu_bgrad "select(row < 100, sigmoid(acc), tanh(acc + bias_col))" \
+  for tree in dgelu_bgrad drelu_bgrad relu_aux_bias gelu_aux_bias "select(row < 100, sigmoid(acc), tanh(acc + bias_col))" \
               "bgrad_row(acc * dsigmoid(aux_in)) + relu(acc + residual)"; do
     timeout 120 ./tessera run gemm --m 1000 --n 1016 --k 1024 --epilogue "$tree" --path $path
   done
