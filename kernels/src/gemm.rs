@@ -83,6 +83,20 @@ impl DeviceBuf {
         Ok(from_bytes(self.dtype, &bytes))
     }
 
+    /// Downloads the bytes as little-endian 32-bit words, unconverted (a bit mask): going
+    /// through [`DeviceBuf::download`]'s float64 would quiet the signalling-NaN patterns
+    /// among the words and flip their bit 22.
+    pub fn download_words(&self, rt: &Runtime) -> Result<Vec<u32>> {
+        let bytes = rt
+            .stream()
+            .clone_dtoh(&self.data)
+            .map_err(driver_err("cuMemcpyDtoH"))?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
     /// The raw device address.
     pub fn ptr(&self, rt: &Runtime) -> u64 {
         let (p, _sync) = self.data.device_ptr(rt.stream());

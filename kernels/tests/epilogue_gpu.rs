@@ -57,11 +57,7 @@ fn rounded(r: &mut Rng, n: usize, t: DType) -> Vec<f32> {
 }
 
 fn words(rt: &Runtime, buf: &DeviceBuf) -> Vec<u32> {
-    let bytes = rt.stream().clone_dtoh(&buf.data).unwrap();
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    buf.download_words(rt).unwrap()
 }
 
 #[test]

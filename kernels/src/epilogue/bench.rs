@@ -120,17 +120,16 @@ enum Plain {
 }
 
 impl Plain {
-    fn new(rt: &Runtime, p: &GemmProblem, force_sm80: bool) -> Result<(Plain, GemmPath)> {
+    fn new(rt: &Runtime, p: &GemmProblem, force_sm80: bool) -> Result<Plain> {
         let path = if force_sm80 {
             GemmPath::Sm80(Box::new(GemmPlan::new(p, rt.arch())?))
         } else {
             crate::sm90::choose_path(p, rt.arch())?
         };
-        let k = match &path {
+        Ok(match &path {
             GemmPath::Sm80(plan) => Plain::Sm80(Box::new(GemmKernel::new(rt, plan)?)),
             GemmPath::Hopper(plan) => Plain::Hopper(Box::new(Sm90Kernel::new(rt, plan)?)),
-        };
-        Ok((k, path))
+        })
     }
 
     fn launch(&self, rt: &Runtime, args: &GemmArgs<'_>) -> Result<()> {
@@ -142,8 +141,10 @@ impl Plain {
 }
 
 /// Ours, plain and cuBLASLt for every shape and fusion (`rounds` medians of `inner` launches),
-/// on the Hopper path where [`crate::sm90::choose_path`] picks it unless `force_sm80`. Fusions
-/// with operand sums (BGRADA, BGRADB) are skipped: those sums run beside the GEMM.
+/// on the Hopper path where [`crate::sm90::choose_path`] picks it unless `force_sm80`. Ours is
+/// what [`TreeKernel::plan`] compiles: the fused v1 kernel for the fusions it expresses (the
+/// row's `path` then ends in `-v1`), else the generated epilogue. Fusions with operand sums
+/// (BGRADA, BGRADB) are skipped: those sums run beside the GEMM.
 pub fn bench_fusions(
     rt: &Runtime,
     shapes: &[(i64, i64, i64)],
@@ -158,7 +159,7 @@ pub fn bench_fusions(
     let mut rows = Vec::new();
     for &shape in shapes {
         let o = operands(rt, shape, &mut rng)?;
-        let (plain, path) = Plain::new(rt, &o.p, force_sm80)?;
+        let plain = Plain::new(rt, &o.p, force_sm80)?;
         let plain_args = GemmArgs {
             a: &o.a,
             b: &o.b,
@@ -174,7 +175,7 @@ pub fn bench_fusions(
                 continue; // the operand sums run beside the GEMM; not this benchmark's subject
             }
             let binding = Binding::for_tree(&tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-            let ours = TreeKernel::new(rt, &path, &tree, &binding)?;
+            let ours = TreeKernel::plan(rt, &o.p, &tree, &binding, force_sm80)?;
             let uses_bits = binding.aux.is_some_and(|a| a.bits) || binding.aux_in_bits.is_some();
             let bufs = EpBuffers {
                 d: Some(&o.d),
@@ -242,7 +243,7 @@ pub fn bench_coordinate(
 ) -> Result<EpBenchRow> {
     let mut rng = Rng::new(2);
     let o = operands(rt, shape, &mut rng)?;
-    let (plain, _) = Plain::new(rt, &o.p, force_sm80)?;
+    let plain = Plain::new(rt, &o.p, force_sm80)?;
     let plain_args = GemmArgs {
         a: &o.a,
         b: &o.b,

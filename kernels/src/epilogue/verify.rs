@@ -284,11 +284,7 @@ pub fn check_tree(
     let mut outputs = vec![compare("D", &d_d.download(rt)?, &want.d, elem(out))];
     if let (Some(spec), Some(buf), Some(wa)) = (bind.aux, &aux_d, &want.aux) {
         if spec.bits {
-            let words: Vec<u32> = buf
-                .download(rt)?
-                .iter()
-                .map(|&x| (x as f32).to_bits())
-                .collect();
+            let words = buf.download_words(rt)?;
             let ld = spec.ld as usize;
             let mut chk = OutputCheck {
                 name: "aux bits",
