@@ -52,6 +52,7 @@ struct TesseraSm90Params {
 // the epilogue is compile-time (kEpi* in the preamble); act, bias_mode and out_dtype above
 // repeat it for a reader of the parameter block.
 constexpr int kSm90FlagStorePair = 1;
+
 // D is stored by TMA from the plan's shared-memory buffers (kEpiTmaStore plans; the launch
 // sets it when D's address and strides suit TMA and passes D's tensor map).
 constexpr int kSm90FlagTmaStore = 2;
@@ -227,6 +228,46 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
     if (second) tessera_store(p.d, di + 1, y1, kEpiOut);
   }
 }
+
+#ifdef TESSERA_EPILOGUE_TREE
+// The generated epilogue over one thread's kIters column pairs of a 64 x kEpiCols block: rows
+// r + kRowsPerIter it, columns c and c + 1. kInside: the whole block is inside the launch and
+// D is stored in pairs, so no bounds checks. Row sums are reduced over the row's 16 lanes per
+// iteration; the aux bits of iteration it go to bits 2 it and 2 it + 1 of pass_bits.
+template <bool kInside, int kIters, int kRowsPerIter>
+__device__ __forceinline__ void tessera_sm90_tree_iterations(const TesseraEpArgs& a,
+                                                             TesseraEpCta& cta,
+                                                             const TesseraSm90Params& p, int b,
+                                                             int r, int c, int t,
+                                                             const float2 (&v)[kIters],
+                                                             unsigned& pass_bits) {
+  // The input loads may move above earlier stores (tessera_ep_ld), but only within a group of
+  // kGroup iterations: the input pointers pass through an opaque step after each group's
+  // stores, so the next group's loads wait for them. Without it the compiler hoists all eight
+  // iterations' loads beside the 128 accumulator registers and spills.
+  constexpr int kGroup = 4;
+  TesseraEpArgs g = a;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int row = r + kRowsPerIter * it;
+    cta.reg_row = 0.0f;
+    cta.bits = 0u;
+    if (kInside) {
+      if (it % kGroup == 0) tessera_ep_opaque_inputs(g);
+      tessera_ep_pair_inside(g, cta, b, row, c, v[it].x, v[it].y);
+    } else if (row < p.m && c < p.n) {
+      tessera_ep_pair(a, cta, b, row, c, v[it].x, v[it].y);
+    }
+    pass_bits |= cta.bits << (2 * it);
+    if (kTesseraEpRowSum) {
+      float s = cta.reg_row;
+#pragma unroll
+      for (int o = kEpiCols / 4; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (t % (kEpiCols / 2) == 0 && row < p.m) tessera_ep_flush_row(a, b, row, s);
+    }
+  }
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
@@ -513,21 +554,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           cta.ballot_bits = kTesseraEpBits && tessera_ep_args.ldaux % 32 == 0 &&
                             tessera_ep_args.batch_aux % 32 == 0 && tessera_ep_args.col0 % 32 == 0;
           unsigned pass_bits = 0u;  // bits 2 it, 2 it + 1: this thread's pair of iteration it
-#pragma unroll
-          for (int it = 0; it < kIters; ++it) {
-            const int row = r + kRowsPerIter * it;
-            cta.reg_row = 0.0f;
-            cta.bits = 0u;
-            if (row < p.m && c < p.n) {
-              tessera_ep_pair(tessera_ep_args, cta, b, row, c, v[it].x, v[it].y);
-            }
-            pass_bits |= cta.bits << (2 * it);
-            if (kTesseraEpRowSum) {
-              float s = cta.reg_row;
-#pragma unroll
-              for (int o = kEpiCols / 4; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-              if (t % (kEpiCols / 2) == 0 && row < p.m) tessera_ep_flush_row(tessera_ep_args, b, row, s);
-            }
+          // The block's iterations; in a block inside the launch with D stored in pairs, with no
+          // bounds checks, so that nothing but data separates one pair's stores from the next
+          // pair's loads (non-coherent, free to move above them: tessera_ep_ld).
+          if (tessera_ep_args.d_pair && row0 + 64 <= p.m && cb + kEpiCols <= p.n) {
+            tessera_sm90_tree_iterations<true, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
+          } else {
+            tessera_sm90_tree_iterations<false, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           }
           if (kTesseraEpBits && cta.ballot_bits) {
             // After the elements (their operands dead): per iteration, the two ballots of the

@@ -112,17 +112,17 @@ impl Gen {
                     Leaf::Const(v) => float_lit(*v, e)?,
                     // Literals and scalars need no variable.
                     Leaf::C => format!(
-                        "(TESSERA_EP_READ_C ? tessera_load(a.c, {}, TESSERA_EP_DT_C) : 0.0f)",
+                        "(TESSERA_EP_READ_C ? tessera_ep_ld(a.c, {}, TESSERA_EP_DT_C) : 0.0f)",
                         at("batch_c", "ldc")
                     ),
                     Leaf::Residual => {
                         format!(
-                            "tessera_load(a.residual, {}, TESSERA_EP_DT_R)",
+                            "tessera_ep_ld(a.residual, {}, TESSERA_EP_DT_R)",
                             at("batch_r", "ldr")
                         )
                     }
                     Leaf::AuxIn => format!(
-                        "tessera_load(a.aux_in, {}, TESSERA_EP_DT_AUX_IN)",
+                        "tessera_ep_ld(a.aux_in, {}, TESSERA_EP_DT_AUX_IN)",
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::AuxInBits => format!(
@@ -130,11 +130,11 @@ impl Gen {
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::BiasRow => {
-                        "tessera_load(a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW)"
+                        "tessera_ep_ld(a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW)"
                             .to_string()
                     }
                     Leaf::BiasCol => {
-                        "tessera_load(a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL)"
+                        "tessera_ep_ld(a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL)"
                             .to_string()
                     }
                     Leaf::Coord(Coord::Row) => "static_cast<long long>(row)".to_string(),

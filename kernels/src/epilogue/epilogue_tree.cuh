@@ -57,8 +57,25 @@ __device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long 
   return b * batch_stride + row * ld + col;
 }
 
+// Loads of the epilogue's inputs (C, the residual, aux_in, bias vectors, an input bit mask):
+// non-coherent, and asm without side effects, so the compiler may move them above the
+// epilogue's stores. No load can see a store of the same launch: an element of C, the
+// residual or aux_in is read only by the thread that computes that element, before it stores
+// it (also when an input aliases D or aux), and bias vectors and input masks are not written.
+__device__ __forceinline__ float tessera_ep_ld(const void* p, long long i, int dtype) {
+  if (dtype == 2) {
+    float v;
+    asm("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(static_cast<const float*>(p) + i));
+    return v;
+  }
+  tessera_b16 h;
+  asm("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const tessera_b16*>(p) + i));
+  return tessera_b16_to_f32(h, dtype);
+}
+
 __device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bit) {
-  const unsigned w = static_cast<const unsigned*>(p)[bit >> 5];
+  unsigned w;
+  asm("ld.global.nc.u32 %0, [%1];" : "=r"(w) : "l"(static_cast<const unsigned*>(p) + (bit >> 5)));
   return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
 }
 

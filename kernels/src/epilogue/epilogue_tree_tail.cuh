@@ -19,6 +19,33 @@ __device__ __forceinline__ void tessera_ep_pair(const TesseraEpArgs& a, TesseraE
   }
 }
 
+// The input pointers of `a` through an asm statement the compiler cannot see into, ordered
+// after every earlier store: loads through them cannot be moved above this point.
+__device__ __forceinline__ void tessera_ep_opaque_inputs(TesseraEpArgs& a) {
+  unsigned long long c = reinterpret_cast<unsigned long long>(a.c),
+                     r = reinterpret_cast<unsigned long long>(a.residual),
+                     x = reinterpret_cast<unsigned long long>(a.aux_in),
+                     br = reinterpret_cast<unsigned long long>(a.bias_row),
+                     bc = reinterpret_cast<unsigned long long>(a.bias_col);
+  asm volatile("" : "+l"(c), "+l"(r), "+l"(x), "+l"(br), "+l"(bc) : : "memory");
+  a.c = reinterpret_cast<const void*>(c);
+  a.residual = reinterpret_cast<const void*>(r);
+  a.aux_in = reinterpret_cast<const void*>(x);
+  a.bias_row = reinterpret_cast<const void*>(br);
+  a.bias_col = reinterpret_cast<const void*>(bc);
+}
+
+// tessera_ep_pair for a pair the caller knows is inside the launch, with D stored two at a
+// time (a.d_pair, lcol even): no branch between the two elements and the store.
+__device__ __forceinline__ void tessera_ep_pair_inside(const TesseraEpArgs& a, TesseraEpCta& cta,
+                                                       int b, int lrow, int lcol, float acc0,
+                                                       float acc1) {
+  const float d0 = tessera_ep_element(a, cta, b, lrow, lcol, acc0);
+  const float d1 = tessera_ep_element(a, cta, b, lrow, lcol + 1, acc1);
+  tessera_store2(a.d, tessera_ep_at(a.batch_d, a.ldd, b, a.row0 + lrow, a.col0 + lcol), d0, d1,
+                 TESSERA_EP_DT_D);
+}
+
 // Shared-memory floats the CTA hooks use for a tile_rows x tile_cols tile (0: no reduction).
 __host__ __device__ constexpr int tessera_ep_smem_floats(int tile_rows, int tile_cols) {
   return (kTesseraEpRowSum ? tile_rows : 0) + (kTesseraEpColSum ? tile_cols : 0);
