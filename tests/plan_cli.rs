@@ -104,3 +104,45 @@ fn bad_cluster_options_are_errors() {
         assert!(err.contains(why), "{args:?}: {err}");
     }
 }
+
+/// `--d-major col`: both paths plan the transposed product (M and N exchanged, a row bias
+/// becoming a column bias in the compiled epilogue); a tree epilogue refuses it.
+#[test]
+fn column_major_d_is_planned_transposed() {
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["plan", "gemm", "--m", "100", "--n", "300", "--k", "64"])
+            .args(["--d-major", "col"])
+            .args(extra)
+            .output()
+            .expect("the binary runs")
+    };
+    for arch in ["sm_90a", "sm_80"] {
+        let o = run(&["--arch", arch, "--epilogue", "rowbias,relu"]);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{arch}: {}", text(&o.stderr));
+        assert!(out.contains("D col-major, epilogue rowbias,relu"), "{out}");
+        assert!(
+            out.contains(
+                "runs as      300x100x64 bf16->bf16 A row-major, B col-major, epilogue bias,relu"
+            ),
+            "{out}"
+        );
+    }
+    let o = run(&[
+        "--arch",
+        "sm_90a",
+        "--epilogue",
+        "rowbias,relu",
+        "--emit-cuda-only",
+    ]);
+    let src = text(&o.stdout);
+    assert!(src.contains("kEpiBias = 2,"), "column bias compiled in");
+    let o = run(&["--arch", "sm_90a", "--epilogue", "drelu_bgrad"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stderr).contains("row-major D"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -9,6 +9,7 @@
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::cublaslt::{Activation as LtAct, CudaBlasLT, Matmul, MatmulConfig};
 use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 use half::bf16;
 
 use crate::error::{KernelError, Result};
@@ -394,4 +395,125 @@ pub(crate) fn sampled_rel_diff(
         }
     }
     Ok(num.sqrt() / den.sqrt().max(f64::MIN_POSITIVE))
+}
+
+/// One configuration of the `mma.sync` probe.
+#[derive(Clone, Debug)]
+pub struct MmaPeakRow {
+    /// CTAs of 256 threads per SM.
+    pub ctas_per_sm: i64,
+    /// Independent MMA chains per warp.
+    pub chains: i64,
+    /// Median TFLOP/s.
+    pub tflops: f64,
+}
+
+/// What `tessera bench mma` measured: the `mma.sync.m16n8k16` (bf16, fp32 accumulate) rate
+/// with operands in registers, and cuBLAS's plain GEMM at 4096³ and 8192³ in the same rounds.
+#[derive(Clone, Debug)]
+pub struct MmaPeak {
+    /// Each probe configuration.
+    pub rows: Vec<MmaPeakRow>,
+    /// `(size, TFLOP/s)` of `cublasGemmEx` on `size`³ (nn.Linear layout, bf16).
+    pub cublas: Vec<(i64, f64)>,
+}
+
+impl MmaPeak {
+    /// The best probe rate: the ceiling of any kernel built on `mma.sync`.
+    pub fn best(&self) -> f64 {
+        self.rows.iter().map(|r| r.tflops).fold(0.0, f64::max)
+    }
+}
+
+/// Measures the `mma.sync` ceiling of the sm80-class path: [`crate::codegen::MMA_PEAK_CUH`]
+/// in a few occupancies, interleaved with cuBLAS's plain GEMM (`rounds` rounds, medians).
+pub fn run_mma_peak(rt: &Runtime, rounds: usize) -> Result<MmaPeak> {
+    let configs: [(i64, i64); 4] = [(1, 8), (2, 4), (2, 8), (4, 4)];
+    let sms = rt.sm_count() as i64;
+    let mut probes = Vec::new();
+    for &(per_sm, chains) in &configs {
+        let src = format!(
+            "#define TESSERA_MMA_CHAINS {chains}\n{}",
+            crate::codegen::MMA_PEAK_CUH
+        );
+        let f = rt.function(&src, "tessera_mma_peak", "tessera_mma_peak", 0)?;
+        // About 4 ms per launch at 400 TFLOP/s.
+        let iters = 400_000 / (per_sm * chains);
+        probes.push((per_sm, chains, f, iters));
+    }
+    let out = rt
+        .stream()
+        .alloc_zeros::<f32>((4 * sms * 256) as usize)
+        .map_err(driver_err("cuMemAlloc"))?;
+    let sizes = [4096i64, 8192];
+    let big = 8192i64 * 8192;
+    let mut rng = Rng::new(Rng::fresh_seed());
+    let b = Bufs {
+        x: DeviceBuf::upload(rt, DType::Bf16, &rng.vec(big as usize, -1.0, 1.0))?,
+        w: DeviceBuf::upload(rt, DType::Bf16, &rng.vec(big as usize, -1.0, 1.0))?,
+        bias: DeviceBuf::upload(rt, DType::Bf16, &rng.vec(8192, -1.0, 1.0))?,
+    };
+    let mut d = DeviceBuf::poisoned(rt, DType::Bf16, big as usize)?;
+    let blas = CudaBlas::new(rt.stream().clone()).map_err(blas_err("cublasCreate"))?;
+    let lt = CudaBlasLT::new(rt.stream().clone()).map_err(blas_err("cublasLtCreate"))?;
+    let plain = Epilogue::default();
+    let launch_probe = |i: usize| -> Result<()> {
+        let (per_sm, _, f, iters) = &probes[i];
+        let cfg = LaunchConfig {
+            grid_dim: ((per_sm * sms) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let iters = *iters as i32;
+        let mut builder = rt.stream().launch_builder(f);
+        builder.arg(&out);
+        builder.arg(&iters);
+        // SAFETY: the kernel writes one float per thread of a grid of at most 4 CTAs per SM of
+        // 256 threads, which `out` holds; `iters` is an int as declared.
+        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_mma_peak"))?;
+        Ok(())
+    };
+    // Warm-up, and batch sizes of about 20 ms for cuBLAS.
+    for i in 0..probes.len() {
+        time_batch(rt, 1, |_| launch_probe(i))?;
+    }
+    let mut inner = Vec::new();
+    for &s in &sizes {
+        vendor_launch(&blas, &lt, &plain, (s, s, s), &b, &mut d)?;
+        let t1 = time_batch(rt, 1, |_| {
+            vendor_launch(&blas, &lt, &plain, (s, s, s), &b, &mut d)
+        })?;
+        inner.push(((20.0 / t1.max(1e-3)).ceil() as usize).clamp(1, 200));
+    }
+    let mut probe_ms: Vec<Vec<f64>> = vec![Vec::new(); probes.len()];
+    let mut blas_ms: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    for _ in 0..rounds.max(1) {
+        for (i, times) in probe_ms.iter_mut().enumerate() {
+            times.push(time_batch(rt, 1, |_| launch_probe(i))?);
+        }
+        for (j, &s) in sizes.iter().enumerate() {
+            let t = time_batch(rt, inner[j], |_| {
+                vendor_launch(&blas, &lt, &plain, (s, s, s), &b, &mut d)
+            })?;
+            blas_ms[j].push(t / inner[j] as f64);
+        }
+    }
+    let rows = probes
+        .iter()
+        .zip(probe_ms.iter_mut())
+        .map(|((per_sm, chains, _, iters), times)| {
+            let flops = (per_sm * sms * 8 * iters * chains) as f64 * 4096.0;
+            MmaPeakRow {
+                ctas_per_sm: *per_sm,
+                chains: *chains,
+                tflops: flops / median(times) / 1e9,
+            }
+        })
+        .collect();
+    let cublas = sizes
+        .iter()
+        .zip(blas_ms.iter_mut())
+        .map(|(&s, times)| (s, 2.0 * (s * s * s) as f64 / median(times) / 1e9))
+        .collect();
+    Ok(MmaPeak { rows, cublas })
 }

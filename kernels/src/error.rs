@@ -150,6 +150,24 @@ impl std::fmt::Display for CompileFailure {
 pub type Result<T> = std::result::Result<T, KernelError>;
 
 impl KernelError {
+    /// Adds to an argument error of a column-major-D launch that the kernel saw the
+    /// transposed problem, so that its "A", "lda" and "M" are read correctly.
+    pub(crate) fn in_transposed_launch(self) -> Self {
+        const NOTE: &str = "D is column-major, so the kernel runs Dᵀ = Bᵀ Aᵀ: its A is the B given (lda = the ldb given), its B the A given, M and N exchanged";
+        match self {
+            KernelError::InvalidProblem { op, msg } => KernelError::InvalidProblem {
+                op,
+                msg: format!("{msg} ({NOTE})"),
+            },
+            KernelError::Misaligned { op, operand, msg } => KernelError::Misaligned {
+                op,
+                operand,
+                msg: format!("{msg} ({NOTE})"),
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
         KernelError::InvalidProblem {
             op,

@@ -133,7 +133,9 @@ fn from_bytes(dtype: DType, bytes: &[u8]) -> Vec<f64> {
     }
 }
 
-/// The operands of one launch.
+/// The operands of one launch, in the terms of the problem asked for (`GemmPlan::problem`:
+/// for a column-major D, the A and B of `D = A B`, not exchanged).
+#[derive(Clone, Copy)]
 pub struct GemmArgs<'a> {
     /// A (M x K per batch).
     pub a: &'a DeviceBuf,
@@ -149,6 +151,23 @@ pub struct GemmArgs<'a> {
     pub aux: Option<&'a DeviceBuf>,
     /// Strides.
     pub strides: GemmStrides,
+}
+
+impl<'a> GemmArgs<'a> {
+    /// The arguments of the problem the kernels run for `p` ([`GemmProblem::row_major_d`]):
+    /// unchanged for a row-major D; for a column-major D, A and B (and their strides)
+    /// exchanged.
+    pub fn row_major_d(&self, p: &GemmProblem) -> GemmArgs<'a> {
+        if p.d_major == Major::Row {
+            return *self;
+        }
+        GemmArgs {
+            a: self.b,
+            b: self.a,
+            strides: self.strides.row_major_d(p),
+            ..*self
+        }
+    }
 }
 
 /// The kernel's parameter block; field order and types match `TesseraGemmParams` in
@@ -285,8 +304,19 @@ impl GemmKernel {
 
     /// Checks the arguments against the plan's problem and decides the access paths.
     pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        let p = &self.plan.problem;
+        let r = self.check_kernel_args(rt, &args.row_major_d(p));
+        if p.d_major == Major::Col {
+            r.map_err(KernelError::in_transposed_launch)
+        } else {
+            r
+        }
+    }
+
+    /// [`GemmKernel::check`] on the arguments of the kernel problem.
+    fn check_kernel_args(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         let op = "gemm";
-        let p: &GemmProblem = &self.plan.problem;
+        let p: &GemmProblem = &self.plan.kernel_problem();
         let s = &args.strides;
         let (a_rows, a_inner, a_name) = match p.a_major {
             Major::Row => (p.m, p.k, "K (row-major A)"),
@@ -401,7 +431,8 @@ impl GemmKernel {
     /// Checks the arguments and launches on the runtime's stream (asynchronously).
     pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         let paths = self.check(rt, args)?;
-        let p = &self.plan.problem;
+        let args = &args.row_major_d(&self.plan.problem);
+        let p = &self.plan.kernel_problem();
         let e = p.epilogue;
         let s = &args.strides;
         let (tiles_m, tiles_n) = self.plan.grid_tiles();

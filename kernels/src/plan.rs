@@ -199,8 +199,13 @@ impl GemmPlan {
     }
 
     /// Plans `problem` for `arch`, with some choices forced.
-    pub fn with_options(problem: &GemmProblem, arch: Arch, opts: PlanOptions) -> Result<GemmPlan> {
-        problem.validate()?;
+    ///
+    /// A column-major D is planned as the transposed product ([`GemmProblem::row_major_d`]):
+    /// every derived quantity below (tile, operand layouts, grid) is that problem's, and the
+    /// launch exchanges A and B; `problem` stays the one asked for.
+    pub fn with_options(logical: &GemmProblem, arch: Arch, opts: PlanOptions) -> Result<GemmPlan> {
+        logical.validate()?;
+        let problem = &logical.row_major_d();
         let op = "GemmPlan::new";
         let (bm, bn, bk) = match opts.tile {
             Some(t) => t,
@@ -253,7 +258,7 @@ impl GemmPlan {
         // of rows t/4 and t/4 + 8 (PTX ISA, "Matrix Fragments for mma.m16n8k16").
         let acc = lay("((4,8),(2,2))", "((32,1),(16,8))")?;
         Ok(GemmPlan {
-            problem: *problem,
+            problem: *logical,
             arch,
             cta_tile: (bm, bn, bk),
             warps,
@@ -290,13 +295,17 @@ impl GemmPlan {
         )
     }
 
-    /// CTAs along M and N.
+    /// The problem the kernel runs: `problem` itself, or its transposed product when D is
+    /// column-major ([`GemmProblem::row_major_d`]).
+    pub fn kernel_problem(&self) -> GemmProblem {
+        self.problem.row_major_d()
+    }
+
+    /// CTAs along the kernel problem's M and N.
     pub fn grid_tiles(&self) -> (i64, i64) {
         let (bm, bn, _) = self.cta_tile;
-        (
-            (self.problem.m + bm - 1) / bm,
-            (self.problem.n + bn - 1) / bn,
-        )
+        let p = self.kernel_problem();
+        ((p.m + bm - 1) / bm, (p.n + bn - 1) / bn)
     }
 }
 
@@ -563,6 +572,13 @@ impl fmt::Display for GemmPlan {
         let (tm, tn) = self.grid_tiles();
         writeln!(f, "GEMM plan {}", self.kernel_name())?;
         writeln!(f, "  problem      {}", self.problem)?;
+        if self.problem.d_major == Major::Col {
+            writeln!(
+                f,
+                "  runs as      {} (D column-major: Dᵀ = Bᵀ Aᵀ, A and B exchanged)",
+                self.kernel_problem()
+            )?;
+        }
         writeln!(f, "  target       {}", self.arch)?;
         writeln!(
             f,

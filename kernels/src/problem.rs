@@ -268,7 +268,9 @@ impl fmt::Display for Epilogue {
 
 /// A (strided-batched) GEMM: `D[b] (M x N) = epilogue(A[b] (M x K) * B[b] (K x N))`.
 ///
-/// D, C and aux are row-major with the output type; bias has the output type too.
+/// D, C and aux share one storage order (`d_major`) and the output type; bias has the output
+/// type too. A column-major D is computed as the row-major transposed product
+/// `Dᵀ = Bᵀ Aᵀ` ([`GemmProblem::row_major_d`]): the same kernels, A and B exchanged.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmProblem {
     /// Rows of A and D.
@@ -287,6 +289,8 @@ pub struct GemmProblem {
     pub a_major: Major,
     /// Storage order of B (K x N).
     pub b_major: Major,
+    /// Storage order of D, C and aux (M x N).
+    pub d_major: Major,
     /// The fused epilogue.
     pub epilogue: Epilogue,
 }
@@ -304,7 +308,50 @@ impl GemmProblem {
             output: DType::Bf16,
             a_major: Major::Row,
             b_major: Major::Col,
+            d_major: Major::Row,
             epilogue: Epilogue::default(),
+        }
+    }
+
+    /// The problem the kernels run: `self` when D is row-major; for a column-major D, the
+    /// transposed product `Dᵀ (N x M, row-major) = Bᵀ Aᵀ`. M and N trade places, `Bᵀ` is the
+    /// new A (the storage of B read the other way: a row-major K x N B is a column-major
+    /// N x K matrix with the same leading dimension), `Aᵀ` the new B, and a bias per row
+    /// becomes a bias per column. C and aux are transposed with D.
+    ///
+    /// ```
+    /// use tessera_kernels::{BiasMode, Epilogue, GemmProblem, Major};
+    /// let mut p = GemmProblem::new(100, 300, 64); // A row-major, B column-major
+    /// p.d_major = Major::Col;
+    /// p.epilogue = Epilogue::parse("rowbias,relu").unwrap();
+    /// let t = p.row_major_d();
+    /// assert_eq!((t.m, t.n, t.k), (300, 100, 64));
+    /// assert_eq!((t.a_major, t.b_major, t.d_major), (Major::Row, Major::Col, Major::Row));
+    /// assert_eq!(t.epilogue.bias, BiasMode::PerCol);
+    /// assert_eq!(t.row_major_d(), t);
+    /// ```
+    pub fn row_major_d(&self) -> GemmProblem {
+        if self.d_major == Major::Row {
+            return *self;
+        }
+        let flip = |m: Major| match m {
+            Major::Row => Major::Col,
+            Major::Col => Major::Row,
+        };
+        let mut e = self.epilogue;
+        e.bias = match e.bias {
+            BiasMode::None => BiasMode::None,
+            BiasMode::PerRow => BiasMode::PerCol,
+            BiasMode::PerCol => BiasMode::PerRow,
+        };
+        GemmProblem {
+            m: self.n,
+            n: self.m,
+            a_major: flip(self.b_major),
+            b_major: flip(self.a_major),
+            d_major: Major::Row,
+            epilogue: e,
+            ..*self
         }
     }
 
@@ -355,7 +402,7 @@ impl fmt::Display for GemmProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}x{}x{}{} {}->{} A {}-major, B {}-major, epilogue {}",
+            "{}x{}x{}{} {}->{} A {}-major, B {}-major,{} epilogue {}",
             self.m,
             self.n,
             self.k,
@@ -368,6 +415,11 @@ impl fmt::Display for GemmProblem {
             self.output,
             self.a_major,
             self.b_major,
+            if self.d_major == Major::Col {
+                " D col-major,"
+            } else {
+                ""
+            },
             self.epilogue
         )
     }

@@ -9,11 +9,11 @@ pub struct GemmStrides {
     pub lda: i64,
     /// Leading dimension of B.
     pub ldb: i64,
-    /// Leading dimension of C (row-major).
+    /// Leading dimension of C (in the problem's `d_major` order, as D and aux).
     pub ldc: i64,
-    /// Leading dimension of D (row-major).
+    /// Leading dimension of D (row stride if row-major, column stride if column-major).
     pub ldd: i64,
-    /// Leading dimension of aux (row-major).
+    /// Leading dimension of aux.
     pub ldaux: i64,
     /// Elements between consecutive batches of A.
     pub batch_a: i64,
@@ -34,12 +34,13 @@ impl GemmStrides {
     pub fn tight(p: &GemmProblem) -> GemmStrides {
         let lda = if p.a_major == Major::Row { p.k } else { p.m };
         let ldb = if p.b_major == Major::Row { p.n } else { p.k };
+        let ld_out = if p.d_major == Major::Row { p.n } else { p.m };
         GemmStrides {
             lda,
             ldb,
-            ldc: p.n,
-            ldd: p.n,
-            ldaux: p.n,
+            ldc: ld_out,
+            ldd: ld_out,
+            ldaux: ld_out,
             batch_a: p.m * p.k,
             batch_b: p.k * p.n,
             batch_c: p.m * p.n,
@@ -52,6 +53,41 @@ impl GemmStrides {
     /// Elements an operand buffer must hold: `(batch-1)*batch_stride + (outer-1)*ld + inner`.
     pub fn extent(batch: i64, batch_stride: i64, outer: i64, ld: i64, inner: i64) -> i64 {
         (batch - 1) * batch_stride + (outer - 1) * ld + inner
+    }
+
+    /// Elements an M x N output (D, C or aux) with leading dimension `ld` and batch stride
+    /// `batch_stride` must hold, in the problem's `d_major` order.
+    pub fn out_extent(p: &GemmProblem, batch_stride: i64, ld: i64) -> i64 {
+        match p.d_major {
+            Major::Row => GemmStrides::extent(p.batch, batch_stride, p.m, ld, p.n),
+            Major::Col => GemmStrides::extent(p.batch, batch_stride, p.n, ld, p.m),
+        }
+    }
+
+    /// Index of element `(b, i, j)` of an M x N output (D, C or aux) with leading dimension
+    /// `ld` and batch stride `batch_stride`, in the problem's `d_major` order.
+    pub fn out_index(p: &GemmProblem, batch_stride: i64, ld: i64, b: i64, i: i64, j: i64) -> usize {
+        (b * batch_stride
+            + match p.d_major {
+                Major::Row => i * ld + j,
+                Major::Col => j * ld + i,
+            }) as usize
+    }
+
+    /// The strides of the problem the kernels run ([`GemmProblem::row_major_d`]): for a
+    /// column-major D, A's and B's strides trade places; the outputs' stay (a column-major
+    /// M x N matrix with leading dimension `ld` is the row-major N x M one).
+    pub fn row_major_d(&self, p: &GemmProblem) -> GemmStrides {
+        if p.d_major == Major::Row {
+            return *self;
+        }
+        GemmStrides {
+            lda: self.ldb,
+            ldb: self.lda,
+            batch_a: self.batch_b,
+            batch_b: self.batch_a,
+            ..*self
+        }
     }
 
     /// Index of A(b, i, kk).
@@ -95,7 +131,8 @@ pub struct HostGemm {
     pub bias: Option<Vec<f32>>,
 }
 
-/// The reference result: D and (when asked for) aux, row-major with `ldd` / `ldaux`.
+/// The reference result: D and (when asked for) aux, laid out as the device buffers (the
+/// problem's `d_major`, `ldd` / `ldaux`).
 #[derive(Clone, Debug)]
 pub struct Reference {
     /// `act(pre)` at D's positions.
@@ -107,9 +144,9 @@ pub struct Reference {
 /// Computes the epilogue GEMM in float64 for rows `rows` of every batch (all rows: `0..M`).
 /// Positions not computed hold NaN.
 pub fn reference_rows(p: &GemmProblem, s: &GemmStrides, h: &HostGemm, rows: &[i64]) -> Reference {
-    let d_len = GemmStrides::extent(p.batch, s.batch_d, p.m, s.ldd, p.n) as usize;
+    let d_len = GemmStrides::out_extent(p, s.batch_d, s.ldd) as usize;
     let aux_len = if p.epilogue.aux {
-        GemmStrides::extent(p.batch, s.batch_aux, p.m, s.ldaux, p.n) as usize
+        GemmStrides::out_extent(p, s.batch_aux, s.ldaux) as usize
     } else {
         0
     };
@@ -133,7 +170,8 @@ pub fn reference_rows(p: &GemmProblem, s: &GemmStrides, h: &HostGemm, rows: &[i6
                 let mut x = e.alpha as f64 * acc[j as usize];
                 if e.beta != 0.0 {
                     if let Some(c) = &h.c {
-                        x += e.beta as f64 * c[(b * s.batch_c + i * s.ldc + j) as usize] as f64;
+                        x += e.beta as f64
+                            * c[GemmStrides::out_index(p, s.batch_c, s.ldc, b, i, j)] as f64;
                     }
                 }
                 if let Some(bias) = &h.bias {
@@ -145,9 +183,9 @@ pub fn reference_rows(p: &GemmProblem, s: &GemmStrides, h: &HostGemm, rows: &[i6
                     };
                 }
                 if e.aux {
-                    aux[(b * s.batch_aux + i * s.ldaux + j) as usize] = x;
+                    aux[GemmStrides::out_index(p, s.batch_aux, s.ldaux, b, i, j)] = x;
                 }
-                d[(b * s.batch_d + i * s.ldd + j) as usize] = e.act.apply(x);
+                d[GemmStrides::out_index(p, s.batch_d, s.ldd, b, i, j)] = e.act.apply(x);
             }
         }
     }

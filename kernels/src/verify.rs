@@ -31,7 +31,7 @@ pub fn random_host(p: &GemmProblem, s: &GemmStrides, rng: &mut Rng) -> HostGemm 
     let a = round(rng.vec(a_len, -1.0, 1.0), p.input);
     let b = round(rng.vec(b_len, -1.0, 1.0), p.input);
     let c = (p.epilogue.beta != 0.0).then(|| {
-        let len = GemmStrides::extent(p.batch, s.batch_c, p.m, s.ldc, p.n) as usize;
+        let len = GemmStrides::out_extent(p, s.batch_c, s.ldc) as usize;
         round(rng.vec(len, -1.0, 1.0), p.output)
     });
     let bias = match p.epilogue.bias {
@@ -71,9 +71,9 @@ impl DeviceGemm {
         s: &GemmStrides,
         h: &HostGemm,
     ) -> Result<DeviceGemm> {
-        let d_len = GemmStrides::extent(p.batch, s.batch_d, p.m, s.ldd, p.n) as usize;
+        let d_len = GemmStrides::out_extent(p, s.batch_d, s.ldd) as usize;
         let aux = if p.epilogue.aux {
-            let len = GemmStrides::extent(p.batch, s.batch_aux, p.m, s.ldaux, p.n) as usize;
+            let len = GemmStrides::out_extent(p, s.batch_aux, s.ldaux) as usize;
             Some(DeviceBuf::poisoned(rt, p.output, len)?)
         } else {
             None
@@ -185,7 +185,7 @@ fn outside_written(got: &[f64], p: &GemmProblem, batch_stride: i64, ld: i64) -> 
     for b in 0..p.batch {
         for i in 0..p.m {
             for j in 0..p.n {
-                inside[(b * batch_stride + i * ld + j) as usize] = true;
+                inside[GemmStrides::out_index(p, batch_stride, ld, b, i, j)] = true;
             }
         }
     }

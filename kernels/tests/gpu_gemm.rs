@@ -346,3 +346,109 @@ fn bad_arguments_are_errors() {
     let plan = GemmPlan::new(&p, other).expect("plan");
     assert!(GemmKernel::new(&rt, &plan).is_err());
 }
+
+/// A column-major D (and C and aux): run as the transposed product, checked against the
+/// float64 reference that reads the outputs column-major. Every storage order of A and B,
+/// ragged shapes, both bias directions, C and aux, padded leading dimensions and batches
+/// (padding checked untouched), a 32-bit output; then an argument error names the exchange.
+#[test]
+fn column_major_d() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    let epilogues = [
+        Epilogue {
+            act: Activation::Relu,
+            bias: BiasMode::PerRow,
+            aux: true,
+            alpha: 1.0,
+            beta: 1.0,
+        },
+        Epilogue {
+            act: Activation::GeluTanh,
+            bias: BiasMode::PerCol,
+            aux: false,
+            alpha: 0.5,
+            beta: 0.0,
+        },
+    ];
+    for &(m, n, k) in &[
+        (129, 257, 33),
+        (7, 300, 64),
+        (300, 7, 72),
+        (1031, 1029, 1027),
+    ] {
+        for &(a, b) in &ORDERS {
+            for e in epilogues {
+                let mut p = problem(m, n, k, a, b);
+                p.d_major = Major::Col;
+                p.epilogue = e;
+                failures.extend(run(
+                    &rt,
+                    &p,
+                    GemmStrides::tight(&p),
+                    PlanOptions::default(),
+                    &mut rng,
+                ));
+            }
+        }
+    }
+    for &(a, b) in &ORDERS {
+        let mut p = problem(70, 90, 48, a, b);
+        p.d_major = Major::Col;
+        p.batch = 3;
+        p.output = DType::F32;
+        p.epilogue = epilogues[0];
+        let mut s = GemmStrides::tight(&p);
+        s.lda += 8;
+        s.ldb += 16;
+        s.ldc += 6;
+        s.ldd += 10;
+        s.ldaux += 4;
+        s.batch_a = (if a == Major::Row { p.m } else { p.k }) * s.lda + 24;
+        s.batch_b = (if b == Major::Row { p.k } else { p.n }) * s.ldb + 8;
+        // Column-major outputs: N columns of `ld` elements.
+        s.batch_c = p.n * s.ldc + 2;
+        s.batch_d = p.n * s.ldd + 6;
+        s.batch_aux = p.n * s.ldaux + 2;
+        s.batch_bias = p.m;
+        failures.extend(run(&rt, &p, s, PlanOptions::default(), &mut rng));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    // A column-major D whose leading dimension is below M: the error says which.
+    let mut p = GemmProblem::new(64, 32, 64);
+    p.d_major = Major::Col;
+    let plan = GemmPlan::new(&p, rt.arch()).expect("plan");
+    let k = GemmKernel::new(&rt, &plan).expect("compile");
+    let a = DeviceBuf::upload(&rt, DType::Bf16, &vec![0.5; 64 * 64]).expect("upload");
+    let b = DeviceBuf::upload(&rt, DType::Bf16, &vec![0.5; 32 * 64]).expect("upload");
+    let d = DeviceBuf::poisoned(&rt, DType::Bf16, 64 * 32).expect("alloc");
+    let s = GemmStrides {
+        ldd: 63,
+        ..GemmStrides::tight(&p)
+    };
+    let e = k
+        .launch(
+            &rt,
+            &GemmArgs {
+                a: &a,
+                b: &b,
+                c: None,
+                d: &d,
+                bias: None,
+                aux: None,
+                strides: s,
+            },
+        )
+        .expect_err("ldd below M");
+    eprintln!("{e}");
+    assert!(
+        matches!(e, KernelError::InvalidProblem { .. }) && e.to_string().contains("column-major"),
+        "{e:?}"
+    );
+}

@@ -93,3 +93,47 @@ fn every_variant_compiles_for_sm80_and_sm90a() {
         eprintln!("{line}");
     }
 }
+
+/// The `mma.sync` probe of `tessera bench mma` compiles for both targets, without spills, and
+/// its accumulator chains stay live (ptxas reports at least 4 registers per chain; chains
+/// folded away would leave a handful).
+#[test]
+fn mma_peak_probe_compiles() {
+    if let Err(e) = nvrtc_version() {
+        if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {
+            panic!("TESSERA_REQUIRE_NVRTC=1 but {e}");
+        }
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        for chains in [4, 8] {
+            let src = format!(
+                "#define TESSERA_MMA_CHAINS {chains}\n{}",
+                tessera_kernels::codegen::MMA_PEAK_CUH
+            );
+            let c = compile(&src, "tessera_mma_peak", arch, true).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                c.cubin.len() > 1000,
+                "{arch}: CUBIN of {} bytes",
+                c.cubin.len()
+            );
+            assert!(
+                !c.log.contains("spill stores") || c.log.contains("0 bytes spill stores"),
+                "{arch}: {}",
+                c.log
+            );
+            let regs: i64 = c
+                .log
+                .split("Used ")
+                .nth(1)
+                .and_then(|x| x.split(' ').next())
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("{arch}: no register count in {}", c.log));
+            assert!(
+                regs >= 4 * chains,
+                "{arch}, {chains} chains: {regs} registers"
+            );
+        }
+    }
+}

@@ -34,6 +34,9 @@ pub struct ProblemArgs {
     /// Storage order of B (K x N): row or col (col = nn.Linear's weight).
     #[arg(long, default_value = "col")]
     pub b_major: String,
+    /// Storage order of D, C and aux (M x N): row or col (col runs as Dᵀ = Bᵀ Aᵀ).
+    #[arg(long, default_value = "row")]
+    pub d_major: String,
     /// Fused epilogue terms: bias, rowbias, relu, gelu, gelu_tanh, aux, c.
     #[arg(long, default_value = "")]
     pub epilogue: String,
@@ -281,6 +284,16 @@ pub enum BenchCommand {
         #[arg(long, default_value = "auto")]
         path: String,
     },
+    /// The ceiling of the sm80-class path: the `mma.sync` (m16n8k16, bf16, fp32 accumulate)
+    /// rate with operands in registers, beside cuBLAS's plain GEMM at 4096³ and 8192³.
+    Mma {
+        /// Write the result as JSON to this file.
+        #[arg(long)]
+        json: Option<std::path::PathBuf>,
+        /// Timed rounds per contender.
+        #[arg(long, default_value_t = 9)]
+        rounds: usize,
+    },
 }
 
 fn parse_triple(s: &str) -> Result<(i64, i64, i64), String> {
@@ -316,6 +329,7 @@ fn problem(a: &ProblemArgs) -> Result<GemmProblem, String> {
         output,
         a_major: a.a_major.parse::<Major>().map_err(|e| format!("{e}"))?,
         b_major: a.b_major.parse::<Major>().map_err(|e| format!("{e}"))?,
+        d_major: a.d_major.parse::<Major>().map_err(|e| format!("{e}"))?,
         epilogue: epilogue_v1(&a.epilogue)?,
     })
 }
@@ -811,6 +825,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             rounds,
             path,
         } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
+        BenchCommand::Mma { json, rounds } => return bench_mma(json, rounds),
     };
     let cl = ClusterArgs {
         cluster,
@@ -954,6 +969,57 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             "{} rows differ from the vendor's result by 2e-2 or more",
             bad.len()
         ));
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(feature = "cuda")]
+fn bench_mma(json: Option<std::path::PathBuf>, rounds: usize) -> ExitCode {
+    use tessera_kernels::runtime::Runtime;
+    let rt = match Runtime::new(0) {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    println!(
+        "device {} ({}, {} SMs), {rounds} rounds, interleaved with cuBLAS, medians",
+        rt.device_name(),
+        rt.arch(),
+        rt.sm_count()
+    );
+    let r = match tessera_kernels::bench::run_mma_peak(&rt, rounds) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    println!("mma.sync.m16n8k16 bf16 -> fp32, operands in registers, 256-thread CTAs:");
+    println!("{:>11} {:>7} {:>10}", "CTAs/SM", "chains", "TF/s");
+    for row in &r.rows {
+        println!(
+            "{:>11} {:>7} {:>10.1}",
+            row.ctas_per_sm, row.chains, row.tflops
+        );
+    }
+    let best = r.best();
+    for &(s, t) in &r.cublas {
+        println!(
+            "cublasGemmEx {s}³: {t:.1} TF/s; mma.sync peak / cuBLAS = {:.3}; 60% of cuBLAS is {:.0}% of the mma.sync peak",
+            best / t,
+            60.0 * t / best
+        );
+    }
+    if let Some(file) = json {
+        let doc = serde_json::json!({
+            "device": rt.device_name(),
+            "rounds": rounds,
+            "mma_sync": r.rows.iter().map(|row| serde_json::json!({
+                "ctas_per_sm": row.ctas_per_sm,
+                "chains": row.chains,
+                "tflops": row.tflops,
+            })).collect::<Vec<_>>(),
+            "cublas": r.cublas.iter().map(|&(s, t)| serde_json::json!({"size": s, "tflops": t})).collect::<Vec<_>>(),
+        });
+        if let Err(e) = std::fs::write(&file, format!("{doc:#}\n")) {
+            return fail(format!("bench mma: cannot write {}: {e}", file.display()));
+        }
     }
     ExitCode::SUCCESS
 }

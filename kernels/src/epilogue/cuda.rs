@@ -576,6 +576,17 @@ pub fn abi_asserts() -> String {
     )
 }
 
+/// Tree epilogues address their outputs row-major.
+fn row_major_d_only(p: &crate::problem::GemmProblem, tree: &EpilogueTree) -> Result<()> {
+    if p.d_major == crate::problem::Major::Col {
+        return Err(EpilogueError::Type {
+            expr: tree.to_string(),
+            msg: format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
+        });
+    }
+    Ok(())
+}
+
 /// The sm80-class GEMM of `plan` with `tree` as its epilogue: `common.cuh`, the plan's
 /// preamble, [`epilogue_source`] with the arguments in constant memory
 /// (`__constant__ TesseraEpArgs tessera_ep_args`, set by the host through the module's global
@@ -588,6 +599,7 @@ pub fn abi_asserts() -> String {
 /// Without that hook in the template the define has no effect; [`gemm_has_tree_hook`] says
 /// whether it is there.
 pub fn gemm_tree_source(plan: &GemmPlan, tree: &EpilogueTree) -> Result<String> {
+    row_major_d_only(&plan.problem, tree)?;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -644,6 +656,7 @@ pub fn sm90_tree_source(
     binding: Option<&super::check::Binding>,
 ) -> Result<String> {
     use crate::sm90::codegen::{preamble as sm90_preamble, SM90_GEMM_CUH, SM90_PTX_CUH};
+    row_major_d_only(&plan.problem, tree)?;
     if plan.problem.epilogue != crate::problem::Epilogue::default() {
         return Err(EpilogueError::Type {
             expr: tree.to_string(),

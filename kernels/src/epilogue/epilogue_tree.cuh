@@ -125,7 +125,7 @@ __device__ __forceinline__ float tessera_ep_dgelu(float x) {
 }
 __device__ __forceinline__ float tessera_ep_dgelu_tanh(float x) {
   const float s = 0.79788456080286536f;
-  const float t = tanhf(s * (x + 0.044715f * x * x * x));
+  const float t = tessera_ep_tanh(s * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * s * (1.0f + 3.0f * 0.044715f * x * x);
 }
 __device__ __forceinline__ float tessera_ep_dsigmoid(float x) {

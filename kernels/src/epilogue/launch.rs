@@ -517,6 +517,18 @@ pub struct TreeGemm {
     module: Arc<CudaModule>,
 }
 
+/// Tree epilogues address their outputs row-major; a problem with a column-major D is refused
+/// (the fused v1 epilogue runs it as the transposed product).
+fn refuse_col_major_d(op: &'static str, p: &crate::problem::GemmProblem) -> Result<()> {
+    if p.d_major == crate::problem::Major::Col {
+        return Err(KernelError::invalid(
+            op,
+            format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
+        ));
+    }
+    Ok(())
+}
+
 impl TreeGemm {
     /// Compiles the plan's GEMM with `tree` as its epilogue. Fails when the sm80 template
     /// lacks the `TESSERA_EPILOGUE_TREE` hook (the tree would be ignored).
@@ -525,6 +537,7 @@ impl TreeGemm {
         plan: &crate::plan::GemmPlan,
         tree: &EpilogueTree,
     ) -> Result<TreeGemm> {
+        refuse_col_major_d("TreeGemm::new", &plan.problem)?;
         if !super::cuda::gemm_has_tree_hook() {
             return Err(KernelError::InvalidProblem {
                 op: "TreeGemm::new",
@@ -749,6 +762,7 @@ impl TreeSm90 {
         tree: &EpilogueTree,
         binding: &Binding,
     ) -> Result<TreeSm90> {
+        refuse_col_major_d("TreeSm90::new", &plan.problem)?;
         let src = super::cuda::sm90_tree_source(plan, tree, Some(binding))?;
         Ok(TreeSm90 {
             kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, &src)?,
@@ -928,6 +942,7 @@ impl TreeFused {
         binding: &Binding,
         force_sm80: bool,
     ) -> Result<Option<TreeFused>> {
+        refuse_col_major_d("TreeFused::plan", problem)?;
         let Some(e) = fused_v1_for(tree, binding, problem.output) else {
             return Ok(None);
         };

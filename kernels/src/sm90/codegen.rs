@@ -78,7 +78,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         "constexpr int kAccRegs = {}; // fp32 accumulators per consumer thread and m64 half",
         bn / 2
     );
-    let e = plan.problem.epilogue;
+    let e = plan.kernel_problem().epilogue;
     let _ = writeln!(s, "// epilogue: {e}, output {}", plan.problem.output);
     let _ = writeln!(
         s,

@@ -316,8 +316,19 @@ impl Sm90Kernel {
 
     /// Checks the arguments against the plan's problem; returns the access paths.
     pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        let p = &self.plan.problem;
+        let r = self.check_kernel_args(rt, &args.row_major_d(p));
+        if p.d_major == crate::problem::Major::Col {
+            r.map_err(KernelError::in_transposed_launch)
+        } else {
+            r
+        }
+    }
+
+    /// [`Sm90Kernel::check`] on the arguments of the kernel problem.
+    fn check_kernel_args(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         let op = "sm90 gemm";
-        let p: &GemmProblem = &self.plan.problem;
+        let p: &GemmProblem = &self.plan.kernel_problem();
         let s = &args.strides;
         check_ld(op, "lda", s.lda, p.k)?;
         check_ld(op, "ldb", s.ldb, p.k)?;
@@ -424,7 +435,8 @@ impl Sm90Kernel {
     /// Checks the arguments, encodes the TMA maps and launches on the runtime's stream.
     pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         let paths = self.check(rt, args)?;
-        let p = &self.plan.problem;
+        let args = &args.row_major_d(&self.plan.problem);
+        let p = &self.plan.kernel_problem();
         let s = &args.strides;
         let e = p.epilogue;
         let tma_a = encode_tma(

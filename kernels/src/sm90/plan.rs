@@ -327,8 +327,10 @@ fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Oper
 impl Sm90Plan {
     /// Whether the Hopper path can run `problem` on `arch` at all (alignment of the actual
     /// buffers is checked at launch): sm_90a, 16-bit inputs, A row-major and B stored N x K
-    /// (both K-major).
+    /// (both K-major) in the problem the kernel runs ([`GemmProblem::row_major_d`]; a
+    /// column-major D keeps that pair).
     pub fn supports(problem: &GemmProblem, arch: Arch) -> bool {
+        let problem = problem.row_major_d();
         arch == Arch::Sm90a
             && problem.input != DType::F32
             && problem.a_major == Major::Row
@@ -350,9 +352,14 @@ impl Sm90Plan {
     }
 
     /// Plans `problem` with some choices forced.
-    pub fn with_options(problem: &GemmProblem, opts: Sm90Options) -> Result<Sm90Plan> {
+    ///
+    /// A column-major D is planned as the transposed product ([`GemmProblem::row_major_d`]):
+    /// tile, operands, epilogue and grid are that problem's, the launch exchanges A and B, and
+    /// `problem` stays the one asked for.
+    pub fn with_options(logical: &GemmProblem, opts: Sm90Options) -> Result<Sm90Plan> {
         let op = "Sm90Plan::new";
-        problem.validate()?;
+        logical.validate()?;
+        let problem = &logical.row_major_d();
         if !Sm90Plan::supports(problem, Arch::Sm90a) {
             return Err(KernelError::invalid(
                 op,
@@ -477,7 +484,7 @@ impl Sm90Plan {
             ));
         }
         Ok(Sm90Plan {
-            problem: *problem,
+            problem: *logical,
             cta_tile: (bm, bn, BK),
             consumers,
             schedule,
@@ -497,10 +504,16 @@ impl Sm90Plan {
         })
     }
 
+    /// The problem the kernel runs: `problem` itself, or its transposed product when D is
+    /// column-major ([`GemmProblem::row_major_d`]).
+    pub fn kernel_problem(&self) -> GemmProblem {
+        self.problem.row_major_d()
+    }
+
     /// A short name identifying the generated source.
     pub fn kernel_name(&self) -> String {
         let (bm, bn, bk) = self.cta_tile;
-        let e = self.problem.epilogue;
+        let e = self.kernel_problem().epilogue;
         let epi = if e.is_plain() {
             String::new()
         } else {
@@ -531,10 +544,8 @@ impl Sm90Plan {
     /// Tiles along M and N.
     pub fn grid_tiles(&self) -> (i64, i64) {
         let (bm, bn, _) = self.cta_tile;
-        (
-            (self.problem.m + bm - 1) / bm,
-            (self.problem.n + bn - 1) / bn,
-        )
+        let p = self.kernel_problem();
+        ((p.m + bm - 1) / bm, (p.n + bn - 1) / bn)
     }
 
     /// Tiles in all, batches included.
@@ -618,6 +629,13 @@ impl fmt::Display for Sm90Plan {
         let (tm, tn) = self.grid_tiles();
         writeln!(f, "GEMM plan {} (Hopper path)", self.kernel_name())?;
         writeln!(f, "  problem      {}", self.problem)?;
+        if self.problem.d_major == Major::Col {
+            writeln!(
+                f,
+                "  runs as      {} (D column-major: Dᵀ = Bᵀ Aᵀ, A and B exchanged)",
+                self.kernel_problem()
+            )?;
+        }
         writeln!(f, "  target       sm_90a")?;
         writeln!(
             f,
