@@ -18,6 +18,7 @@ done > "$OUT/tests_summary.txt"
 # End to end: the fused epilogue on both paths, then trees only the generated epilogue runs.
 for path in sm80 sm90; do
   timeout 120 ./tessera run gemm --m 1000 --n 1016 --k 1024 --epilogue bias,gelu,aux,c --path $path
+  timeout 120 ./tessera run gemm --m 1000 --n 1016 --k 1024 --epilogue rowbias,relu,aux,c --d-major col --path $path
   for tree in dgelu_bgrad drelu_bgrad relu_aux_bias gelu_aux_bias "select(row < 100, sigmoid(acc), tanh(acc + bias_col))" \
               "bgrad_row(acc * dsigmoid(aux_in)) + relu(acc + residual)"; do
     timeout 120 ./tessera run gemm --m 1000 --n 1016 --k 1024 --epilogue "$tree" --path $path
@@ -27,10 +28,22 @@ done > "$OUT/run.log" 2>&1
 Q=--quick; [ "${FULL:-0}" = 1 ] && Q=
 timeout 300 ./tessera bench epilogues $Q --json "$OUT/bench_epilogues.json" > "$OUT/bench_epilogues.log" 2>&1
 timeout 300 ./tessera bench gemm --path sm90 $Q --json "$OUT/bench_sm90.json" > "$OUT/bench_sm90.log" 2>&1
+timeout 200 ./tessera bench gemm --path sm90 $Q --schedule pingpong --json "$OUT/bench_sm90_pp.json" > "$OUT/bench_sm90_pp.log" 2>&1
+timeout 120 ./tessera bench mma --json "$OUT/bench_mma.json" > "$OUT/bench_mma.log" 2>&1
 [ "${FULL:-0}" = 1 ] && timeout 120 ./tessera bench gemm --path sm80 --quick --json "$OUT/bench_sm80.json" > "$OUT/bench_sm80.log" 2>&1
+# NCU=1: warp-state and instruction profiles of two tree epilogues' GEMMs at 4096^3.
+if [ "${NCU:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ]; then
+  for f in relu_aux_bias drelu; do
+    timeout 120 /usr/local/cuda/bin/ncu --kernel-name tessera_gemm --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section InstructionStats --section LaunchStats \
+      ./tessera bench epilogues --fusions $f --shapes 4096x4096x4096 --rounds 1 --coord none > "$OUT/ncu_$f.txt" 2>&1
+  done
+fi
 cat "$OUT/tests_summary.txt"; echo "test binaries failing: $fails"
 grep -E "^(tree|PASSED|FAILED|error)|PASS|FAIL" "$OUT/run.log" | tail -24
 echo "== tree epilogues"; cat "$OUT/bench_epilogues.log"
 echo "== sm90 (Hopper) vs vendor"; grep -vE "^summary" "$OUT/bench_sm90.log" | head -40
+echo "== sm90 ping-pong vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90_pp.log" | head -12
+echo "== mma.sync ceiling"; cat "$OUT/bench_mma.log"
 [ -f "$OUT/bench_sm80.log" ] && { echo "== sm80-class vs vendor"; tail -4 "$OUT/bench_sm80.log"; }
 exit 0

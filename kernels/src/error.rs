@@ -152,6 +152,7 @@ pub type Result<T> = std::result::Result<T, KernelError>;
 impl KernelError {
     /// Adds to an argument error of a column-major-D launch that the kernel saw the
     /// transposed problem, so that its "A", "lda" and "M" are read correctly.
+    #[cfg(feature = "cuda")]
     pub(crate) fn in_transposed_launch(self) -> Self {
         const NOTE: &str = "D is column-major, so the kernel runs Dᵀ = Bᵀ Aᵀ: its A is the B given (lda = the ldb given), its B the A given, M and N exchanged";
         match self {

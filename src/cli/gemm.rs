@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use tessera_kernels::codegen::cuda_source;
 use tessera_kernels::epilogue::{describe, parse_epilogue, to_v1};
-use tessera_kernels::sm90::{choose_path, ClusterShare, GemmPath, Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::{choose_path, ClusterShare, GemmPath, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::{Arch, DType, Epilogue, GemmPlan, GemmProblem, Major, PlanOptions};
 
 /// The problem, as given on the command line.
@@ -58,6 +58,10 @@ pub struct ProblemArgs {
     /// C) or `off`; default: on when possible and the epilogue has no bias.
     #[arg(long)]
     pub tma_store: Option<String>,
+    /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (default:
+    /// both on every tile) or `pingpong` (alternate tiles, BN at most 128).
+    #[arg(long)]
+    pub schedule: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
     /// problem, else the sm80-class path), `sm80` or `sm90`.
     #[arg(long, default_value = "auto")]
@@ -87,11 +91,15 @@ struct ClusterArgs {
     cluster: Option<i64>,
     share: Option<String>,
     tma_store: Option<String>,
+    schedule: Option<String>,
 }
 
 impl ClusterArgs {
     fn given(&self) -> bool {
-        self.cluster.is_some() || self.share.is_some() || self.tma_store.is_some()
+        self.cluster.is_some()
+            || self.share.is_some()
+            || self.tma_store.is_some()
+            || self.schedule.is_some()
     }
 }
 
@@ -127,12 +135,19 @@ fn sm90_options(
         Some("off") => Some(false),
         Some(x) => return Err(format!("--tma-store `{x}`: `on` or `off`")),
     };
+    let schedule = match cl.schedule.as_deref() {
+        None => None,
+        Some("cooperative") => Some(Schedule::Cooperative),
+        Some("pingpong") | Some("ping-pong") => Some(Schedule::PingPong),
+        Some(x) => return Err(format!("--schedule `{x}`: `cooperative` or `pingpong`")),
+    };
     Ok(Sm90Options {
         tile,
         stages,
         cluster: cl.cluster,
         share,
         tma_store,
+        schedule,
         ..Sm90Options::default()
     })
 }
@@ -154,6 +169,7 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, Str
         cluster: a.cluster,
         share: a.share.clone(),
         tma_store: a.tma_store.clone(),
+        schedule: a.schedule.clone(),
     };
     if hopper {
         if !Sm90Plan::supports(p, arch) {
@@ -212,51 +228,59 @@ pub enum RunCommand {
     },
 }
 
+/// The options of `tessera bench gemm`.
+#[derive(clap::Args)]
+pub struct GemmBenchArgs {
+    /// Write the rows as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Only 4096³ and 8192³.
+    #[arg(long)]
+    pub quick: bool,
+    /// Shapes, `MxNxK` separated by commas (default: the standard list).
+    #[arg(long)]
+    pub shapes: Option<String>,
+    /// Epilogues separated by `;` (terms as in `plan gemm --epilogue`; `none` = plain).
+    #[arg(long)]
+    pub epilogues: Option<String>,
+    /// Timed rounds per contender.
+    #[arg(long, default_value_t = 9)]
+    pub rounds: usize,
+    /// Force the CTA tile of our kernel, `BMxBNxBK`.
+    #[arg(long)]
+    pub tile: Option<String>,
+    /// Force the pipeline depth of our kernel.
+    #[arg(long)]
+    pub stages: Option<i64>,
+    /// Hopper path: CTAs per cluster of our kernel, 1 (default) or 2 (TMA multicast).
+    #[arg(long)]
+    pub cluster: Option<i64>,
+    /// Hopper path, with `--cluster 2`: the shared operand, `a` or `b` (default: the
+    /// larger tile).
+    #[arg(long)]
+    pub share: Option<String>,
+    /// Hopper path: store D through shared memory with TMA, `on` or `off` (default: on
+    /// when possible and the epilogue has no bias).
+    #[arg(long)]
+    pub tma_store: Option<String>,
+    /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (default:
+    /// both on every tile) or `pingpong` (alternate tiles, BN at most 128).
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Hopper path: cap our persistent grid at this many CTAs (default: the SM count and,
+    /// with a cluster, the clusters the device holds at once).
+    #[arg(long)]
+    pub max_ctas: Option<i64>,
+    /// Kernel path: `auto` (Hopper on sm_90a), `sm80` or `sm90`.
+    #[arg(long, default_value = "auto")]
+    pub path: String,
+}
+
 /// `tessera bench ...`
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
     /// Time our GEMM against cuBLAS (plain) and cuBLASLt (same fused epilogue), interleaved.
-    Gemm {
-        /// Write the rows as JSON to this file.
-        #[arg(long)]
-        json: Option<std::path::PathBuf>,
-        /// Only 4096³ and 8192³.
-        #[arg(long)]
-        quick: bool,
-        /// Shapes, `MxNxK` separated by commas (default: the standard list).
-        #[arg(long)]
-        shapes: Option<String>,
-        /// Epilogues separated by `;` (terms as in `plan gemm --epilogue`; `none` = plain).
-        #[arg(long)]
-        epilogues: Option<String>,
-        /// Timed rounds per contender.
-        #[arg(long, default_value_t = 9)]
-        rounds: usize,
-        /// Force the CTA tile of our kernel, `BMxBNxBK`.
-        #[arg(long)]
-        tile: Option<String>,
-        /// Force the pipeline depth of our kernel.
-        #[arg(long)]
-        stages: Option<i64>,
-        /// Hopper path: CTAs per cluster of our kernel, 1 (default) or 2 (TMA multicast).
-        #[arg(long)]
-        cluster: Option<i64>,
-        /// Hopper path, with `--cluster 2`: the shared operand, `a` or `b` (default: the
-        /// larger tile).
-        #[arg(long)]
-        share: Option<String>,
-        /// Hopper path: store D through shared memory with TMA, `on` or `off` (default: on
-        /// when possible and the epilogue has no bias).
-        #[arg(long)]
-        tma_store: Option<String>,
-        /// Hopper path: cap our persistent grid at this many CTAs (default: the SM count and,
-        /// with a cluster, the clusters the device holds at once).
-        #[arg(long)]
-        max_ctas: Option<i64>,
-        /// Kernel path: `auto` (Hopper on sm_90a), `sm80` or `sm90`.
-        #[arg(long, default_value = "auto")]
-        path: String,
-    },
+    Gemm(GemmBenchArgs),
     /// Time tree epilogues: each named fusion against our plain GEMM and cuBLASLt's fusion of
     /// the same name, and coordinate-aware trees in one kernel against one launch per region.
     Epilogues {
@@ -785,7 +809,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     use tessera_kernels::bench::{run_bench, standard_epilogues, BenchConfig};
     use tessera_kernels::runtime::Runtime;
 
-    let (
+    let GemmBenchArgs {
         json,
         quick,
         shapes,
@@ -796,26 +820,11 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         cluster,
         share,
         tma_store,
+        schedule,
         max_ctas,
         path,
-    ) = match cmd {
-        BenchCommand::Gemm {
-            json,
-            quick,
-            shapes,
-            epilogues,
-            rounds,
-            tile,
-            stages,
-            cluster,
-            share,
-            tma_store,
-            max_ctas,
-            path,
-        } => (
-            json, quick, shapes, epilogues, rounds, tile, stages, cluster, share, tma_store,
-            max_ctas, path,
-        ),
+    } = match cmd {
+        BenchCommand::Gemm(a) => a,
         BenchCommand::Epilogues {
             json,
             quick,
@@ -831,6 +840,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         cluster,
         share,
         tma_store,
+        schedule,
     };
     let choice = match path_choice(&path) {
         Ok(c) => c,

@@ -368,6 +368,8 @@ impl Sm90Plan {
         }
         let (bm, bn) = match opts.tile {
             Some(t) => t,
+            // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
+            None if opts.schedule == Some(Schedule::PingPong) => (128, 128),
             None => choose_tile(problem),
         };
         if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
