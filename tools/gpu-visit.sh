@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One visit to the GPU host (run from the folder tools/gpu-pack.sh filled): every test binary
 # with the GPU and NVRTC required (a missing device is a failure there), end-to-end runs of
-# both kernel paths, then the benchmarks interleaved with cuBLAS/cuBLASLt. Logs and JSON go
-# to $OUT; a short table comes last.
+# both kernel paths, then the benchmarks interleaved with cuBLAS/cuBLASLt. Logs and JSON are
+# written to a work folder and come back as one archive, $OUT/visit.tgz (the device tool
+# returns only a few files); the tables are printed, the test summary last.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TESSERA_CUDA_INCLUDE=/usr/local/cuda/include
 export TESSERA_REQUIRE_GPU=1 TESSERA_REQUIRE_NVRTC=1
 cd "$(dirname "$0")"
-OUT=${OUT:-/tmp/tessera-out}; mkdir -p "$OUT"
+FINAL=${OUT:-/tmp/tessera-out}; mkdir -p "$FINAL"
+OUT=$(mktemp -d /tmp/tessera-visit.XXXXXX)
 nvidia-smi --query-gpu=name,temperature.gpu,clocks.sm,power.draw --format=csv > "$OUT/smi.txt" 2>&1
 fails=0
 for t in tests/*; do
@@ -39,11 +41,12 @@ if [ "${NCU:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ]; then
       ./tessera bench epilogues --fusions $f --shapes 4096x4096x4096 --rounds 1 --coord none > "$OUT/ncu_$f.txt" 2>&1
   done
 fi
-cat "$OUT/tests_summary.txt"; echo "test binaries failing: $fails"
-grep -E "^(tree|PASSED|FAILED|error)|PASS|FAIL" "$OUT/run.log" | tail -24
+tar czf "$FINAL/visit.tgz" -C "$OUT" .
+grep -E "^(tree|PASSED|FAILED|error)|PASS|FAIL" "$OUT/run.log" | cut -c1-200 | tail -30
 echo "== tree epilogues"; cat "$OUT/bench_epilogues.log"
-echo "== sm90 (Hopper) vs vendor"; grep -vE "^summary" "$OUT/bench_sm90.log" | head -40
-echo "== sm90 ping-pong vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90_pp.log" | head -12
+echo "== sm90 (Hopper) vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90.log" | head -30
+echo "== sm90 ping-pong vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90_pp.log" | head -30
 echo "== mma.sync ceiling"; cat "$OUT/bench_mma.log"
 [ -f "$OUT/bench_sm80.log" ] && { echo "== sm80-class vs vendor"; tail -4 "$OUT/bench_sm80.log"; }
+echo "== tests"; cat "$OUT/tests_summary.txt"; echo "test binaries failing: $fails"
 exit 0

@@ -247,6 +247,9 @@ __device__ __forceinline__ void tessera_sm90_tree_iterations(const TesseraEpArgs
   // iterations' loads beside the 128 accumulator registers and spills.
   constexpr int kGroup = 4;
   TesseraEpArgs g = a;
+  // The caller takes this path with a bit mask only when its words can be gathered: say so as
+  // a constant, so that tessera_ep_store_bit compiles to the noting of the bit alone.
+  if (kInside) cta.ballot_bits = kTesseraEpBits;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
     const int row = r + kRowsPerIter * it;
@@ -557,17 +560,22 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           // The block's iterations; in a block inside the launch with D stored in pairs, with no
           // bounds checks, so that nothing but data separates one pair's stores from the next
           // pair's loads (non-coherent, free to move above them: tessera_ep_ld).
-          if (tessera_ep_args.d_pair && row0 + 64 <= p.m && cb + kEpiCols <= p.n) {
+          // (That path compiles the bit mask's word gathering in: it also needs the alignment.)
+          if (tessera_ep_args.d_pair && row0 + 64 <= p.m && cb + kEpiCols <= p.n &&
+              (!kTesseraEpBits || cta.ballot_bits)) {
             tessera_sm90_tree_iterations<true, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           } else {
             tessera_sm90_tree_iterations<false, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           }
           if (kTesseraEpBits && cta.ballot_bits) {
-            // After the elements (their operands dead): per iteration, the two ballots of the
-            // even and odd columns' bits, interleaved into each half-warp's row word.
+            // After the elements (their operands dead): per iteration, each lane puts its
+            // pair's two bits at bits 2 l, 2 l + 1 (l its lane in the half-warp, whose 16 lanes
+            // hold the row's 32 columns in order), and two OR-reductions over the warp, one per
+            // half-warp, give the two rows' words.
             static_assert(kEpiCols == 32, "a half-warp holds the 32 columns of a row");
             const int valid = min(32, p.n - cb);
-            const int sh = 16 * ((t % 32) / 16);
+            const bool low_half = (t % 32) < 16;
+            const int hl = t % 16;
             // The word of row r, column cb; the next iteration's is kRowsPerIter rows down.
             unsigned* w = static_cast<unsigned*>(tessera_ep_args.aux) +
                           (tessera_ep_at(tessera_ep_args.batch_aux, tessera_ep_args.ldaux, b,
@@ -575,12 +583,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             const long long step = (long long)kRowsPerIter * (tessera_ep_args.ldaux >> 5);
 #pragma unroll
             for (int it = 0; it < kIters; ++it, w += step) {
-              const unsigned even = __ballot_sync(0xffffffffu, (pass_bits >> (2 * it)) & 1u);
-              const unsigned odd = __ballot_sync(0xffffffffu, (pass_bits >> (2 * it + 1)) & 1u);
+              const unsigned mine = ((pass_bits >> (2 * it)) & 3u) << (2 * hl);
+              const unsigned w_low = __reduce_or_sync(0xffffffffu, low_half ? mine : 0u);
+              const unsigned w_high = __reduce_or_sync(0xffffffffu, low_half ? 0u : mine);
               const int row = r + kRowsPerIter * it;
-              if (t % 16 == 0 && row < p.m && valid > 0) {
-                const unsigned word =
-                    tessera_interleave16(even >> sh) | (tessera_interleave16(odd >> sh) << 1);
+              if (hl == 0 && row < p.m && valid > 0) {
+                const unsigned word = low_half ? w_low : w_high;
                 if (valid == 32) {
                   *w = word;
                 } else {

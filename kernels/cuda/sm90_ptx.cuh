@@ -90,16 +90,6 @@ __device__ __forceinline__ void tessera_sts32(unsigned addr, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
-// Bit i of the low 16 bits of x to bit 2i (the zero bits between them for a second word).
-__device__ __forceinline__ unsigned tessera_interleave16(unsigned x) {
-  x &= 0xffffu;
-  x = (x | (x << 8)) & 0x00ff00ffu;
-  x = (x | (x << 4)) & 0x0f0f0f0fu;
-  x = (x | (x << 2)) & 0x33333333u;
-  x = (x | (x << 1)) & 0x55555555u;
-  return x;
-}
-
 // wgmma brackets: a fence before the first wgmma that touches registers written otherwise,
 // a commit closing a group, a wait for all but N groups.
 __device__ __forceinline__ void tessera_wgmma_fence() {

@@ -746,22 +746,31 @@ fn bench_epilogues(
     }
     if !trees.is_empty() {
         println!(
-            "\n{:>18} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9}  tree",
-            "shape", "path", "one TF/s", "regions", "plain", "vs plain", "rel diff"
+            "\n{:>18} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  tree (baseline: the select's else branch alone)",
+            "shape", "path", "one TF/s", "regions", "plain", "baseline", "vs plain", "vs base", "rel diff"
         );
     }
     for t in &trees {
         for &shape in shapes.iter().take(2) {
             match bench_coordinate(&rt, shape, t, rounds, inner(shape), force_sm80) {
                 Ok(r) => {
+                    let (base, vs_base) = match r.baseline_ms {
+                        Some(ms) => (
+                            format!("{:.1}", tf(shape, ms)),
+                            format!("{:+.1}%", 100.0 * (r.ours_ms / ms - 1.0)),
+                        ),
+                        None => ("-".to_string(), "-".to_string()),
+                    };
                     println!(
-                        "{:>18} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>9.1e}  {}",
+                        "{:>18} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>9} {:>+8.1}% {:>9} {:>9.1e}  {}",
                         format!("{}x{}x{}", shape.0, shape.1, shape.2),
                         r.path,
                         tf(shape, r.ours_ms),
                         tf(shape, r.other_ms),
                         tf(shape, r.plain_ms),
+                        base,
                         100.0 * r.overhead(),
+                        vs_base,
                         r.rel_diff,
                         r.name
                     );
@@ -779,7 +788,7 @@ fn bench_epilogues(
                     "kind": kind, "m": r.shape.0, "n": r.shape.1, "k": r.shape.2,
                     "name": r.name, "path": r.path, "ours_ms": r.ours_ms, "plain_ms": r.plain_ms,
                     "other_ms": r.other_ms, "overhead": r.overhead(), "speedup": r.speedup(),
-                    "rel_diff": r.rel_diff,
+                    "rel_diff": r.rel_diff, "baseline_ms": r.baseline_ms,
                 })
             })
             .collect();

@@ -46,6 +46,9 @@ pub struct EpBenchRow {
     /// Relative Frobenius difference between our D and the other contender's on sampled rows
     /// (after one launch of each on the same inputs).
     pub rel_diff: f64,
+    /// For a coordinate tree: median milliseconds of the same GEMM with the baseline tree
+    /// (the epilogue without the coordinate dependence, [`coordinate_baseline`]).
+    pub baseline_ms: Option<f64>,
 }
 
 impl EpBenchRow {
@@ -60,15 +63,15 @@ impl EpBenchRow {
     }
 }
 
-/// Times three contenders interleaved: `rounds` rounds of `inner` launches each, after one
+/// Times `N` contenders interleaved: `rounds` rounds of `inner` launches each, after one
 /// warm-up round; returns their medians.
-fn interleaved(
+fn interleaved<const N: usize>(
     rt: &Runtime,
     rounds: usize,
     inner: usize,
-    fs: &mut [&mut dyn FnMut() -> Result<()>; 3],
-) -> Result<[f64; 3]> {
-    let mut t = [Vec::new(), Vec::new(), Vec::new()];
+    fs: &mut [&mut dyn FnMut() -> Result<()>; N],
+) -> Result<[f64; N]> {
+    let mut t: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
     for round in 0..=rounds {
         for (i, f) in fs.iter_mut().enumerate() {
             let ms = time_batch(rt, inner, |_| (**f)())? / inner as f64;
@@ -77,8 +80,7 @@ fn interleaved(
             }
         }
     }
-    let [mut a, mut b, mut c] = t;
-    Ok([median(&mut a), median(&mut b), median(&mut c)])
+    Ok(std::array::from_fn(|i| median(&mut t[i])))
 }
 
 struct Operands {
@@ -223,6 +225,7 @@ pub fn bench_fusions(
                 other_ms: lt_ms,
                 path: ours.path_name(),
                 rel_diff,
+                baseline_ms: None,
             };
             progress(&row);
             rows.push(row);
@@ -231,8 +234,28 @@ pub fn bench_fusions(
     Ok(rows)
 }
 
+/// The epilogue a coordinate-aware tree is measured against: for `select(p, a, b)` at the
+/// root, `b` (the branch of the rows or columns past a split); `None` for other trees.
+///
+/// ```
+/// use tessera_kernels::epilogue::{bench::coordinate_baseline, parse_epilogue};
+/// let t = parse_epilogue("select(row < 2048, sigmoid(acc), tanh(acc))").unwrap();
+/// assert_eq!(coordinate_baseline(&t).unwrap().to_string(), "tanh(acc)");
+/// assert!(coordinate_baseline(&parse_epilogue("relu(acc)").unwrap()).is_none());
+/// ```
+pub fn coordinate_baseline(tree: &EpilogueTree) -> Option<EpilogueTree> {
+    match &tree.d {
+        super::tree::Expr::Select(_, _, b) => Some(EpilogueTree {
+            d: (**b).clone(),
+            sum_k: tree.sum_k.clone(),
+        }),
+        _ => None,
+    }
+}
+
 /// A coordinate-aware tree: one kernel (ours) against one launch per region (other), with the
-/// plain GEMM for reference, on the path as in [`bench_fusions`].
+/// plain GEMM and, when there is one, the [`coordinate_baseline`] tree in one kernel, on the
+/// path as in [`bench_fusions`].
 pub fn bench_coordinate(
     rt: &Runtime,
     shape: (i64, i64, i64),
@@ -244,11 +267,12 @@ pub fn bench_coordinate(
     let mut rng = Rng::new(2);
     let o = operands(rt, shape, &mut rng)?;
     let plain = Plain::new(rt, &o.p, force_sm80)?;
+    // The plain GEMM writes a third buffer (aux, bf16 M x N) so that D2 keeps the split result.
     let plain_args = GemmArgs {
         a: &o.a,
         b: &o.b,
         c: None,
-        d: &o.d2,
+        d: &o.aux,
         bias: None,
         aux: None,
         strides: o.s,
@@ -292,17 +316,35 @@ pub fn bench_coordinate(
     f_one()?;
     f_split()?;
     let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
-    // The plain GEMM writes a third buffer (aux, bf16 M x N) so that D2 keeps the split result.
-    let plain_args = GemmArgs {
-        d: &o.aux,
-        ..plain_args
-    };
     let mut f_plain = || plain.launch(rt, &plain_args);
-    let [ours_ms, plain_ms, split_ms] = interleaved(
+    let Some(base_tree) = coordinate_baseline(tree) else {
+        let [ours_ms, plain_ms, split_ms] = interleaved(
+            rt,
+            rounds,
+            inner,
+            &mut [&mut f_one, &mut f_plain, &mut f_split],
+        )?;
+        return Ok(EpBenchRow {
+            shape,
+            name: tree.to_string(),
+            plain_ms,
+            ours_ms,
+            other_ms: split_ms,
+            path: one.path_name(),
+            rel_diff,
+            baseline_ms: None,
+        });
+    };
+    // The baseline writes D2 after the split's comparison above.
+    let base_binding = Binding::for_tree(&base_tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
+    let base = TreeKernel::plan(rt, &o.p, &base_tree, &base_binding, force_sm80)?;
+    let base_bufs = bufs(&o.d2);
+    let mut f_base = || base.launch(rt, &o.a, &o.b, &o.s, &base_binding, &base_bufs);
+    let [ours_ms, plain_ms, split_ms, base_ms] = interleaved(
         rt,
         rounds,
         inner,
-        &mut [&mut f_one, &mut f_plain, &mut f_split],
+        &mut [&mut f_one, &mut f_plain, &mut f_split, &mut f_base],
     )?;
     Ok(EpBenchRow {
         shape,
@@ -312,5 +354,6 @@ pub fn bench_coordinate(
         other_ms: split_ms,
         path: one.path_name(),
         rel_diff,
+        baseline_ms: Some(base_ms),
     })
 }
