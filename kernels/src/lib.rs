@@ -7,7 +7,7 @@
 //! partitions, pipeline depth, accumulator map) with `tessera_layout`; [`codegen`] prints the
 //! plan as a small CUDA preamble in front of the hand-written templates in `kernels/cuda/`;
 //! with the `cuda` feature, [`runtime`] compiles it with NVRTC for the device's exact target and
-//! [`gemm`] launches it. [`reference`] is the float64 CPU reference used to check it.
+//! [`gemm`] launches it. [`reference`](mod@reference) is the float64 CPU reference used to check it.
 //!
 //! ```
 //! use tessera_kernels::{Arch, GemmPlan, GemmProblem};
