@@ -227,6 +227,22 @@ pub struct AccessPaths {
     pub tma_store: bool,
 }
 
+impl AccessPaths {
+    /// These paths (decided on the kernel problem's operands) named after the operands of `p`:
+    /// for a column-major D the kernel's A is `p`'s B and its B is `p`'s A.
+    pub(crate) fn in_terms_of(self, p: &GemmProblem) -> AccessPaths {
+        if p.d_major == Major::Col {
+            AccessPaths {
+                a_vec: self.b_vec,
+                b_vec: self.a_vec,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+}
+
 /// A compiled plan, ready to launch on problems with the plan's types, orders and epilogue.
 pub struct GemmKernel {
     plan: GemmPlan,
@@ -302,8 +318,17 @@ impl GemmKernel {
         Ok((regs, local))
     }
 
-    /// Checks the arguments against the plan's problem and decides the access paths.
+    /// Checks the arguments against the plan's problem and decides the access paths (named
+    /// after the A and B given, also for a column-major D).
     pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        Ok(self
+            .check_exchanged(rt, args)?
+            .in_terms_of(&self.plan.problem))
+    }
+
+    /// [`Self::check`] with the access paths in the kernel problem's terms (A and B exchanged
+    /// for a column-major D).
+    fn check_exchanged(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         let p = &self.plan.problem;
         let r = self.check_kernel_args(rt, &args.row_major_d(p));
         if p.d_major == Major::Col {
@@ -430,7 +455,7 @@ impl GemmKernel {
 
     /// Checks the arguments and launches on the runtime's stream (asynchronously).
     pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let paths = self.check(rt, args)?;
+        let paths = self.check_exchanged(rt, args)?;
         let args = &args.row_major_d(&self.plan.problem);
         let p = &self.plan.kernel_problem();
         let e = p.epilogue;
@@ -511,6 +536,30 @@ impl GemmKernel {
         // SAFETY: `check` verified every buffer covers what the kernel reads and writes for
         // these strides, types and extents; the parameter block mirrors the device struct.
         unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_gemm"))?;
-        Ok(paths)
+        Ok(paths.in_terms_of(&self.plan.problem))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AccessPaths;
+    use crate::{GemmProblem, Major};
+
+    #[test]
+    fn access_paths_are_named_after_the_operands_given() {
+        let k = AccessPaths {
+            a_vec: true,
+            b_vec: false,
+            store_pair: true,
+            tma_store: false,
+        };
+        let mut p = GemmProblem::new(8, 16, 32);
+        assert_eq!(k.in_terms_of(&p), k);
+        p.d_major = Major::Col;
+        let u = k.in_terms_of(&p);
+        assert_eq!(
+            (u.a_vec, u.b_vec, u.store_pair, u.tma_store),
+            (false, true, true, false)
+        );
     }
 }

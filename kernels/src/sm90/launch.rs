@@ -314,8 +314,17 @@ impl Sm90Kernel {
         Ok((regs, local))
     }
 
-    /// Checks the arguments against the plan's problem; returns the access paths.
+    /// Checks the arguments against the plan's problem; returns the access paths (named after
+    /// the A and B given, also for a column-major D).
     pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        Ok(self
+            .check_exchanged(rt, args)?
+            .in_terms_of(&self.plan.problem))
+    }
+
+    /// [`Self::check`] with the access paths in the kernel problem's terms (A and B exchanged
+    /// for a column-major D).
+    fn check_exchanged(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         let p = &self.plan.problem;
         let r = self.check_kernel_args(rt, &args.row_major_d(p));
         if p.d_major == crate::problem::Major::Col {
@@ -434,7 +443,7 @@ impl Sm90Kernel {
 
     /// Checks the arguments, encodes the TMA maps and launches on the runtime's stream.
     pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let paths = self.check(rt, args)?;
+        let paths = self.check_exchanged(rt, args)?;
         let args = &args.row_major_d(&self.plan.problem);
         let p = &self.plan.kernel_problem();
         let s = &args.strides;
@@ -528,7 +537,7 @@ impl Sm90Kernel {
             flags,
         };
         self.launch_raw(rt, &tma_a, &tma_b, &tma_d, &params, None::<&Sm90Params>)?;
-        Ok(paths)
+        Ok(paths.in_terms_of(&self.plan.problem))
     }
 
     /// The persistent launch of checked arguments: the TMA maps of A, B and D (D's is read
