@@ -97,6 +97,25 @@ fn bad_cluster_options_are_errors() {
             vec!["--path", "sm90", "--cluster", "2", "--share", "c"],
             "`a` or `b`",
         ),
+        (
+            vec!["--path", "sm80", "--schedule", "pingpong"],
+            "Hopper path",
+        ),
+        (
+            vec!["--path", "sm90", "--schedule", "zigzag"],
+            "`cooperative` or `pingpong`",
+        ),
+        (
+            vec![
+                "--path",
+                "sm90",
+                "--schedule",
+                "pingpong",
+                "--tile",
+                "128x256",
+            ],
+            "BN <= 128",
+        ),
     ] {
         let o = plan(&args);
         let err = text(&o.stderr);

@@ -227,6 +227,21 @@ pub struct AccessPaths {
     pub tma_store: bool,
 }
 
+/// Runs `check` (a kernel's argument check, in the terms of the problem it runs) on `args`
+/// given for `p`: exchanged for a column-major D, whose errors then say so.
+pub(crate) fn check_row_major_d(
+    p: &GemmProblem,
+    args: &GemmArgs,
+    check: impl FnOnce(&GemmArgs) -> Result<AccessPaths>,
+) -> Result<AccessPaths> {
+    let r = check(&args.row_major_d(p));
+    if p.d_major == Major::Col {
+        r.map_err(KernelError::in_transposed_launch)
+    } else {
+        r
+    }
+}
+
 impl AccessPaths {
     /// These paths (decided on the kernel problem's operands) named after the operands of `p`:
     /// for a column-major D the kernel's A is `p`'s B and its B is `p`'s A.
@@ -329,13 +344,7 @@ impl GemmKernel {
     /// [`Self::check`] with the access paths in the kernel problem's terms (A and B exchanged
     /// for a column-major D).
     fn check_exchanged(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let p = &self.plan.problem;
-        let r = self.check_kernel_args(rt, &args.row_major_d(p));
-        if p.d_major == Major::Col {
-            r.map_err(KernelError::in_transposed_launch)
-        } else {
-            r
-        }
+        check_row_major_d(&self.plan.problem, args, |a| self.check_kernel_args(rt, a))
     }
 
     /// [`GemmKernel::check`] on the arguments of the kernel problem.

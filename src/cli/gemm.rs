@@ -40,6 +40,14 @@ pub struct ProblemArgs {
     /// Fused epilogue terms: bias, rowbias, relu, gelu, gelu_tanh, aux, c.
     #[arg(long, default_value = "")]
     pub epilogue: String,
+    /// The kernel's path and its forced choices.
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+}
+
+/// The kernel path and the choices a user may force, shared by `plan`, `run` and `bench gemm`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct KernelArgs {
     /// Force the CTA tile, `BMxBNxBK` (e.g. 128x256x32).
     #[arg(long)]
     pub tile: Option<String>,
@@ -68,6 +76,16 @@ pub struct ProblemArgs {
     pub path: String,
 }
 
+impl KernelArgs {
+    /// Whether an option of the Hopper path alone was given.
+    fn hopper_given(&self) -> bool {
+        self.cluster.is_some()
+            || self.share.is_some()
+            || self.tma_store.is_some()
+            || self.schedule.is_some()
+    }
+}
+
 /// The kernel path asked for on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PathChoice {
@@ -85,32 +103,10 @@ fn path_choice(s: &str) -> Result<PathChoice, String> {
     }
 }
 
-/// The Hopper-only options of the command line.
-#[derive(Clone, Debug, Default)]
-struct ClusterArgs {
-    cluster: Option<i64>,
-    share: Option<String>,
-    tma_store: Option<String>,
-    schedule: Option<String>,
-}
-
-impl ClusterArgs {
-    fn given(&self) -> bool {
-        self.cluster.is_some()
-            || self.share.is_some()
-            || self.tma_store.is_some()
-            || self.schedule.is_some()
-    }
-}
-
 /// Hopper planning options from `--tile BMxBN[xBK]`, `--stages`, `--cluster` and `--share`
 /// (BK is fixed at 64 there).
-fn sm90_options(
-    tile: &Option<String>,
-    stages: Option<i64>,
-    cl: &ClusterArgs,
-) -> Result<Sm90Options, String> {
-    let tile = match tile {
+fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
+    let tile = match &cl.tile {
         None => None,
         Some(t) => {
             let v: Vec<i64> = t
@@ -143,7 +139,7 @@ fn sm90_options(
     };
     Ok(Sm90Options {
         tile,
-        stages,
+        stages: cl.stages,
         cluster: cl.cluster,
         share,
         tma_store,
@@ -159,35 +155,30 @@ enum AnyPlan {
 }
 
 fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, String> {
-    let choice = path_choice(&a.path)?;
+    let k = &a.kernel;
+    let choice = path_choice(&k.path)?;
     let hopper = match choice {
         PathChoice::Sm80 => false,
         PathChoice::Sm90 => true,
         PathChoice::Auto => matches!(choose_path(p, arch), Ok(GemmPath::Hopper(_))),
     };
-    let cl = ClusterArgs {
-        cluster: a.cluster,
-        share: a.share.clone(),
-        tma_store: a.tma_store.clone(),
-        schedule: a.schedule.clone(),
-    };
     if hopper {
         if !Sm90Plan::supports(p, arch) {
             return Err(format!(
-                "the Hopper path does not support this problem on {arch} (it needs sm_90a, K-major bf16/fp16 operands and a row-major D)"
+                "the Hopper path does not support this problem on {arch} (it needs sm_90a and K-major bf16/fp16 operands: A row-major and B column-major, or with a column-major D the reverse)"
             ));
         }
-        Sm90Plan::with_options(p, sm90_options(&a.tile, a.stages, &cl)?)
+        Sm90Plan::with_options(p, sm90_options(k)?)
             .map(|p| AnyPlan::Sm90(Box::new(p)))
             .map_err(|e| e.to_string())
     } else {
-        if cl.given() {
+        if k.hopper_given() {
             return Err(
-                "--cluster, --share and --tma-store are options of the Hopper path (--path sm90)"
+                "--cluster, --share, --tma-store and --schedule are options of the Hopper path (--path sm90)"
                     .to_string(),
             );
         }
-        GemmPlan::with_options(p, arch, plan_options(&a.tile, a.stages)?)
+        GemmPlan::with_options(p, arch, plan_options(&k.tile, k.stages)?)
             .map(|p| AnyPlan::Sm80(Box::new(p)))
             .map_err(|e| e.to_string())
     }
@@ -246,34 +237,13 @@ pub struct GemmBenchArgs {
     /// Timed rounds per contender.
     #[arg(long, default_value_t = 9)]
     pub rounds: usize,
-    /// Force the CTA tile of our kernel, `BMxBNxBK`.
-    #[arg(long)]
-    pub tile: Option<String>,
-    /// Force the pipeline depth of our kernel.
-    #[arg(long)]
-    pub stages: Option<i64>,
-    /// Hopper path: CTAs per cluster of our kernel, 1 (default) or 2 (TMA multicast).
-    #[arg(long)]
-    pub cluster: Option<i64>,
-    /// Hopper path, with `--cluster 2`: the shared operand, `a` or `b` (default: the
-    /// larger tile).
-    #[arg(long)]
-    pub share: Option<String>,
-    /// Hopper path: store D through shared memory with TMA, `on` or `off` (default: on
-    /// when possible and the epilogue has no bias).
-    #[arg(long)]
-    pub tma_store: Option<String>,
-    /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (default:
-    /// both on every tile) or `pingpong` (alternate tiles, BN at most 128).
-    #[arg(long)]
-    pub schedule: Option<String>,
     /// Hopper path: cap our persistent grid at this many CTAs (default: the SM count and,
     /// with a cluster, the clusters the device holds at once).
     #[arg(long)]
     pub max_ctas: Option<i64>,
-    /// Kernel path: `auto` (Hopper on sm_90a), `sm80` or `sm90`.
-    #[arg(long, default_value = "auto")]
-    pub path: String,
+    /// Our kernel's path and its forced choices.
+    #[command(flatten)]
+    pub kernel: KernelArgs,
 }
 
 /// `tessera bench ...`
@@ -552,10 +522,10 @@ fn run_tree(pa: ProblemArgs, seed: Option<u64>) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    if pa.tile.is_some() || pa.stages.is_some() {
+    if pa.kernel.tile.is_some() || pa.kernel.stages.is_some() {
         return fail("--tile and --stages are not supported with a tree epilogue yet");
     }
-    let force_sm80 = match path_choice(&pa.path) {
+    let force_sm80 = match path_choice(&pa.kernel.path) {
         Ok(PathChoice::Sm80) => true,
         Ok(_) => false,
         Err(e) => return fail(e),
@@ -571,7 +541,7 @@ fn run_tree(pa: ProblemArgs, seed: Option<u64>) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
-    if path_choice(&pa.path) == Ok(PathChoice::Sm90)
+    if path_choice(&pa.kernel.path) == Ok(PathChoice::Sm90)
         && !matches!(choose_path(&p, rt.arch()), Ok(GemmPath::Hopper(_)))
     {
         return fail(format!(
@@ -824,14 +794,8 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         shapes,
         epilogues,
         rounds,
-        tile,
-        stages,
-        cluster,
-        share,
-        tma_store,
-        schedule,
         max_ctas,
-        path,
+        kernel: cl,
     } = match cmd {
         BenchCommand::Gemm(a) => a,
         BenchCommand::Epilogues {
@@ -845,13 +809,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
         BenchCommand::Mma { json, rounds } => return bench_mma(json, rounds),
     };
-    let cl = ClusterArgs {
-        cluster,
-        share,
-        tma_store,
-        schedule,
-    };
-    let choice = match path_choice(&path) {
+    let choice = match path_choice(&cl.path) {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -875,7 +833,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             "the first epilogue must be the plain GEMM (`none`): fused rows are compared with it",
         );
     }
-    let plan = match plan_options(&tile, stages) {
+    let plan = match plan_options(&cl.tile, cl.stages) {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
@@ -933,16 +891,16 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         PathChoice::Auto => rt.arch() == Arch::Sm90a,
     };
     let result = if hopper {
-        let opts = match sm90_options(&tile, stages, &cl) {
+        let opts = match sm90_options(&cl) {
             Ok(o) => o,
             Err(e) => return fail(e),
         };
         println!("kernel path: sm_90a (TMA + wgmma)");
         tessera_kernels::sm90::bench::run_bench_sm90(&rt, &cfg, opts, |r| println!("{}", line(r)))
     } else {
-        if cl.given() || cfg.max_ctas.is_some() {
+        if cl.hopper_given() || cfg.max_ctas.is_some() {
             return fail(
-                "--cluster, --share, --tma-store and --max-ctas are options of the Hopper path (--path sm90)",
+                "--cluster, --share, --tma-store, --schedule and --max-ctas are options of the Hopper path (--path sm90)",
             );
         }
         println!("kernel path: sm80-class (cp.async + mma.sync)");

@@ -317,35 +317,36 @@ pub fn bench_coordinate(
     f_split()?;
     let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
     let mut f_plain = || plain.launch(rt, &plain_args);
-    let Some(base_tree) = coordinate_baseline(tree) else {
-        let [ours_ms, plain_ms, split_ms] = interleaved(
-            rt,
-            rounds,
-            inner,
-            &mut [&mut f_one, &mut f_plain, &mut f_split],
-        )?;
-        return Ok(EpBenchRow {
-            shape,
-            name: tree.to_string(),
-            plain_ms,
-            ours_ms,
-            other_ms: split_ms,
-            path: one.path_name(),
-            rel_diff,
-            baseline_ms: None,
-        });
+    // The baseline (when the tree has one) writes D2 after the split's comparison above.
+    let base = match coordinate_baseline(tree) {
+        Some(t) => {
+            let bind = Binding::for_tree(&t, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
+            Some((TreeKernel::plan(rt, &o.p, &t, &bind, force_sm80)?, bind))
+        }
+        None => None,
     };
-    // The baseline writes D2 after the split's comparison above.
-    let base_binding = Binding::for_tree(&base_tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-    let base = TreeKernel::plan(rt, &o.p, &base_tree, &base_binding, force_sm80)?;
     let base_bufs = bufs(&o.d2);
-    let mut f_base = || base.launch(rt, &o.a, &o.b, &o.s, &base_binding, &base_bufs);
-    let [ours_ms, plain_ms, split_ms, base_ms] = interleaved(
-        rt,
-        rounds,
-        inner,
-        &mut [&mut f_one, &mut f_plain, &mut f_split, &mut f_base],
-    )?;
+    let (ours_ms, plain_ms, split_ms, baseline_ms) = match &base {
+        Some((k, bind)) => {
+            let mut f_base = || k.launch(rt, &o.a, &o.b, &o.s, bind, &base_bufs);
+            let [a, b, c, d] = interleaved(
+                rt,
+                rounds,
+                inner,
+                &mut [&mut f_one, &mut f_plain, &mut f_split, &mut f_base],
+            )?;
+            (a, b, c, Some(d))
+        }
+        None => {
+            let [a, b, c] = interleaved(
+                rt,
+                rounds,
+                inner,
+                &mut [&mut f_one, &mut f_plain, &mut f_split],
+            )?;
+            (a, b, c, None)
+        }
+    };
     Ok(EpBenchRow {
         shape,
         name: tree.to_string(),
@@ -354,6 +355,6 @@ pub fn bench_coordinate(
         other_ms: split_ms,
         path: one.path_name(),
         rel_diff,
-        baseline_ms: Some(base_ms),
+        baseline_ms,
     })
 }

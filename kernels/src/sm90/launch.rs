@@ -325,13 +325,7 @@ impl Sm90Kernel {
     /// [`Self::check`] with the access paths in the kernel problem's terms (A and B exchanged
     /// for a column-major D).
     fn check_exchanged(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let p = &self.plan.problem;
-        let r = self.check_kernel_args(rt, &args.row_major_d(p));
-        if p.d_major == crate::problem::Major::Col {
-            r.map_err(KernelError::in_transposed_launch)
-        } else {
-            r
-        }
+        crate::gemm::check_row_major_d(&self.plan.problem, args, |a| self.check_kernel_args(rt, a))
     }
 
     /// [`Sm90Kernel::check`] on the arguments of the kernel problem.
