@@ -249,7 +249,7 @@ __device__ __forceinline__ void tessera_sm90_tree_iterations(const TesseraEpArgs
   TesseraEpArgs g = a;
   // The caller takes this path with a bit mask only when its words can be gathered: say so as
   // a constant, so that tessera_ep_store_bit compiles to the noting of the bit alone.
-  if (kInside) cta.ballot_bits = kTesseraEpBits;
+  if (kInside) cta.word_bits = kTesseraEpBits;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
     const int row = r + kRowsPerIter * it;
@@ -554,7 +554,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           // A ReLU bit mask a word at a time: a row's 32 columns of the pass are the bits of
           // one word (the 16 lanes of a half-warp, two each) when rows and batches start on
           // word boundaries; else each bit by itself (tessera_ep_store_bit's atomics).
-          cta.ballot_bits = kTesseraEpBits && tessera_ep_args.ldaux % 32 == 0 &&
+          cta.word_bits = kTesseraEpBits && tessera_ep_args.ldaux % 32 == 0 &&
                             tessera_ep_args.batch_aux % 32 == 0 && tessera_ep_args.col0 % 32 == 0;
           unsigned pass_bits = 0u;  // bits 2 it, 2 it + 1: this thread's pair of iteration it
           // The block's iterations; in a block inside the launch with D stored in pairs, with no
@@ -562,12 +562,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           // pair's loads (non-coherent, free to move above them: tessera_ep_ld).
           // (That path compiles the bit mask's word gathering in: it also needs the alignment.)
           if (tessera_ep_args.d_pair && row0 + 64 <= p.m && cb + kEpiCols <= p.n &&
-              (!kTesseraEpBits || cta.ballot_bits)) {
+              (!kTesseraEpBits || cta.word_bits)) {
             tessera_sm90_tree_iterations<true, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           } else {
             tessera_sm90_tree_iterations<false, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           }
-          if (kTesseraEpBits && cta.ballot_bits) {
+          if (kTesseraEpBits && cta.word_bits) {
             // After the elements (their operands dead): per iteration, each lane puts its
             // pair's two bits at bits 2 l, 2 l + 1 (l its lane in the half-warp, whose 16 lanes
             // hold the row's 32 columns in order), and two OR-reductions over the warp, one per

@@ -46,9 +46,9 @@ struct TesseraEpCta {
   int tile_row0, tile_col0, tile_rows, tile_cols;  // launch-relative tile origin and extent
   float reg_row;   // TESSERA_EP_REG_SUMS: this thread's part of the current row's sum
   float reg_col0, reg_col1;  // TESSERA_EP_REG_SUMS: of its even and odd column
-  // TESSERA_EP_REG_SUMS with ballot_bits: the aux bits of the current column pair (bit 0 the
+  // TESSERA_EP_REG_SUMS with word_bits: the aux bits of the current column pair (bit 0 the
   // even column, bit 1 the odd one), which the kernel gathers a word at a time.
-  bool ballot_bits;
+  bool word_bits;
   unsigned bits;
 };
 
@@ -80,12 +80,12 @@ __device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bi
 }
 
 // Each bit is owned by one thread: clear it, then set it. Other threads' bits in the word are
-// untouched by both atomics, so concurrent writers of one word compose. With ballot_bits (the
+// untouched by both atomics, so concurrent writers of one word compose. With word_bits (the
 // Hopper kernel, word-aligned rows) the bit is only noted for the kernel's word stores.
 __device__ __forceinline__ void tessera_ep_store_bit(const TesseraEpArgs& a, TesseraEpCta& cta,
                                                      int lcol, long long bit, bool v) {
 #ifdef TESSERA_EP_REG_SUMS
-  if (cta.ballot_bits) {
+  if (cta.word_bits) {
     const unsigned m = 1u << (lcol & 1);
     cta.bits = v ? (cta.bits | m) : (cta.bits & ~m);
     return;
