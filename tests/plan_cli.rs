@@ -3,12 +3,17 @@
 
 use std::process::{Command, Output};
 
-fn plan(args: &[&str]) -> Output {
+/// `tessera plan gemm` of an `m x n x k` problem with `args`.
+fn plan_mnk(m: &str, n: &str, k: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["plan", "gemm", "--m", "300", "--n", "300", "--k", "64"])
+        .args(["plan", "gemm", "--m", m, "--n", n, "--k", k])
         .args(args)
         .output()
         .expect("the binary runs")
+}
+
+fn plan(args: &[&str]) -> Output {
+    plan_mnk("300", "300", "64", args)
 }
 
 fn text(b: &[u8]) -> String {
@@ -129,12 +134,8 @@ fn bad_cluster_options_are_errors() {
 #[test]
 fn column_major_d_is_planned_transposed() {
     let run = |extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(["plan", "gemm", "--m", "100", "--n", "300", "--k", "64"])
-            .args(["--d-major", "col"])
-            .args(extra)
-            .output()
-            .expect("the binary runs")
+        let args: Vec<&str> = ["--d-major", "col"].iter().chain(extra).copied().collect();
+        plan_mnk("100", "300", "64", &args)
     };
     for arch in ["sm_90a", "sm_80"] {
         let o = run(&["--arch", arch, "--epilogue", "rowbias,relu"]);

@@ -228,17 +228,18 @@ pub struct AccessPaths {
 }
 
 /// Runs `check` (a kernel's argument check, in the terms of the problem it runs) on `args`
-/// given for `p`: exchanged for a column-major D, whose errors then say so.
-pub(crate) fn check_row_major_d(
+/// given for `p`, exchanged for a column-major D (whose errors then say so); returns the
+/// arguments the kernel takes and their access paths.
+pub(crate) fn check_row_major_d<'a>(
     p: &GemmProblem,
-    args: &GemmArgs,
+    args: &GemmArgs<'a>,
     check: impl FnOnce(&GemmArgs) -> Result<AccessPaths>,
-) -> Result<AccessPaths> {
-    let r = check(&args.row_major_d(p));
-    if p.d_major == Major::Col {
-        r.map_err(KernelError::in_transposed_launch)
-    } else {
-        r
+) -> Result<(GemmArgs<'a>, AccessPaths)> {
+    let kernel_args = args.row_major_d(p);
+    match check(&kernel_args) {
+        Ok(paths) => Ok((kernel_args, paths)),
+        Err(e) if p.d_major == Major::Col => Err(e.in_transposed_launch()),
+        Err(e) => Err(e),
     }
 }
 
@@ -338,12 +339,17 @@ impl GemmKernel {
     pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         Ok(self
             .check_exchanged(rt, args)?
+            .1
             .in_terms_of(&self.plan.problem))
     }
 
-    /// [`Self::check`] with the access paths in the kernel problem's terms (A and B exchanged
-    /// for a column-major D).
-    fn check_exchanged(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+    /// [`Self::check`] in the kernel problem's terms: the arguments the kernel takes and their
+    /// access paths (A and B exchanged for a column-major D).
+    fn check_exchanged<'a>(
+        &self,
+        rt: &Runtime,
+        args: &GemmArgs<'a>,
+    ) -> Result<(GemmArgs<'a>, AccessPaths)> {
         check_row_major_d(&self.plan.problem, args, |a| self.check_kernel_args(rt, a))
     }
 
@@ -464,8 +470,8 @@ impl GemmKernel {
 
     /// Checks the arguments and launches on the runtime's stream (asynchronously).
     pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let paths = self.check_exchanged(rt, args)?;
-        let args = &args.row_major_d(&self.plan.problem);
+        let (args, paths) = self.check_exchanged(rt, args)?;
+        let args = &args;
         let p = &self.plan.kernel_problem();
         let e = p.epilogue;
         let s = &args.strides;

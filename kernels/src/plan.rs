@@ -58,6 +58,39 @@ pub struct SmemLayout {
 }
 
 impl SmemLayout {
+    /// `Sw<bits,3,3> o (rows, cols):(cols, 1)` repeating an 8-row atom: a row-major tile whose
+    /// 16-byte chunks (of 16-bit elements) the swizzle permutes within each 8-row group, the
+    /// layout TMA writes with the swizzle of span `2^bits` chunks.
+    pub fn row_major_swizzled(
+        op: &'static str,
+        bits: u32,
+        rows: i64,
+        cols: i64,
+    ) -> Result<SmemLayout> {
+        let lay = |s: String| -> Result<Layout> { s.parse().map_err(KernelError::layout(op)) };
+        Ok(SmemLayout {
+            swizzle: SwizzleBits {
+                bits,
+                base: 3,
+                shift: 3,
+            },
+            layout: lay(format!("({rows},{cols}):({cols},1)"))?,
+            atom: lay(format!("(8,{cols}):({cols},1)"))?,
+        })
+    }
+
+    /// The same layout as a [`SwizzledLayout`] of the swizzle crate, for its algebra and
+    /// bank-conflict count.
+    pub fn swizzled(&self, op: &'static str) -> Result<SwizzledLayout> {
+        let sw = tessera_swizzle::Swizzle::new(
+            self.swizzle.bits as i64,
+            self.swizzle.base as i64,
+            self.swizzle.shift as i64,
+        )
+        .map_err(KernelError::swizzle(op))?;
+        Ok(SwizzledLayout::new(sw, 0, self.layout.clone()))
+    }
+
     /// The swizzled offset of coordinate `(mn, k)`.
     pub fn offset(&self, mn: i64, k: i64) -> Result<i64> {
         let c = tessera_layout::IntTuple::flat([mn, k]);

@@ -148,13 +148,8 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
     })
 }
 
-/// A plan of either path.
-enum AnyPlan {
-    Sm80(Box<GemmPlan>),
-    Sm90(Box<Sm90Plan>),
-}
-
-fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, String> {
+/// The plan of the path asked for, with the forced choices.
+fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<GemmPath, String> {
     let k = &a.kernel;
     let choice = path_choice(&k.path)?;
     let hopper = match choice {
@@ -169,7 +164,7 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, Str
             ));
         }
         Sm90Plan::with_options(p, sm90_options(k)?)
-            .map(|p| AnyPlan::Sm90(Box::new(p)))
+            .map(|p| GemmPath::Hopper(Box::new(p)))
             .map_err(|e| e.to_string())
     } else {
         if k.hopper_given() {
@@ -179,7 +174,7 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<AnyPlan, Str
             );
         }
         GemmPlan::with_options(p, arch, plan_options(&k.tile, k.stages)?)
-            .map(|p| AnyPlan::Sm80(Box::new(p)))
+            .map(|p| GemmPath::Sm80(Box::new(p)))
             .map_err(|e| e.to_string())
     }
 }
@@ -392,14 +387,14 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
     let tree_src =
         |r: Result<String, tessera_kernels::epilogue::EpilogueError>| r.map_err(|e| e.to_string());
     let planned = match any_plan(&pa, &p, arch) {
-        Ok(AnyPlan::Sm80(plan)) => match (&tree, runnable) {
+        Ok(GemmPath::Sm80(plan)) => match (&tree, runnable) {
             (Some(t), false) => {
                 tree_src(tessera_kernels::epilogue::cuda::gemm_tree_source(&plan, t))
                     .map(|src| (plan.to_string(), src))
             }
             _ => Ok((plan.to_string(), cuda_source(&plan))),
         },
-        Ok(AnyPlan::Sm90(plan)) => match (&tree, runnable) {
+        Ok(GemmPath::Hopper(plan)) => match (&tree, runnable) {
             (Some(t), false) => {
                 // The binding `tessera run gemm` launches: tight tensors of the output type,
                 // C read when the tree reads it (beta != 0).
@@ -479,11 +474,11 @@ pub fn run(cmd: RunCommand) -> ExitCode {
     );
     let seed = seed.unwrap_or_else(Rng::fresh_seed);
     let report = match plan {
-        AnyPlan::Sm80(plan) => {
+        GemmPath::Sm80(plan) => {
             print!("{plan}");
             check_plan(&rt, &plan, GemmStrides::tight(&p), seed)
         }
-        AnyPlan::Sm90(plan) => {
+        GemmPath::Hopper(plan) => {
             print!("{plan}");
             tessera_kernels::sm90::launch::Sm90Kernel::new(&rt, &plan).and_then(|k| {
                 match k.max_clusters() {

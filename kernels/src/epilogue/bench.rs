@@ -11,14 +11,12 @@
 
 use crate::bench::{median, sampled_rel_diff, time_batch};
 use crate::error::Result;
-use crate::gemm::{DeviceBuf, GemmArgs, GemmKernel};
-use crate::plan::GemmPlan;
+use crate::gemm::{DeviceBuf, GemmArgs};
 use crate::problem::{DType, GemmProblem};
 use crate::reference::GemmStrides;
 use crate::rng::Rng;
 use crate::runtime::Runtime;
-use crate::sm90::launch::Sm90Kernel;
-use crate::sm90::GemmPath;
+use crate::sm90::launch::PathKernel;
 
 use super::check::Binding;
 use super::coord::split_regions;
@@ -115,31 +113,9 @@ fn operands(rt: &Runtime, (m, n, k): (i64, i64, i64), rng: &mut Rng) -> Result<O
     })
 }
 
-/// Our plain GEMM on the path a tree kernel took, with the same plan.
-enum Plain {
-    Sm80(Box<GemmKernel>),
-    Hopper(Box<Sm90Kernel>),
-}
-
-impl Plain {
-    fn new(rt: &Runtime, p: &GemmProblem, force_sm80: bool) -> Result<Plain> {
-        let path = if force_sm80 {
-            GemmPath::Sm80(Box::new(GemmPlan::new(p, rt.arch())?))
-        } else {
-            crate::sm90::choose_path(p, rt.arch())?
-        };
-        Ok(match &path {
-            GemmPath::Sm80(plan) => Plain::Sm80(Box::new(GemmKernel::new(rt, plan)?)),
-            GemmPath::Hopper(plan) => Plain::Hopper(Box::new(Sm90Kernel::new(rt, plan)?)),
-        })
-    }
-
-    fn launch(&self, rt: &Runtime, args: &GemmArgs<'_>) -> Result<()> {
-        match self {
-            Plain::Sm80(k) => k.launch(rt, args).map(|_| ()),
-            Plain::Hopper(k) => k.launch(rt, args).map(|_| ()),
-        }
-    }
+/// Our plain GEMM on the path a tree kernel takes, with the same plan.
+fn plain_kernel(rt: &Runtime, p: &GemmProblem, force_sm80: bool) -> Result<PathKernel> {
+    PathKernel::new(rt, &crate::sm90::plan_path(p, rt.arch(), force_sm80)?)
 }
 
 /// Ours, plain and cuBLASLt for every shape and fusion (`rounds` medians of `inner` launches),
@@ -161,7 +137,7 @@ pub fn bench_fusions(
     let mut rows = Vec::new();
     for &shape in shapes {
         let o = operands(rt, shape, &mut rng)?;
-        let plain = Plain::new(rt, &o.p, force_sm80)?;
+        let plain = plain_kernel(rt, &o.p, force_sm80)?;
         let plain_args = GemmArgs {
             a: &o.a,
             b: &o.b,
@@ -209,7 +185,7 @@ pub fn bench_fusions(
             lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs)?;
             let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
             let mut f_ours = || ours.launch(rt, &o.a, &o.b, &o.s, &binding, &bufs);
-            let mut f_plain = || plain.launch(rt, &plain_args);
+            let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
             let mut f_lt = || lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs);
             let [ours_ms, plain_ms, lt_ms] = interleaved(
                 rt,
@@ -266,7 +242,7 @@ pub fn bench_coordinate(
 ) -> Result<EpBenchRow> {
     let mut rng = Rng::new(2);
     let o = operands(rt, shape, &mut rng)?;
-    let plain = Plain::new(rt, &o.p, force_sm80)?;
+    let plain = plain_kernel(rt, &o.p, force_sm80)?;
     // The plain GEMM writes a third buffer (aux, bf16 M x N) so that D2 keeps the split result.
     let plain_args = GemmArgs {
         a: &o.a,
@@ -316,7 +292,7 @@ pub fn bench_coordinate(
     f_one()?;
     f_split()?;
     let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
-    let mut f_plain = || plain.launch(rt, &plain_args);
+    let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
     // The baseline (when the tree has one) writes D2 after the split's comparison above.
     let base = match coordinate_baseline(tree) {
         Some(t) => {

@@ -695,9 +695,57 @@ pub fn sm90_tree_source(
     Ok(s)
 }
 
-/// The `#define`s that fix the tensors' types and the reading of C for one binding (see
-/// `epilogue_tree.cuh`): the type switches of every load and store fold away. Two bindings
-/// with the same text can share a kernel.
+/// The part of a binding the Hopper tree kernel compiles in: each tensor's type code and
+/// whether C is read. Two bindings with equal `StaticTypes` can share a kernel; its `Display`
+/// is the `#define`s (see `epilogue_tree.cuh`) that fold away the type switches of every load
+/// and store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaticTypes {
+    d: i32,
+    c: i32,
+    residual: i32,
+    aux_in: i32,
+    bias_row: i32,
+    bias_col: i32,
+    read_c: bool,
+}
+
+impl StaticTypes {
+    /// The compiled-in part of `b` for `tree`.
+    pub fn of(tree: &EpilogueTree, b: &super::check::Binding) -> StaticTypes {
+        let mat = |m: &Option<super::check::MatSpec>| m.map_or(0, |m| code(m.dtype));
+        let vec = |v: &Option<super::check::VecSpec>| v.map_or(0, |v| code(v.dtype));
+        StaticTypes {
+            d: code(b.d.dtype),
+            c: mat(&b.c),
+            residual: mat(&b.residual),
+            aux_in: if tree.d.uses(Leaf::AuxInBits) {
+                0
+            } else {
+                mat(&b.aux_in)
+            },
+            bias_row: vec(&b.bias_row),
+            bias_col: vec(&b.bias_col),
+            read_c: tree.d.uses(Leaf::C) && b.beta != 0.0,
+        }
+    }
+}
+
+impl std::fmt::Display for StaticTypes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "// the binding's types, compiled in")?;
+        writeln!(f, "#define TESSERA_EP_DT_D {}", self.d)?;
+        writeln!(f, "#define TESSERA_EP_DT_C {}", self.c)?;
+        writeln!(f, "#define TESSERA_EP_DT_R {}", self.residual)?;
+        writeln!(f, "#define TESSERA_EP_DT_AUX_IN {}", self.aux_in)?;
+        writeln!(f, "#define TESSERA_EP_DT_BIAS_ROW {}", self.bias_row)?;
+        writeln!(f, "#define TESSERA_EP_DT_BIAS_COL {}", self.bias_col)?;
+        writeln!(f, "#define TESSERA_EP_READ_C {}", self.read_c)
+    }
+}
+
+/// The `#define`s that fix the tensors' types and the reading of C for one binding
+/// ([`StaticTypes`] as text).
 ///
 /// ```
 /// use tessera_kernels::epilogue::cuda::static_types;
@@ -710,25 +758,5 @@ pub fn sm90_tree_source(
 /// assert!(s.contains("#define TESSERA_EP_READ_C false")); // beta = 0
 /// ```
 pub fn static_types(tree: &EpilogueTree, b: &super::check::Binding) -> String {
-    let mat = |m: &Option<super::check::MatSpec>| m.map_or(0, |m| code(m.dtype));
-    let vec = |v: &Option<super::check::VecSpec>| v.map_or(0, |v| code(v.dtype));
-    let aux_in = if tree.d.uses(Leaf::AuxInBits) {
-        0
-    } else {
-        mat(&b.aux_in)
-    };
-    let mut s = String::new();
-    let _ = writeln!(s, "// the binding's types, compiled in");
-    let _ = writeln!(s, "#define TESSERA_EP_DT_D {}", code(b.d.dtype));
-    let _ = writeln!(s, "#define TESSERA_EP_DT_C {}", mat(&b.c));
-    let _ = writeln!(s, "#define TESSERA_EP_DT_R {}", mat(&b.residual));
-    let _ = writeln!(s, "#define TESSERA_EP_DT_AUX_IN {aux_in}");
-    let _ = writeln!(s, "#define TESSERA_EP_DT_BIAS_ROW {}", vec(&b.bias_row));
-    let _ = writeln!(s, "#define TESSERA_EP_DT_BIAS_COL {}", vec(&b.bias_col));
-    let _ = writeln!(
-        s,
-        "#define TESSERA_EP_READ_C {}",
-        tree.d.uses(Leaf::C) && b.beta != 0.0
-    );
-    s
+    StaticTypes::of(tree, b).to_string()
 }

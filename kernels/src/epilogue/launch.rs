@@ -748,8 +748,8 @@ impl TreeGemm {
 pub struct TreeSm90 {
     kernel: crate::sm90::launch::Sm90Kernel,
     tree: EpilogueTree,
-    /// The binding's compiled-in part ([`super::cuda::static_types`]).
-    statics: String,
+    /// The binding's compiled-in part.
+    statics: super::cuda::StaticTypes,
 }
 
 impl TreeSm90 {
@@ -767,7 +767,7 @@ impl TreeSm90 {
         Ok(TreeSm90 {
             kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, &src)?,
             tree: tree.clone(),
-            statics: super::cuda::static_types(tree, binding),
+            statics: super::cuda::StaticTypes::of(tree, binding),
         })
     }
 
@@ -825,7 +825,7 @@ impl TreeSm90 {
         p.validate()?;
         check(&self.tree, binding, &KernelCaps::GENERATED)?;
         let args = region_args(rt, OP, &self.tree, binding, bufs, &rows, &cols)?;
-        let statics = super::cuda::static_types(&self.tree, binding);
+        let statics = super::cuda::StaticTypes::of(&self.tree, binding);
         if statics != self.statics {
             return Err(KernelError::InvalidProblem {
                 op: OP,
@@ -918,13 +918,8 @@ impl TreeSm90 {
 /// variants): that kernel loads every operand of a block before its first store and needs no
 /// generated code. [`TreeKernel::plan`] takes this route when it can.
 pub struct TreeFused {
-    kernel: V1Kernel,
+    kernel: crate::sm90::launch::PathKernel,
     tree: EpilogueTree,
-}
-
-enum V1Kernel {
-    Sm80(Box<crate::gemm::GemmKernel>),
-    Hopper(Box<crate::sm90::launch::Sm90Kernel>),
 }
 
 fn need<'x>(op: &'static str, what: &str, buf: Option<&'x DeviceBuf>) -> Result<&'x DeviceBuf> {
@@ -948,31 +943,16 @@ impl TreeFused {
         };
         let mut p = *problem;
         p.epilogue = e;
-        let path = if force_sm80 {
-            crate::sm90::GemmPath::Sm80(Box::new(crate::plan::GemmPlan::new(&p, rt.arch())?))
-        } else {
-            crate::sm90::choose_path(&p, rt.arch())?
-        };
-        let kernel = match path {
-            crate::sm90::GemmPath::Hopper(plan) => {
-                V1Kernel::Hopper(Box::new(crate::sm90::launch::Sm90Kernel::new(rt, &plan)?))
-            }
-            crate::sm90::GemmPath::Sm80(plan) => {
-                V1Kernel::Sm80(Box::new(crate::gemm::GemmKernel::new(rt, &plan)?))
-            }
-        };
+        let path = crate::sm90::plan_path(&p, rt.arch(), force_sm80)?;
         Ok(Some(TreeFused {
-            kernel,
+            kernel: crate::sm90::launch::PathKernel::new(rt, &path)?,
             tree: tree.clone(),
         }))
     }
 
     /// The problem (with the v1 epilogue) the kernel was compiled for.
     pub fn problem(&self) -> &crate::problem::GemmProblem {
-        match &self.kernel {
-            V1Kernel::Sm80(k) => &k.plan().problem,
-            V1Kernel::Hopper(k) => &k.plan().problem,
-        }
+        self.kernel.problem()
     }
 
     /// Launches `D = tree(A B)` over the whole output: `binding` must give the compiled
@@ -1040,11 +1020,7 @@ impl TreeFused {
             aux,
             strides: s,
         };
-        match &self.kernel {
-            V1Kernel::Sm80(k) => k.launch(rt, &args)?,
-            V1Kernel::Hopper(k) => k.launch(rt, &args)?,
-        };
-        Ok(())
+        self.kernel.launch(rt, &args).map(|_| ())
     }
 }
 
@@ -1092,11 +1068,7 @@ impl TreeKernel {
         if let Some(f) = TreeFused::plan(rt, problem, tree, binding, force_sm80)? {
             return Ok(TreeKernel::Fused(Box::new(f)));
         }
-        let path = if force_sm80 {
-            crate::sm90::GemmPath::Sm80(Box::new(crate::plan::GemmPlan::new(problem, rt.arch())?))
-        } else {
-            crate::sm90::choose_path(problem, rt.arch())?
-        };
+        let path = crate::sm90::plan_path(problem, rt.arch(), force_sm80)?;
         TreeKernel::new(rt, &path, tree, binding)
     }
 
@@ -1106,8 +1078,8 @@ impl TreeKernel {
             TreeKernel::Sm80(_) => "sm80",
             TreeKernel::Hopper(_) => "sm90",
             TreeKernel::Fused(f) => match f.kernel {
-                V1Kernel::Sm80(_) => "sm80-v1",
-                V1Kernel::Hopper(_) => "sm90-v1",
+                crate::sm90::launch::PathKernel::Sm80(_) => "sm80-v1",
+                crate::sm90::launch::PathKernel::Hopper(_) => "sm90-v1",
             },
         }
     }

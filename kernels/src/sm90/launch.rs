@@ -319,12 +319,17 @@ impl Sm90Kernel {
     pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
         Ok(self
             .check_exchanged(rt, args)?
+            .1
             .in_terms_of(&self.plan.problem))
     }
 
-    /// [`Self::check`] with the access paths in the kernel problem's terms (A and B exchanged
-    /// for a column-major D).
-    fn check_exchanged(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+    /// [`Self::check`] in the kernel problem's terms: the arguments the kernel takes and their
+    /// access paths (A and B exchanged for a column-major D).
+    fn check_exchanged<'a>(
+        &self,
+        rt: &Runtime,
+        args: &GemmArgs<'a>,
+    ) -> Result<(GemmArgs<'a>, AccessPaths)> {
         crate::gemm::check_row_major_d(&self.plan.problem, args, |a| self.check_kernel_args(rt, a))
     }
 
@@ -437,8 +442,8 @@ impl Sm90Kernel {
 
     /// Checks the arguments, encodes the TMA maps and launches on the runtime's stream.
     pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let paths = self.check_exchanged(rt, args)?;
-        let args = &args.row_major_d(&self.plan.problem);
+        let (args, paths) = self.check_exchanged(rt, args)?;
+        let args = &args;
         let p = &self.plan.kernel_problem();
         let s = &args.strides;
         let e = p.epilogue;
@@ -575,5 +580,44 @@ impl Sm90Kernel {
         // structs and match the compiled kernel's signature.
         unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_gemm (sm90)"))?;
         Ok(())
+    }
+}
+
+/// A compiled GEMM of either path ([`super::GemmPath`]): the sm80-class kernel or the Hopper
+/// one, launched alike.
+pub enum PathKernel {
+    /// The sm80-class path.
+    Sm80(Box<crate::gemm::GemmKernel>),
+    /// The sm_90a path.
+    Hopper(Box<Sm90Kernel>),
+}
+
+impl PathKernel {
+    /// Compiles the planned `path` for the runtime's device.
+    pub fn new(rt: &Runtime, path: &super::GemmPath) -> Result<PathKernel> {
+        Ok(match path {
+            super::GemmPath::Sm80(plan) => {
+                PathKernel::Sm80(Box::new(crate::gemm::GemmKernel::new(rt, plan)?))
+            }
+            super::GemmPath::Hopper(plan) => {
+                PathKernel::Hopper(Box::new(Sm90Kernel::new(rt, plan)?))
+            }
+        })
+    }
+
+    /// The problem the kernel was planned for.
+    pub fn problem(&self) -> &GemmProblem {
+        match self {
+            PathKernel::Sm80(k) => &k.plan().problem,
+            PathKernel::Hopper(k) => &k.plan().problem,
+        }
+    }
+
+    /// Checks the arguments and launches on the runtime's stream.
+    pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+        match self {
+            PathKernel::Sm80(k) => k.launch(rt, args),
+            PathKernel::Hopper(k) => k.launch(rt, args),
+        }
     }
 }

@@ -7,11 +7,11 @@ use tessera_layout::Layout;
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
-use crate::plan::{SmemLayout, SwizzleBits};
+use crate::plan::SmemLayout;
 use crate::problem::{DType, GemmProblem, Major};
 use tessera_layout::composition;
 use tessera_swizzle::algebra::composition as sw_composition;
-use tessera_swizzle::{bank_conflicts, BankConflicts, SwizzledLayout};
+use tessera_swizzle::{bank_conflicts, BankConflicts};
 
 use super::layouts::{
     tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, WgmmaDesc,
@@ -112,16 +112,7 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
             format!("{out} output: the TMA-store epilogue stages 16-bit outputs"),
         ));
     }
-    let lay = |s: String| -> Result<Layout> { s.parse().map_err(lerr(op)) };
-    let smem = SmemLayout {
-        swizzle: SwizzleBits {
-            bits: 2,
-            base: 3,
-            shift: 3,
-        },
-        layout: lay(format!("(64,{EPI_COLS}):({EPI_COLS},1)"))?,
-        atom: lay(format!("(8,{EPI_COLS}):({EPI_COLS},1)"))?,
-    };
+    let smem = SmemLayout::row_major_swizzled(op, 2, 64, EPI_COLS)?;
     let tma = tma_box_for(&smem, 2)?;
     // The kernel names a pass's registers k = 0..EPI_COLS/2 and finds them at the coordinates
     // of register k of the first pass: the layout must repeat every pass, EPI_COLS columns on.
@@ -131,13 +122,14 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
         acc.mode(1).map_err(lerr(op))?.size(),
     );
     for t in 0..threads {
+        let at = |i: i64| -> Result<i64> {
+            acc.eval(&tessera_layout::IntTuple::flat([t, i]))
+                .map_err(lerr(op))
+        };
+        let (r0, r2) = (at(0)? % 64, at(2)? % 64);
         for i in 0..per_thread {
-            let at = |i: i64| -> Result<i64> {
-                acc.eval(&tessera_layout::IntTuple::flat([t, i]))
-                    .map_err(lerr(op))
-            };
             let (x, x0) = (at(i)?, at(i % regs)?);
-            let (row, r0, r2) = (x % 64, at(0)? % 64, at(2)? % 64);
+            let row = x % 64;
             if row != r0 && row != r2 {
                 return Err(KernelError::invalid(
                     op,
@@ -163,10 +155,7 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
     )
     .map_err(lerr(op))?;
     let access = Layout::concat([lanes, pair]).map_err(lerr(op))?;
-    let buffer: SwizzledLayout = format!("{} o (64,{EPI_COLS}):({EPI_COLS},1)", smem.swizzle)
-        .parse()
-        .map_err(KernelError::swizzle(op))?;
-    let through = sw_composition(&buffer, &access).map_err(KernelError::swizzle(op))?;
+    let through = sw_composition(&smem.swizzled(op)?, &access).map_err(KernelError::swizzle(op))?;
     let conflicts = bank_conflicts(&through, 2).map_err(KernelError::swizzle(op))?;
     if !conflicts.is_conflict_free() {
         return Err(KernelError::BankConflicts {
@@ -302,16 +291,7 @@ pub struct Sm90Plan {
 }
 
 fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Operand> {
-    let lay = |s: String| -> Result<Layout> { s.parse().map_err(KernelError::layout("Sm90Plan")) };
-    let smem = SmemLayout {
-        swizzle: SwizzleBits {
-            bits: 3,
-            base: 3,
-            shift: 3,
-        },
-        layout: lay(format!("({tile_mn},{BK}):({BK},1)"))?,
-        atom: lay(format!("(8,{BK}):({BK},1)"))?,
-    };
+    let smem = SmemLayout::row_major_swizzled("Sm90Plan", 3, tile_mn, BK)?;
     let tma = tma_box_for(&smem, elem_bytes)?;
     let desc = wgmma_desc_for(&smem, elem_bytes)?;
     Ok(Sm90Operand {
@@ -452,22 +432,23 @@ impl Sm90Plan {
         let acc = wgmma_acc_layout(bn)?;
         let epi = &problem.epilogue;
         let can_store = problem.output.bytes() == 2 && !epi.aux && epi.beta == 0.0;
-        let store = match opts.tma_store {
+        let want_store = match opts.tma_store {
             Some(true) if !can_store => {
                 return Err(KernelError::invalid(
                     op,
                     format!("{problem}: the TMA-store epilogue takes a 16-bit output, no aux output and no C"),
                 ))
             }
-            Some(true) => Some(store_plan(&acc, problem.output)?),
-            Some(false) => None,
+            Some(w) => w,
             // By default only without a bias: the fragment-layout epilogue loads a column
             // bias one element per column (8 loads per pass per thread, against 2 in the
             // scratch path), and measured 2-3% slower fused (docs/perf.md, v3.5).
-            None if can_store && epi.bias == crate::problem::BiasMode::None => {
-                Some(store_plan(&acc, problem.output)?)
-            }
-            None => None,
+            None => can_store && epi.bias == crate::problem::BiasMode::None,
+        };
+        let store = if want_store {
+            Some(store_plan(&acc, problem.output)?)
+        } else {
+            None
         };
         if let Some(st) = &store {
             let need = consumers * st.buffers * st.tma.bytes + st.tma.align - 16;
@@ -754,5 +735,23 @@ pub fn choose_path(problem: &GemmProblem, arch: Arch) -> Result<GemmPath> {
         Sm90Plan::new(problem).map(|p| GemmPath::Hopper(Box::new(p)))
     } else {
         crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
+    }
+}
+
+/// [`choose_path`], or the sm80-class plan of `problem` when `force_sm80` (to run or compare
+/// that path on a Hopper device).
+///
+/// ```
+/// use tessera_kernels::sm90::{plan_path, GemmPath};
+/// use tessera_kernels::{Arch, GemmProblem};
+/// let p = GemmProblem::new(4096, 4096, 4096);
+/// assert!(matches!(plan_path(&p, Arch::Sm90a, false), Ok(GemmPath::Hopper(_))));
+/// assert!(matches!(plan_path(&p, Arch::Sm90a, true), Ok(GemmPath::Sm80(_))));
+/// ```
+pub fn plan_path(problem: &GemmProblem, arch: Arch, force_sm80: bool) -> Result<GemmPath> {
+    if force_sm80 {
+        crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
+    } else {
+        choose_path(problem, arch)
     }
 }
