@@ -16,5 +16,5 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"] and gpu:
         shutil.copy(m["executable"], ".gpu/tests/" + m["target"]["name"])
 '
-cp target/release/tessera tools/gpu-visit.sh .gpu/
+cp target/release/tessera tools/gpu-visit.sh tools/gpu-exp.sh .gpu/
 du -sh .gpu

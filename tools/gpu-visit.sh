@@ -26,12 +26,17 @@ for path in sm80 sm90; do
     timeout 120 ./tessera run gemm --m 1000 --n 1016 --k 1024 --epilogue "$tree" --path $path
   done
 done > "$OUT/run.log" 2>&1
+# EXP=1: the experiments of gpu-exp.sh (logs in the work folder, printed below). STD=0 skips
+# the standard benchmarks.
+[ "${EXP:-0}" = 1 ] && OUT="$OUT" bash ./gpu-exp.sh > "$OUT/exp.log" 2>&1
 # FULL=1: every standard shape; otherwise 4096^3 and 8192^3.
 Q=--quick; [ "${FULL:-0}" = 1 ] && Q=
+if [ "${STD:-1}" = 1 ]; then
 timeout 300 ./tessera bench epilogues $Q --json "$OUT/bench_epilogues.json" > "$OUT/bench_epilogues.log" 2>&1
 timeout 300 ./tessera bench gemm --path sm90 $Q --json "$OUT/bench_sm90.json" > "$OUT/bench_sm90.log" 2>&1
 timeout 200 ./tessera bench gemm --path sm90 $Q --schedule pingpong --json "$OUT/bench_sm90_pp.json" > "$OUT/bench_sm90_pp.log" 2>&1
 timeout 120 ./tessera bench mma --json "$OUT/bench_mma.json" > "$OUT/bench_mma.log" 2>&1
+fi
 [ "${FULL:-0}" = 1 ] && timeout 120 ./tessera bench gemm --path sm80 --quick --json "$OUT/bench_sm80.json" > "$OUT/bench_sm80.log" 2>&1
 # NCU=1: warp-state and instruction profiles of two tree epilogues' GEMMs at 4096^3.
 if [ "${NCU:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ]; then
@@ -43,10 +48,13 @@ if [ "${NCU:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ]; then
 fi
 tar czf "$FINAL/visit.tgz" -C "$OUT" .
 grep -E "^(tree|PASSED|FAILED|error)|PASS|FAIL" "$OUT/run.log" | cut -c1-200 | tail -30
+if [ "${STD:-1}" = 1 ]; then
 echo "== tree epilogues"; cat "$OUT/bench_epilogues.log"
 echo "== sm90 (Hopper) vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90.log" | head -30
 echo "== sm90 ping-pong vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90_pp.log" | head -30
 echo "== mma.sync ceiling"; cat "$OUT/bench_mma.log"
+fi
+[ -f "$OUT/exp.log" ] && { echo "== experiments"; grep -vE "^(compiling|warm)" "$OUT/exp.log" | tail -60; }
 [ -f "$OUT/bench_sm80.log" ] && { echo "== sm80-class vs vendor"; tail -4 "$OUT/bench_sm80.log"; }
 echo "== tests"; cat "$OUT/tests_summary.txt"; echo "test binaries failing: $fails"
 exit 0

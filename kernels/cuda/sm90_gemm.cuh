@@ -233,8 +233,9 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
 // The generated epilogue over one thread's kIters column pairs of a 64 x kEpiCols block: rows
 // r + kRowsPerIter it, columns c and c + 1. kInside: the whole block is inside the launch and
 // D is stored in pairs, so no bounds checks. Row sums are reduced over the row's 16 lanes per
-// iteration; the aux bits of iteration it go to bits 2 it and 2 it + 1 of pass_bits.
-template <bool kInside, int kIters, int kRowsPerIter>
+// iteration; the aux bits of iteration it go to bits 2 it and 2 it + 1 of pass_bits. kCase:
+// the block's case of tessera_ep_block_case (its hoisted select predicates as constants).
+template <bool kInside, int kIters, int kRowsPerIter, int kCase>
 __device__ __forceinline__ void tessera_sm90_tree_iterations(const TesseraEpArgs& a,
                                                              TesseraEpCta& cta,
                                                              const TesseraSm90Params& p, int b,
@@ -257,9 +258,9 @@ __device__ __forceinline__ void tessera_sm90_tree_iterations(const TesseraEpArgs
     cta.bits = 0u;
     if (kInside) {
       if (it % kGroup == 0) tessera_ep_opaque_inputs(g);
-      tessera_ep_pair_inside(g, cta, b, row, c, v[it].x, v[it].y);
+      tessera_ep_pair_inside<kCase>(g, cta, b, row, c, v[it].x, v[it].y);
     } else if (row < p.m && c < p.n) {
-      tessera_ep_pair(a, cta, b, row, c, v[it].x, v[it].y);
+      tessera_ep_pair<kCase>(a, cta, b, row, c, v[it].x, v[it].y);
     }
     pass_bits |= cta.bits << (2 * it);
     if (kTesseraEpRowSum) {
@@ -269,6 +270,27 @@ __device__ __forceinline__ void tessera_sm90_tree_iterations(const TesseraEpArgs
       if (t % (kEpiCols / 2) == 0 && row < p.m) tessera_ep_flush_row(a, b, row, s);
     }
   }
+}
+
+// The iterations of a block inside the launch, in case `sc` of tessera_ep_block_case: one
+// instantiation per case the tree has (1 + 2^kTesseraEpSides), each with the block's hoisted
+// select predicates as constants.
+template <int kIters, int kRowsPerIter>
+__device__ __forceinline__ void tessera_sm90_tree_inside(int sc, const TesseraEpArgs& a,
+                                                         TesseraEpCta& cta,
+                                                         const TesseraSm90Params& p, int b, int r,
+                                                         int c, int t, const float2 (&v)[kIters],
+                                                         unsigned& pass_bits) {
+  static_assert(kTesseraEpSides <= 2, "at most two hoisted predicates");
+  if constexpr (kTesseraEpSides >= 1) {
+    if (sc == 1) return tessera_sm90_tree_iterations<true, kIters, kRowsPerIter, 1>(a, cta, p, b, r, c, t, v, pass_bits);
+    if (sc == 2) return tessera_sm90_tree_iterations<true, kIters, kRowsPerIter, 2>(a, cta, p, b, r, c, t, v, pass_bits);
+  }
+  if constexpr (kTesseraEpSides >= 2) {
+    if (sc == 3) return tessera_sm90_tree_iterations<true, kIters, kRowsPerIter, 3>(a, cta, p, b, r, c, t, v, pass_bits);
+    if (sc == 4) return tessera_sm90_tree_iterations<true, kIters, kRowsPerIter, 4>(a, cta, p, b, r, c, t, v, pass_bits);
+  }
+  tessera_sm90_tree_iterations<true, kIters, kRowsPerIter, 0>(a, cta, p, b, r, c, t, v, pass_bits);
 }
 #endif
 
@@ -561,11 +583,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           // bounds checks, so that nothing but data separates one pair's stores from the next
           // pair's loads (non-coherent, free to move above them: tessera_ep_ld).
           // (That path compiles the bit mask's word gathering in: it also needs the alignment.)
+          // Select predicates on one coordinate are decided once for the block when they are
+          // uniform over it (tessera_ep_block_case), and compiled in as constants: no branch
+          // per element, so the iterations' code interleaves as without the select.
           if (tessera_ep_args.d_pair && row0 + 64 <= p.m && cb + kEpiCols <= p.n &&
               (!kTesseraEpBits || cta.word_bits)) {
-            tessera_sm90_tree_iterations<true, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
+            const int sc = tessera_ep_block_case(tessera_ep_args, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
+            tessera_sm90_tree_inside<kIters, kRowsPerIter>(sc, tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           } else {
-            tessera_sm90_tree_iterations<false, kIters, kRowsPerIter>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
+            tessera_sm90_tree_iterations<false, kIters, kRowsPerIter, 0>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           }
           if (kTesseraEpBits && cta.word_bits) {
             // After the elements (their operands dead): per iteration, each lane puts its

@@ -313,3 +313,61 @@ fn random_select_trees_split_exactly() {
         }
     }
 }
+
+/// The predicates a kernel may decide once per block (`cuda::hoisted_predicates`): for every
+/// form of comparison, each one's boundary and sense (`coord < at` or `coord >= at`) agree with
+/// the evaluator's value of the predicate at every element, so a block whose first and last
+/// coordinates agree is uniform. General predicates are not hoisted, and at most
+/// `MAX_HOISTED` are.
+#[test]
+fn hoisted_predicates_match_the_evaluator() {
+    use tessera_kernels::epilogue::cuda::{hoisted_predicates, MAX_HOISTED};
+    use tessera_kernels::epilogue::tree::Coord;
+    let (m, n, nb) = (23usize, 19usize, 3usize);
+    let acc = vec![0.0f64; m * n * nb];
+    let inp = EvalInputs::new(m, n, nb, &acc);
+    let mut checked = 0;
+    for coord in ["row", "col", "batch"] {
+        for op in ["<", "<=", ">", ">="] {
+            for v in [-2i64, 0, 1, 7, 18, 22, 40] {
+                for pred in [
+                    format!("{coord} {op} {v}"),
+                    format!("{v} {op} {coord}"),
+                    format!("{coord} {op} 3 * {v} - 2"),
+                ] {
+                    let t = parse_epilogue(&format!("select({pred}, acc + 1, acc)")).unwrap();
+                    let h = hoisted_predicates(&t);
+                    assert_eq!(h.len(), 1, "{pred}");
+                    let out = evaluate(&t, &inp).unwrap();
+                    for b in 0..nb {
+                        for i in 0..m {
+                            for j in 0..n {
+                                let c = match h[0].boundary.coord {
+                                    Coord::Row => i,
+                                    Coord::Col => j,
+                                    Coord::Batch => b,
+                                } as i64;
+                                let want = out.d[(b * m + i) * n + j] == 1.0;
+                                let got = (c < h[0].boundary.at) == h[0].below;
+                                assert_eq!(got, want, "{pred} at batch {b}, ({i}, {j})");
+                            }
+                        }
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 3 * 4 * 7 * 3);
+    // A general predicate stays per element; repeated predicates count once; at most
+    // MAX_HOISTED.
+    let t = parse_epilogue("select(row + col < 10, acc, -acc)").unwrap();
+    assert!(hoisted_predicates(&t).is_empty());
+    let t = parse_epilogue("select(row < 5, acc, select(row < 5, 2 * acc, -acc))").unwrap();
+    assert_eq!(hoisted_predicates(&t).len(), 1);
+    let t = parse_epilogue(
+        "select(row < 5, acc, select(col < 3, 2 * acc, select(batch < 1, -acc, acc * acc)))",
+    )
+    .unwrap();
+    assert_eq!(hoisted_predicates(&t).len(), MAX_HOISTED);
+}

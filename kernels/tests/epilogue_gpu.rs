@@ -16,6 +16,7 @@ use tessera_kernels::gemm::DeviceBuf;
 use tessera_kernels::reference::round_to;
 use tessera_kernels::rng::Rng;
 use tessera_kernels::runtime::Runtime;
+use tessera_kernels::sm90::{PathOptions, Schedule, Sm90Options};
 use tessera_kernels::DType;
 
 fn runtime() -> Option<Runtime> {
@@ -719,15 +720,30 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
         }
     }
     // On the 128-row tile grid, and off it (rows and columns).
+    // The sm80-class path, and on sm_90a the Hopper path's cooperative and ping-pong plans:
+    // their interior 64 x 32 blocks decide hoisted predicates once (blocks on either side of
+    // a boundary and across it, one and two predicates).
     let hopper = rt.arch() == Arch::Sm90a;
-    for (text, force_sm80) in [
+    let pingpong = PathOptions::hopper(Sm90Options {
+        tile: Some((128, 128)),
+        schedule: Some(Schedule::PingPong),
+        ..Sm90Options::default()
+    });
+    for (text, path) in [
         "select(row < 128, sigmoid(acc), tanh(acc))",
         "select(row < 100, sigmoid(acc), tanh(acc))",
         "select(col >= 300, relu(acc), select(row > 250, silu(acc), -acc))",
+        "select(batch < 1, select(col < 70, gelu(acc), acc), select(col < 70, acc, -acc))",
     ]
     .into_iter()
-    .flat_map(|t| [(t, true), (t, false)])
-    .filter(|&(_, sm80)| sm80 || hopper)
+    .flat_map(|t| {
+        [
+            (t, PathOptions::sm80()),
+            (t, PathOptions::default()),
+            (t, pingpong),
+        ]
+    })
+    .filter(|&(_, path)| path.force_sm80 || hopper)
     {
         let t = parse_epilogue(text).unwrap();
         let bind = Binding::for_tree(&t, m, n, k, 1, out);
@@ -737,8 +753,8 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
             d: Some(d),
             ..EpBuffers::default()
         };
-        let whole = TreeKernel::plan(&rt, &p, &t, &bind, force_sm80).unwrap();
-        let text = format!("{text} [{}]", whole.path_name());
+        let whole = TreeKernel::plan(&rt, &p, &t, &bind, path).unwrap();
+        let text = format!("{text} [{} {:?}]", whole.path_name(), path.sm90.schedule);
         whole
             .launch(&rt, &a_d, &b_d, &s, &bind, &bufs(&one))
             .unwrap();
@@ -747,7 +763,7 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
             rp.m = reg.rows.end - reg.rows.start;
             rp.n = reg.cols.end - reg.cols.start;
             let rbind = Binding::for_tree(&reg.tree, m, n, k, 1, out);
-            TreeKernel::plan(&rt, &rp, &reg.tree, &rbind, force_sm80)
+            TreeKernel::plan(&rt, &rp, &reg.tree, &rbind, path)
                 .unwrap()
                 .launch_region(
                     &rt,
@@ -779,22 +795,14 @@ fn the_epilogue_benchmark_runs() {
     use tessera_kernels::epilogue::bench::{bench_coordinate, bench_fusions};
     use tessera_kernels::Arch;
     let Some(rt) = runtime() else { return };
-    let paths: &[bool] = if rt.arch() == Arch::Sm90a {
-        &[false, true]
+    let paths: &[PathOptions] = if rt.arch() == Arch::Sm90a {
+        &[PathOptions::default(), PathOptions::sm80()]
     } else {
-        &[true]
+        &[PathOptions::sm80()]
     };
-    for &force_sm80 in paths {
-        let rows = bench_fusions(
-            &rt,
-            &[(256, 512, 128)],
-            &Fusion::ALL,
-            1,
-            2,
-            force_sm80,
-            |_| {},
-        )
-        .unwrap();
+    for &path in paths {
+        let rows =
+            bench_fusions(&rt, &[(256, 512, 128)], &Fusion::ALL, 1, 2, path, |_| {}).unwrap();
         assert_eq!(rows.len(), 9, "every fusion without operand sums");
         for r in &rows {
             assert!(
@@ -809,7 +817,7 @@ fn the_epilogue_benchmark_runs() {
             );
         }
         let t = parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc))").unwrap();
-        let r = bench_coordinate(&rt, (256, 512, 128), &t, 1, 2, force_sm80).unwrap();
+        let r = bench_coordinate(&rt, (256, 512, 128), &t, 1, 2, path).unwrap();
         assert!(r.ours_ms > 0.0 && r.other_ms > 0.0, "{r:?}");
         // One kernel and the per-region launches compute the same D.
         assert!(r.rel_diff < 1e-6, "{r:?}");

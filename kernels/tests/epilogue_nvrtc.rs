@@ -155,8 +155,8 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
     let src = sm90_tree_source(&coop, &Fusion::Bias.tree(), None).unwrap();
     assert!(src.contains("#ifdef TESSERA_EPILOGUE_TREE"));
     let broken = src.replace(
-        "tessera_ep_pair(a, cta, b, row, c,",
-        "tessera_ep_pair_missing(a, cta, b, row, c,",
+        "tessera_ep_pair<kCase>(a, cta, b, row, c,",
+        "tessera_ep_pair_missing<kCase>(a, cta, b, row, c,",
     );
     assert_ne!(broken, src);
     assert!(compile(&broken, "tessera_gemm", Arch::Sm90a, false).is_err());

@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use tessera_kernels::codegen::cuda_source;
 use tessera_kernels::epilogue::{describe, parse_epilogue, to_v1};
+#[cfg(feature = "cuda")]
+use tessera_kernels::sm90::PathOptions;
 use tessera_kernels::sm90::{choose_path, ClusterShare, GemmPath, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::{Arch, DType, Epilogue, GemmPlan, GemmProblem, Major, PlanOptions};
 
@@ -148,6 +150,19 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
     })
 }
 
+/// The path options of a tree epilogue's kernel (`run gemm` / `bench epilogues`): the Hopper
+/// path where the device has it, with the Hopper options given, or `sm80` (no options).
+#[cfg(feature = "cuda")]
+fn tree_path_options(cl: &KernelArgs, op: &str) -> Result<PathOptions, String> {
+    match path_choice(&cl.path)? {
+        PathChoice::Sm80 if cl.hopper_given() || cl.tile.is_some() || cl.stages.is_some() => Err(
+            format!("{op}: with a tree epilogue, --tile, --stages and the Hopper options need the Hopper path"),
+        ),
+        PathChoice::Sm80 => Ok(PathOptions::sm80()),
+        PathChoice::Auto | PathChoice::Sm90 => Ok(PathOptions::hopper(sm90_options(cl)?)),
+    }
+}
+
 /// The plan of the path asked for, with the forced choices.
 fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<GemmPath, String> {
     let k = &a.kernel;
@@ -269,9 +284,10 @@ pub enum BenchCommand {
         /// Timed rounds per contender.
         #[arg(long, default_value_t = 9)]
         rounds: usize,
-        /// Kernel path: `auto` (Hopper on sm_90a) or `sm80`.
-        #[arg(long, default_value = "auto")]
-        path: String,
+        /// Our kernels' path and the Hopper planner's forced choices (e.g. `--schedule
+        /// pingpong`), for the plain GEMM and every tree alike.
+        #[command(flatten)]
+        kernel: KernelArgs,
     },
     /// The ceiling of the sm80-class path: the `mma.sync` (m16n8k16, bf16, fp32 accumulate)
     /// rate with operands in registers, beside cuBLAS's plain GEMM at 4096³ and 8192³.
@@ -517,12 +533,8 @@ fn run_tree(pa: ProblemArgs, seed: Option<u64>) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    if pa.kernel.tile.is_some() || pa.kernel.stages.is_some() {
-        return fail("--tile and --stages are not supported with a tree epilogue yet");
-    }
-    let force_sm80 = match path_choice(&pa.kernel.path) {
-        Ok(PathChoice::Sm80) => true,
-        Ok(_) => false,
+    let path = match tree_path_options(&pa.kernel, "run gemm") {
+        Ok(p) => p,
         Err(e) => return fail(e),
     };
     let p = match problem(&ProblemArgs {
@@ -553,7 +565,7 @@ fn run_tree(pa: ProblemArgs, seed: Option<u64>) -> ExitCode {
     print!("{}", describe(&tree));
     println!();
     let seed = seed.unwrap_or_else(Rng::fresh_seed);
-    match check_tree(&rt, &p, &tree, force_sm80, seed) {
+    match check_tree(&rt, &p, &tree, path, seed) {
         Ok(r) => {
             println!("{r}");
             if r.passed() {
@@ -591,18 +603,14 @@ fn bench_epilogues(
     fusions: Option<String>,
     coord: Vec<String>,
     rounds: usize,
-    path: String,
+    kernel: KernelArgs,
 ) -> ExitCode {
     use tessera_kernels::epilogue::bench::{bench_coordinate, bench_fusions, EpBenchRow};
     use tessera_kernels::epilogue::Fusion;
     use tessera_kernels::runtime::Runtime;
 
-    let force_sm80 = match path_choice(&path) {
-        Ok(PathChoice::Sm80) => true,
-        Ok(PathChoice::Auto) => false,
-        Ok(PathChoice::Sm90) => {
-            return fail("bench epilogues: use `auto` for the Hopper path (it is chosen on sm_90a)")
-        }
+    let path = match tree_path_options(&kernel, "bench epilogues") {
+        Ok(p) => p,
         Err(e) => return fail(e),
     };
     let shapes = match shapes_arg(shapes, quick) {
@@ -682,28 +690,20 @@ fn bench_epilogues(
     );
     let mut all: Vec<(String, EpBenchRow)> = Vec::new();
     for &shape in &shapes {
-        let rows = bench_fusions(
-            &rt,
-            &[shape],
-            &fusions,
-            rounds,
-            inner(shape),
-            force_sm80,
-            |r| {
-                println!(
-                    "{:>18} {:>5} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>8.3} {:>9.1e}",
-                    format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2),
-                    r.path,
-                    r.name,
-                    tf(r.shape, r.ours_ms),
-                    tf(r.shape, r.plain_ms),
-                    tf(r.shape, r.other_ms),
-                    100.0 * r.overhead(),
-                    r.speedup(),
-                    r.rel_diff
-                )
-            },
-        );
+        let rows = bench_fusions(&rt, &[shape], &fusions, rounds, inner(shape), path, |r| {
+            println!(
+                "{:>18} {:>5} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>8.3} {:>9.1e}",
+                format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2),
+                r.path,
+                r.name,
+                tf(r.shape, r.ours_ms),
+                tf(r.shape, r.plain_ms),
+                tf(r.shape, r.other_ms),
+                100.0 * r.overhead(),
+                r.speedup(),
+                r.rel_diff
+            )
+        });
         match rows {
             Ok(rows) => all.extend(rows.into_iter().map(|r| ("fusion".to_string(), r))),
             Err(e) => return fail(e),
@@ -717,7 +717,7 @@ fn bench_epilogues(
     }
     for t in &trees {
         for &shape in shapes.iter().take(2) {
-            match bench_coordinate(&rt, shape, t, rounds, inner(shape), force_sm80) {
+            match bench_coordinate(&rt, shape, t, rounds, inner(shape), path) {
                 Ok(r) => {
                     let (base, vs_base) = match r.baseline_ms {
                         Some(ms) => (
@@ -800,8 +800,8 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             fusions,
             coord,
             rounds,
-            path,
-        } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, path),
+            kernel,
+        } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, kernel),
         BenchCommand::Mma { json, rounds } => return bench_mma(json, rounds),
     };
     let choice = match path_choice(&cl.path) {

@@ -114,12 +114,17 @@ fn operands(rt: &Runtime, (m, n, k): (i64, i64, i64), rng: &mut Rng) -> Result<O
 }
 
 /// Our plain GEMM on the path a tree kernel takes, with the same plan.
-fn plain_kernel(rt: &Runtime, p: &GemmProblem, force_sm80: bool) -> Result<PathKernel> {
-    PathKernel::new(rt, &crate::sm90::plan_path(p, rt.arch(), force_sm80)?)
+fn plain_kernel(
+    rt: &Runtime,
+    p: &GemmProblem,
+    path: crate::sm90::PathOptions,
+) -> Result<PathKernel> {
+    PathKernel::new(rt, &crate::sm90::plan_path(p, rt.arch(), path)?)
 }
 
 /// Ours, plain and cuBLASLt for every shape and fusion (`rounds` medians of `inner` launches),
-/// on the Hopper path where [`crate::sm90::choose_path`] picks it unless `force_sm80`. Ours is
+/// on the path `path` picks ([`crate::sm90::plan_path`]; the Hopper path on sm_90a unless it
+/// forces the sm80-class one). Ours is
 /// what [`TreeKernel::plan`] compiles: the fused v1 kernel for the fusions it expresses (the
 /// row's `path` then ends in `-v1`), else the generated epilogue. Fusions with operand sums
 /// (BGRADA, BGRADB) are skipped: those sums run beside the GEMM.
@@ -129,7 +134,7 @@ pub fn bench_fusions(
     fusions: &[Fusion],
     rounds: usize,
     inner: usize,
-    force_sm80: bool,
+    path: crate::sm90::PathOptions,
     mut progress: impl FnMut(&EpBenchRow),
 ) -> Result<Vec<EpBenchRow>> {
     let lt = LtHandle::new(rt)?;
@@ -137,7 +142,7 @@ pub fn bench_fusions(
     let mut rows = Vec::new();
     for &shape in shapes {
         let o = operands(rt, shape, &mut rng)?;
-        let plain = plain_kernel(rt, &o.p, force_sm80)?;
+        let plain = plain_kernel(rt, &o.p, path)?;
         let plain_args = GemmArgs {
             a: &o.a,
             b: &o.b,
@@ -153,7 +158,7 @@ pub fn bench_fusions(
                 continue; // the operand sums run beside the GEMM; not this benchmark's subject
             }
             let binding = Binding::for_tree(&tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-            let ours = TreeKernel::plan(rt, &o.p, &tree, &binding, force_sm80)?;
+            let ours = TreeKernel::plan(rt, &o.p, &tree, &binding, path)?;
             let uses_bits = binding.aux.is_some_and(|a| a.bits) || binding.aux_in_bits.is_some();
             let bufs = EpBuffers {
                 d: Some(&o.d),
@@ -238,11 +243,11 @@ pub fn bench_coordinate(
     tree: &EpilogueTree,
     rounds: usize,
     inner: usize,
-    force_sm80: bool,
+    path: crate::sm90::PathOptions,
 ) -> Result<EpBenchRow> {
     let mut rng = Rng::new(2);
     let o = operands(rt, shape, &mut rng)?;
-    let plain = plain_kernel(rt, &o.p, force_sm80)?;
+    let plain = plain_kernel(rt, &o.p, path)?;
     // The plain GEMM writes a third buffer (aux, bf16 M x N) so that D2 keeps the split result.
     let plain_args = GemmArgs {
         a: &o.a,
@@ -259,7 +264,7 @@ pub fn bench_coordinate(
         bias_col: Some(&o.bias),
         ..EpBuffers::default()
     };
-    let one = TreeKernel::plan(rt, &o.p, tree, &binding, force_sm80)?;
+    let one = TreeKernel::plan(rt, &o.p, tree, &binding, path)?;
     let mut regions = Vec::new();
     for reg in split_regions(tree, o.p.m, o.p.n, 1)?.regions {
         let mut rp = o.p;
@@ -267,7 +272,7 @@ pub fn bench_coordinate(
         rp.n = reg.cols.end - reg.cols.start;
         let rbind = Binding::for_tree(&reg.tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
         regions.push((
-            TreeKernel::plan(rt, &rp, &reg.tree, &rbind, force_sm80)?,
+            TreeKernel::plan(rt, &rp, &reg.tree, &rbind, path)?,
             rbind,
             reg,
         ));
@@ -297,7 +302,7 @@ pub fn bench_coordinate(
     let base = match coordinate_baseline(tree) {
         Some(t) => {
             let bind = Binding::for_tree(&t, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-            Some((TreeKernel::plan(rt, &o.p, &t, &bind, force_sm80)?, bind))
+            Some((TreeKernel::plan(rt, &o.p, &t, &bind, path)?, bind))
         }
         None => None,
     };

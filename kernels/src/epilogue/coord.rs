@@ -53,6 +53,12 @@ fn literal(e: &Expr) -> Option<i64> {
 
 /// `coord OP value` as a boundary, when the comparison is of that shape.
 fn half_plane(op: CmpOp, a: &Expr, b: &Expr) -> Option<Boundary> {
+    half_plane_sense(op, a, b).map(|(bd, _)| bd)
+}
+
+/// `coord OP value` as a boundary and its sense: `true` when the comparison holds below the
+/// boundary (`coord < at`), `false` when at and above it (`coord >= at`).
+pub fn half_plane_sense(op: CmpOp, a: &Expr, b: &Expr) -> Option<(Boundary, bool)> {
     let (coord, op, v) = match (a, b) {
         (Expr::Leaf(Leaf::Coord(c)), rhs) => (*c, op, literal(rhs)?),
         // `v OP coord` is `coord OP' v` with the comparison mirrored.
@@ -73,7 +79,8 @@ fn half_plane(op: CmpOp, a: &Expr, b: &Expr) -> Option<Boundary> {
         CmpOp::Lt | CmpOp::Ge => v,
         CmpOp::Le | CmpOp::Gt => v.checked_add(1)?,
     };
-    Some(Boundary { coord, at })
+    let below = matches!(op, CmpOp::Lt | CmpOp::Le);
+    Some((Boundary { coord, at }, below))
 }
 
 /// The boundaries of every select's predicate, sorted and deduplicated, and whether some

@@ -81,10 +81,53 @@ fn int_lit(v: i64) -> String {
     }
 }
 
+/// The most select predicates a kernel can fix per block ([`hoisted_predicates`]): each adds
+/// a factor of two to the instantiations of the block's element code.
+pub const MAX_HOISTED: usize = 2;
+
+/// A select predicate the kernel may decide once per block of elements: `coord < at` (or its
+/// negation, `coord >= at`), so that its value over a block of rows `[r_lo, r_hi]` and columns
+/// `[c_lo, c_hi]` is uniform when it is the same at the two corners.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HoistedPredicate {
+    /// The predicate as the tree prints it (the key of the generated code's memo).
+    pub text: String,
+    /// The boundary it compares with.
+    pub boundary: super::coord::Boundary,
+    /// `true` when the predicate is `coord < at`, `false` when it is `coord >= at`.
+    pub below: bool,
+}
+
+/// The select predicates of `tree` that the generated code lets a kernel fix per block, in
+/// order of first appearance (post-order), at most [`MAX_HOISTED`]: those on one coordinate
+/// against a constant. Other predicates stay evaluated per element.
+pub fn hoisted_predicates(tree: &EpilogueTree) -> Vec<HoistedPredicate> {
+    let mut out: Vec<HoistedPredicate> = Vec::new();
+    tree.d.visit_post(&mut |e| {
+        if let Expr::Select(p, _, _) = e {
+            if let Expr::Cmp(op, a, b) = &**p {
+                if let Some((boundary, below)) = super::coord::half_plane_sense(*op, a, b) {
+                    let text = p.to_string();
+                    if out.len() < MAX_HOISTED && !out.iter().any(|h| h.text == text) {
+                        out.push(HoistedPredicate {
+                            text,
+                            boundary,
+                            below,
+                        });
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
 struct Gen {
     body: String,
     memo: HashMap<String, (String, Kind)>,
     next: usize,
+    /// The predicates a block may fix (their index is their bit of `kCase - 1`).
+    hoisted: Vec<HoistedPredicate>,
 }
 
 impl Gen {
@@ -225,7 +268,18 @@ impl Gen {
                 let name = format!("v{}", self.next);
                 self.next += 1;
                 let _ = writeln!(self.body, "  {ty} {name};");
-                let _ = writeln!(self.body, "  if ({}) {{", xp.0);
+                let ptext = p.to_string();
+                match self.hoisted.iter().position(|h| h.text == ptext) {
+                    // kCase != 0: the caller's block has this predicate fixed, as bit j of
+                    // kCase - 1; the branch then folds away at compile time.
+                    Some(j) => writeln!(
+                        self.body,
+                        "  if (kCase ? (((kCase - 1) >> {j}) & 1) != 0 : {}) {{",
+                        xp.0
+                    ),
+                    None => writeln!(self.body, "  if ({}) {{", xp.0),
+                }
+                .expect("writing to a String");
                 for (i, side) in [a, b].into_iter().enumerate() {
                     if i == 1 {
                         let _ = writeln!(self.body, "  }} else {{");
@@ -305,10 +359,12 @@ impl Gen {
 /// ```
 pub fn generate(tree: &EpilogueTree) -> Result<String> {
     tree.check_structure()?;
+    let hoisted = hoisted_predicates(tree);
     let mut g = Gen {
         body: String::new(),
         memo: HashMap::new(),
         next: 0,
+        hoisted: hoisted.clone(),
     };
     let (d, kind) = g.emit(&tree.d)?;
     let d = match kind {
@@ -335,9 +391,10 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
         sinks.contains(&Sink::Bgrad(VecAxis::Col)),
         sinks.contains(&Sink::Aux(AuxFormat::Bits))
     );
+    block_case(&mut s, &hoisted);
     let _ = writeln!(
         s,
-        "__device__ __forceinline__ float tessera_ep_element(const TesseraEpArgs& a, TesseraEpCta& cta,\n                                                   int b, int lrow, int lcol, float acc) {{"
+        "template <int kCase = 0>\n__device__ __forceinline__ float tessera_ep_element(const TesseraEpArgs& a, TesseraEpCta& cta,\n                                                   int b, int lrow, int lcol, float acc) {{"
     );
     let _ = writeln!(s, "  const int row = a.row0 + lrow, col = a.col0 + lcol;");
     let _ = writeln!(s, "  (void)row; (void)col; (void)cta;");
@@ -346,6 +403,61 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
     let _ = writeln!(s, "}}");
     let _ = writeln!(s, "// ---- end of generated epilogue ----");
     Ok(s)
+}
+
+/// `kTesseraEpSides` and `tessera_ep_block_case`: which case of `tessera_ep_element<kCase>` a
+/// block of elements may use. Case 0 evaluates every predicate per element; case `1 + v`
+/// fixes hoisted predicate `j` to bit `j` of `v`, which is right for a block where each of them
+/// has one value: a half-plane on one coordinate is uniform over a block exactly when it has
+/// the same value at the block's first and last row and column.
+fn block_case(s: &mut String, hoisted: &[HoistedPredicate]) {
+    let _ = writeln!(
+        s,
+        "constexpr int kTesseraEpSides = {};  // select predicates a block may fix",
+        hoisted.len()
+    );
+    let _ = writeln!(
+        s,
+        "// The case of tessera_ep_element for launch-relative rows [lr0, lr1] x columns [lc0, lc1]\n// of batch b: 0 when a hoisted predicate changes value inside, else 1 + their values' bits."
+    );
+    let _ = writeln!(
+        s,
+        "__device__ __forceinline__ int tessera_ep_block_case(const TesseraEpArgs& a, int b, int lr0, int lr1,\n                                                     int lc0, int lc1) {{"
+    );
+    if hoisted.is_empty() {
+        let _ = writeln!(
+            s,
+            "  (void)a; (void)b; (void)lr0; (void)lr1; (void)lc0; (void)lc1;"
+        );
+        let _ = writeln!(s, "  return 0;");
+    } else {
+        let _ = writeln!(s, "  int v = 0;");
+        for (j, h) in hoisted.iter().enumerate() {
+            let (lo, hi) = match h.boundary.coord {
+                Coord::Row => (
+                    "static_cast<long long>(a.row0) + lr0",
+                    "static_cast<long long>(a.row0) + lr1",
+                ),
+                Coord::Col => (
+                    "static_cast<long long>(a.col0) + lc0",
+                    "static_cast<long long>(a.col0) + lc1",
+                ),
+                Coord::Batch => ("static_cast<long long>(b)", "static_cast<long long>(b)"),
+            };
+            let op = if h.below { "<" } else { ">=" };
+            let at = int_lit(h.boundary.at);
+            let _ = writeln!(s, "  {{  // {}", h.text);
+            let _ = writeln!(
+                s,
+                "    const bool lo = {lo} {op} {at}, hi = {hi} {op} {at};"
+            );
+            let _ = writeln!(s, "    if (lo != hi) return 0;");
+            let _ = writeln!(s, "    v |= static_cast<int>(lo) << {j};");
+            let _ = writeln!(s, "  }}");
+        }
+        let _ = writeln!(s, "  return 1 + v;");
+    }
+    let _ = writeln!(s, "}}");
 }
 
 /// The epilogue as a kernel includes it: [`EPILOGUE_TREE_CUH`], [`generate`]'s output and

@@ -1,13 +1,15 @@
 // tessera: the fixed functions that call the generated tessera_ep_element.
 
 // Elements (lrow, lcol) and (lrow, lcol + 1) when the latter is inside the launch; stores D
-// (two at a time when a.d_pair and lcol is even).
+// (two at a time when a.d_pair and lcol is even). kCase: tessera_ep_block_case's answer for a
+// block holding both elements (0: decide every predicate per element).
+template <int kCase = 0>
 __device__ __forceinline__ void tessera_ep_pair(const TesseraEpArgs& a, TesseraEpCta& cta,
                                                 int b, int lrow, int lcol, float acc0, float acc1) {
-  const float d0 = tessera_ep_element(a, cta, b, lrow, lcol, acc0);
+  const float d0 = tessera_ep_element<kCase>(a, cta, b, lrow, lcol, acc0);
   const long long i = tessera_ep_at(a.batch_d, a.ldd, b, a.row0 + lrow, a.col0 + lcol);
   if (lcol + 1 < a.cols) {
-    const float d1 = tessera_ep_element(a, cta, b, lrow, lcol + 1, acc1);
+    const float d1 = tessera_ep_element<kCase>(a, cta, b, lrow, lcol + 1, acc1);
     if (a.d_pair && (lcol & 1) == 0) {
       tessera_store2(a.d, i, d0, d1, TESSERA_EP_DT_D);
     } else {
@@ -37,11 +39,12 @@ __device__ __forceinline__ void tessera_ep_opaque_inputs(TesseraEpArgs& a) {
 
 // tessera_ep_pair for a pair the caller knows is inside the launch, with D stored two at a
 // time (a.d_pair, lcol even): no branch between the two elements and the store.
+template <int kCase = 0>
 __device__ __forceinline__ void tessera_ep_pair_inside(const TesseraEpArgs& a, TesseraEpCta& cta,
                                                        int b, int lrow, int lcol, float acc0,
                                                        float acc1) {
-  const float d0 = tessera_ep_element(a, cta, b, lrow, lcol, acc0);
-  const float d1 = tessera_ep_element(a, cta, b, lrow, lcol + 1, acc1);
+  const float d0 = tessera_ep_element<kCase>(a, cta, b, lrow, lcol, acc0);
+  const float d1 = tessera_ep_element<kCase>(a, cta, b, lrow, lcol + 1, acc1);
   tessera_store2(a.d, tessera_ep_at(a.batch_d, a.ldd, b, a.row0 + lrow, a.col0 + lcol), d0, d1,
                  TESSERA_EP_DT_D);
 }

@@ -928,14 +928,14 @@ fn need<'x>(op: &'static str, what: &str, buf: Option<&'x DeviceBuf>) -> Result<
 
 impl TreeFused {
     /// Plans `problem` (plain epilogue) with the fused epilogue [`fused_v1_for`] finds for
-    /// `tree` bound like `binding`, on the planner's path for the runtime's device (or the
-    /// sm80-class path when `force_sm80`), and compiles it; `None` when there is none.
+    /// `tree` bound like `binding`, on the path `path` picks for the runtime's device
+    /// ([`crate::sm90::plan_path`]), and compiles it; `None` when there is none.
     pub fn plan(
         rt: &Runtime,
         problem: &crate::problem::GemmProblem,
         tree: &EpilogueTree,
         binding: &Binding,
-        force_sm80: bool,
+        path: crate::sm90::PathOptions,
     ) -> Result<Option<TreeFused>> {
         refuse_col_major_d("TreeFused::plan", problem)?;
         let Some(e) = fused_v1_for(tree, binding, problem.output) else {
@@ -943,7 +943,7 @@ impl TreeFused {
         };
         let mut p = *problem;
         p.epilogue = e;
-        let path = crate::sm90::plan_path(&p, rt.arch(), force_sm80)?;
+        let path = crate::sm90::plan_path(&p, rt.arch(), path)?;
         Ok(Some(TreeFused {
             kernel: crate::sm90::launch::PathKernel::new(rt, &path)?,
             tree: tree.clone(),
@@ -1055,20 +1055,20 @@ impl TreeKernel {
         })
     }
 
-    /// Plans `problem` with [`crate::sm90::choose_path`] for the runtime's device (or the
-    /// sm80-class path when `force_sm80`) and compiles it with `tree`: with the fused v1
+    /// Plans `problem` on the path `path` picks for the runtime's device
+    /// ([`crate::sm90::plan_path`]) and compiles it with `tree`: with the fused v1
     /// epilogue when the tree amounts to one ([`TreeFused`]), else the generated epilogue.
     pub fn plan(
         rt: &Runtime,
         problem: &crate::problem::GemmProblem,
         tree: &EpilogueTree,
         binding: &Binding,
-        force_sm80: bool,
+        path: crate::sm90::PathOptions,
     ) -> Result<TreeKernel> {
-        if let Some(f) = TreeFused::plan(rt, problem, tree, binding, force_sm80)? {
+        if let Some(f) = TreeFused::plan(rt, problem, tree, binding, path)? {
             return Ok(TreeKernel::Fused(Box::new(f)));
         }
-        let path = crate::sm90::plan_path(problem, rt.arch(), force_sm80)?;
+        let path = crate::sm90::plan_path(problem, rt.arch(), path)?;
         TreeKernel::new(rt, &path, tree, binding)
     }
 

@@ -117,7 +117,7 @@ pub fn check_tree(
     rt: &Runtime,
     problem: &GemmProblem,
     tree: &EpilogueTree,
-    force_sm80: bool,
+    path: crate::sm90::PathOptions,
     seed: u64,
 ) -> Result<TreeReport> {
     const OP: &str = "check_tree";
@@ -146,7 +146,7 @@ pub fn check_tree(
     if bind.c.is_some() {
         bind.beta = 0.5;
     }
-    let kernel = TreeKernel::plan(rt, p, tree, &bind, force_sm80)?;
+    let kernel = TreeKernel::plan(rt, p, tree, &bind, path)?;
     let full = |r: &mut Rng| round(r.vec(nb * m * n, -1.0, 1.0), out);
     let c = full(&mut r);
     let residual = full(&mut r);

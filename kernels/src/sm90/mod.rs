@@ -28,8 +28,8 @@ pub mod launch;
 pub mod verify;
 
 pub use plan::{
-    choose_path, plan_path, ClusterShare, GemmPath, Schedule, Sm90Operand, Sm90Options, Sm90Plan,
-    Sm90Store,
+    choose_path, plan_path, ClusterShare, GemmPath, PathOptions, Schedule, Sm90Operand,
+    Sm90Options, Sm90Plan, Sm90Store,
 };
 
 /// Chapter 5 of the tutorial: the Hopper GEMM, from one shared-memory layout.

@@ -738,20 +738,56 @@ pub fn choose_path(problem: &GemmProblem, arch: Arch) -> Result<GemmPath> {
     }
 }
 
-/// [`choose_path`], or the sm80-class plan of `problem` when `force_sm80` (to run or compare
-/// that path on a Hopper device).
+/// How to pick the kernel path of a problem: [`choose_path`]'s choice with the Hopper
+/// planner's `sm90` options, or the sm80-class path when `force_sm80` (to run or compare that
+/// path on a Hopper device).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathOptions {
+    /// Plan the sm80-class path even where the Hopper path is available.
+    pub force_sm80: bool,
+    /// The Hopper planner's forced choices, used when the Hopper path is taken.
+    pub sm90: Sm90Options,
+}
+
+impl PathOptions {
+    /// The sm80-class path.
+    pub fn sm80() -> PathOptions {
+        PathOptions {
+            force_sm80: true,
+            ..PathOptions::default()
+        }
+    }
+
+    /// [`choose_path`]'s choice, with `sm90`'s options when it is the Hopper path.
+    pub fn hopper(sm90: Sm90Options) -> PathOptions {
+        PathOptions {
+            force_sm80: false,
+            sm90,
+        }
+    }
+}
+
+/// The plan of `problem` on the path `opts` asks for: [`choose_path`]'s choice planned with
+/// `opts.sm90`, or the sm80-class plan when `opts.force_sm80`.
 ///
 /// ```
-/// use tessera_kernels::sm90::{plan_path, GemmPath};
+/// use tessera_kernels::sm90::{plan_path, GemmPath, PathOptions, Schedule, Sm90Options};
 /// use tessera_kernels::{Arch, GemmProblem};
 /// let p = GemmProblem::new(4096, 4096, 4096);
-/// assert!(matches!(plan_path(&p, Arch::Sm90a, false), Ok(GemmPath::Hopper(_))));
-/// assert!(matches!(plan_path(&p, Arch::Sm90a, true), Ok(GemmPath::Sm80(_))));
+/// assert!(matches!(plan_path(&p, Arch::Sm90a, PathOptions::default()), Ok(GemmPath::Hopper(_))));
+/// assert!(matches!(plan_path(&p, Arch::Sm90a, PathOptions::sm80()), Ok(GemmPath::Sm80(_))));
+/// let pp = Sm90Options { tile: Some((128, 128)), schedule: Some(Schedule::PingPong), ..Default::default() };
+/// match plan_path(&p, Arch::Sm90a, PathOptions::hopper(pp)) {
+///     Ok(GemmPath::Hopper(h)) => assert_eq!(h.schedule, Schedule::PingPong),
+///     _ => panic!("a Hopper plan"),
+/// }
 /// ```
-pub fn plan_path(problem: &GemmProblem, arch: Arch, force_sm80: bool) -> Result<GemmPath> {
-    if force_sm80 {
+pub fn plan_path(problem: &GemmProblem, arch: Arch, opts: PathOptions) -> Result<GemmPath> {
+    if opts.force_sm80 {
         crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
+    } else if Sm90Plan::supports(problem, arch) && (problem.k * problem.input.bytes()) % 16 == 0 {
+        Sm90Plan::with_options(problem, opts.sm90).map(|p| GemmPath::Hopper(Box::new(p)))
     } else {
-        choose_path(problem, arch)
+        crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
     }
 }
