@@ -3,11 +3,12 @@
 # visit; docs/perf.md records what each one measured.
 set -u
 S=4096x4096x4096,8192x8192x8192
-b() { echo "## bench gemm $*"; timeout 150 ./tessera bench gemm --path sm90 --shapes $S --rounds 7 "$@" | grep -E "x[0-9]+x|shape"; }
-# Ping-pong at 8192^3: does its fused cost follow the store path (TMA store against the
-# scratch path's st.global)?
-b --schedule pingpong --epilogues "none;bias,relu" --tma-store off
-b --schedule pingpong --epilogues "none;bias,relu;bias,gelu" --tma-store on
-# Cooperative, the fused rows with the TMA store, and a grid of 128 CTAs (512 tiles = 4 waves).
-b --epilogues "bias,relu;bias,gelu" --tma-store on
-b --epilogues "none;bias,relu" --max-ctas 128
+b() { echo "## bench gemm $*"; timeout 150 ./tessera bench gemm --path sm90 --rounds 7 "$@" | grep -E "x[0-9]+x" | head -6; }
+# The ping-pong schedule with short groups of tile rows, against the cooperative default, on
+# the three standard epilogues.
+b --shapes $S
+for g in 1 2 4; do
+  b --shapes $S --schedule pingpong --group-m $g
+done
+echo "## bench epilogues --schedule pingpong --group-m 4"
+timeout 200 ./tessera bench epilogues --quick --schedule pingpong --group-m 4 --rounds 7 --coord none --json "$OUT/bench_epilogues_pp4.json"

@@ -72,6 +72,10 @@ pub struct KernelArgs {
     /// both on every tile) or `pingpong` (alternate tiles, BN at most 128).
     #[arg(long)]
     pub schedule: Option<String>,
+    /// Hopper path: tile rows per group of the persistent tile order (default 8): a group
+    /// is walked column by column, so the tiles running at once share A and B in L2.
+    #[arg(long)]
+    pub group_m: Option<i64>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
     /// problem, else the sm80-class path), `sm80` or `sm90`.
     #[arg(long, default_value = "auto")]
@@ -85,6 +89,7 @@ impl KernelArgs {
             || self.share.is_some()
             || self.tma_store.is_some()
             || self.schedule.is_some()
+            || self.group_m.is_some()
     }
 }
 
@@ -146,7 +151,7 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
         share,
         tma_store,
         schedule,
-        ..Sm90Options::default()
+        group_m: cl.group_m,
     })
 }
 
