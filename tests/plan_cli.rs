@@ -77,10 +77,22 @@ fn cluster_is_shown_and_emitted() {
         "--tma-store",
         "on",
         "--epilogue",
-        "bias,gelu,aux",
+        "bias,gelu,aux,c",
     ]);
     assert_ne!(o.status.code(), Some(0));
     assert!(text(&o.stderr).contains("TMA-store"), "{}", text(&o.stderr));
+    // A bias and an aux output go through the TMA-store epilogue by default.
+    let o = plan(&[
+        "--path",
+        "sm90",
+        "--epilogue",
+        "bias,gelu,aux",
+        "--emit-cuda-only",
+    ]);
+    let src = text(&o.stdout);
+    assert!(src.contains("constexpr bool kEpiTmaStore = true;"), "{src}");
+    assert!(src.contains("constexpr int kBiasStage = "), "{src}");
+    assert!(!src.contains("constexpr int kBiasStage = 0;"), "{src}");
     let o = plan(&["--path", "sm90", "--tma-store", "maybe"]);
     assert!(
         text(&o.stderr).contains("`on` or `off`"),

@@ -53,14 +53,16 @@ struct TesseraSm90Params {
 // repeat it for a reader of the parameter block.
 constexpr int kSm90FlagStorePair = 1;
 
-// D is stored by TMA from the plan's shared-memory buffers (kEpiTmaStore plans; the launch
-// sets it when D's address and strides suit TMA and passes D's tensor map).
+// D (and aux, when the epilogue has it) is stored by TMA from the plan's shared-memory buffers
+// (kEpiTmaStore plans; the launch sets it when the addresses and strides suit TMA and passes
+// the tensor maps).
 constexpr int kSm90FlagTmaStore = 2;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
 static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue chunks");
+static_assert(!kEpiTmaStore || !kEpiAux || kStoreBufs >= 2, "a TMA-store pass with aux fills two buffers");
 #if TESSERA_SM90_CLUSTER > 1
 #define TESSERA_SM90_CLUSTER_DIMS __cluster_dims__(TESSERA_SM90_CLUSTER, 1, 1)
 #else
@@ -172,14 +174,10 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
 }
 #endif
 
-// The activation of the plan. GELU (tanh) is computed as x * sigmoid(2u) = x / (1 + e^(-2u)),
-// the same function as 0.5 x (1 + tanh(u)) without its cancellation for negative x, with the
-// fast exponential and division (relative error near 1e-6, far below the 16-bit outputs').
+// The activation of the plan; GELU (tanh) by tessera_gelu_tanh_fast (x sigmoid(2u) with the
+// special-function unit's 2^x and 1/x, relative error near 1e-7).
 __device__ __forceinline__ float tessera_sm90_activate(float x) {
-  if (kEpiAct == 3) {
-    const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-    return __fdividef(x, 1.0f + __expf(-2.0f * u));
-  }
+  if (kEpiAct == 3) return tessera_gelu_tanh_fast(x);
   return tessera_activate(x, kEpiAct);
 }
 
@@ -297,7 +295,8 @@ __device__ __forceinline__ void tessera_sm90_tree_inside(int sc, const TesseraEp
 extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
                  const __grid_constant__ TesseraTmaMap tma_b,
-                 const __grid_constant__ TesseraTmaMap tma_d, const TesseraSm90Params p
+                 const __grid_constant__ TesseraTmaMap tma_d,
+                 const __grid_constant__ TesseraTmaMap tma_aux, const TesseraSm90Params p
 #ifdef TESSERA_EPILOGUE_TREE
                  // The tree epilogue's tensors and scalars (epilogue::cuda::sm90_tree_source).
                  , const TesseraEpArgs tessera_ep_args
@@ -317,6 +316,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   const unsigned scratch_base = turns + 16;
   // The TMA-store buffers share the scratch's bytes, aligned for their swizzle.
   const unsigned store_base = (scratch_base + kStoreAlign - 1) & ~(kStoreAlign - 1);
+  // Then the bias stage: per consumer warpgroup, two buffers of kBiasStage floats.
+  const unsigned bias_base = scratch_base + kConsumers * 64 * kEpiPitch * 4;
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -381,6 +382,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     const int lane = t % 32;
     float acc[kMHalves][kBN / 2];
     float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - raw)) + cw * 64 * kEpiPitch;
+    // The bias of a tile: kBiasStage values (a column bias: the tile's kBN columns; a row
+    // bias: this warpgroup's 64 kMHalves rows), kBiasPer per thread, loaded from global memory
+    // before the tile's mainloop, written to buffer (local & 1) after it and read by the
+    // epilogue after its first barrier. Two buffers: a thread may write the next tile's while
+    // another still reads this one's; every thread has passed this tile's epilogue barriers
+    // (so finished the tile before) when anyone writes the buffer again.
+    constexpr int kBiasLen = kBiasStage > 0 ? kBiasStage : 1;
+    constexpr int kBiasPer = (kBiasLen + 127) / 128;
+    float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kBiasLen;
     const int step = kPingPong ? 2 : 1;
     int local = 0;  // tiles this warpgroup has started
     for (int n = kPingPong ? cw : 0;; n += step, ++local) {
@@ -403,6 +413,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
 #else
       tessera_sm90_tile(tile, p, b, tm, tn);
+#endif
+#ifndef TESSERA_EPILOGUE_TREE
+      float bias_in[kBiasPer];
+      if (kEpiBias != 0 && kBiasStage > 0) {
+#pragma unroll
+        for (int i = 0; i < kBiasPer; ++i) {
+          const int e = t + 128 * i;
+          const int g = kEpiBias == 2 ? tn * kBN + e : tm * kBM + (kPingPong ? e : 64 * cw + e);
+          const bool in = e < kBiasStage && g < (kEpiBias == 2 ? p.n : p.m);
+          bias_in[i] = in ? tessera_load(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0.0f;
+        }
+      }
 #endif
       // This tile's first k-tile is the (n k_tiles)-th the producer loaded.
       const unsigned long long g0 = (unsigned long long)n * k_tiles;
@@ -447,31 +469,45 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       }
 
 #ifndef TESSERA_EPILOGUE_TREE
+      // This tile's bias buffer (read after the epilogue's first barrier).
+      const float* bias_t = bias_s + (local & 1) * kBiasLen;
+      if (kEpiBias != 0 && kBiasStage > 0) {
+#pragma unroll
+        for (int i = 0; i < kBiasPer; ++i) {
+          const int e = t + 128 * i;
+          if (e < kBiasStage) bias_s[(local & 1) * kBiasLen + e] = bias_in[i];
+        }
+      }
       if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
-        // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block, finished
-        // in registers (the fragment's own rows and columns), goes into one of kStoreBufs
-        // swizzled buffers in the output type; one thread stores the buffer with TMA, which
-        // clips the block to D. Nothing waits for the stores but the reuse of their buffer.
+        // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block is finished
+        // in registers (the fragment's own rows and columns) and packed in the output type,
+        // then written into a swizzled shared-memory buffer; one thread stores the buffer with
+        // TMA, which clips the block to D. Without aux the passes alternate between kStoreBufs
+        // buffers; with aux each pass fills two, D's and aux's (the pre-activation), stored
+        // with their own tensor maps. Nothing waits for the stores but the reuse of a buffer,
+        // and that wait comes after the pass's arithmetic.
         constexpr int kPassesN = kBN / kEpiCols;
+        constexpr int kPairs = kEpiRegs / 2;
         const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
-#pragma unroll 1
+        // The bias stage written above is read before the passes' barriers: one barrier first.
+        if (kEpiBias != 0 && kBiasStage > 0) tessera_bar_sync(1 + cw, 128);
+        // Unrolled: each pass names its accumulator registers directly (a rolled loop selects
+        // them at run time, 8 selects per value over the 8 passes of a 256-column tile).
+#pragma unroll
         for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
           const int h = pass / kPassesN;
           const int j = pass % kPassesN;
           const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
           const int cb = tn * kBN + j * kEpiCols;
           // The row bias of this thread's two rows of the pass, those of its registers 0 and 2
-          // (the planner checks every register of a pass is on one of them).
+          // (the planner checks every register of a pass is on one of them); zero past D.
           float br0 = 0.0f, br1 = 0.0f;
           if (kEpiBias == 1) {
-            const int ra = row0 + tessera_acc_row(t, 0), rb = row0 + tessera_acc_row(t, 2);
-            if (ra < p.m) br0 = tessera_load(p.bias, (long long)b * p.batch_bias + ra, kEpiOut);
-            if (rb < p.m) br1 = tessera_load(p.bias, (long long)b * p.batch_bias + rb, kEpiOut);
+            br0 = bias_t[64 * h + tessera_acc_row(t, 0)];
+            br1 = bias_t[64 * h + tessera_acc_row(t, 2)];
           }
-          const unsigned buf = bufs + (pass % kStoreBufs) * kStoreBufBytes;
-          // The store that last read this buffer has read it.
-          if (t == 0) tessera_bulk_wait_read<kStoreBufs - 1>();
-          tessera_bar_sync(1 + cw, 128);
+          // The pass's results, packed: D's, and the pre-activation for aux.
+          unsigned dpk[kPairs], apk[kEpiAux ? kPairs : 1];
           // The pass's registers, in two halves to keep few of them live beside the
           // accumulators (named by compile-time indices: one predicated copy per pass). Register
           // k of any pass sits at (tessera_acc_row(t, k), tessera_acc_col(t, k)) of its block
@@ -498,22 +534,41 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               float x0 = p.alpha * v[kk];
               float x1 = p.alpha * v[kk + 1];
               if (kEpiBias == 2) {
-                const long long bi = (long long)b * p.batch_bias + cb + c;
-                x0 += cb + c < p.n ? tessera_load(p.bias, bi, kEpiOut) : 0.0f;
-                x1 += cb + c + 1 < p.n ? tessera_load(p.bias, bi + 1, kEpiOut) : 0.0f;
+                // The stage holds zeros past D's last column.
+                const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + c);
+                x0 += bc.x;
+                x1 += bc.y;
               } else if (kEpiBias == 1) {
                 const float br = r == tessera_acc_row(t, 0) ? br0 : br1;
                 x0 += br;
                 x1 += br;
               }
-              tessera_sts32(buf + 2 * tessera_store_off(r, c),
-                            tessera_pack2(tessera_sm90_activate(x0), tessera_sm90_activate(x1), kEpiOut));
+              if (kEpiAux) apk[k / 2] = tessera_pack2(x0, x1, kEpiOut);
+              dpk[k / 2] = tessera_pack2(tessera_sm90_activate(x0), tessera_sm90_activate(x1), kEpiOut);
             }
+          }
+          const unsigned buf = bufs + (kEpiAux ? 0 : pass % kStoreBufs) * kStoreBufBytes;
+          const unsigned abuf = bufs + kStoreBufBytes;
+          // The stores that last read these buffers have read them.
+          if (t == 0) {
+            if (kEpiAux) {
+              tessera_bulk_wait_read<0>();
+            } else {
+              tessera_bulk_wait_read<kStoreBufs - 1>();
+            }
+          }
+          tessera_bar_sync(1 + cw, 128);
+#pragma unroll
+          for (int k = 0; k < kEpiRegs; k += 2) {
+            const unsigned off = 2 * tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k));
+            tessera_sts32(buf + off, dpk[k / 2]);
+            if (kEpiAux) tessera_sts32(abuf + off, apk[k / 2]);
           }
           tessera_fence_proxy_async();
           tessera_bar_sync(1 + cw, 128);
           if (t == 0) {
             tessera_tma_store_3d(&tma_d, buf, cb, row0, b);
+            if (kEpiAux) tessera_tma_store_3d(&tma_aux, abuf, cb, row0, b);
             tessera_bulk_commit();
           }
         }
@@ -657,18 +712,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               x1[it] += p.beta * tessera_load(p.c, ci + 1, kEpiOut);
             }
           }
+          // The bias from the tile's stage (read after this pass's barriers).
           if (kEpiBias == 2) {
-            const float b0 = tessera_load(p.bias, (long long)b * p.batch_bias + c, kEpiOut);
-            const float b1 = tessera_load(p.bias, (long long)b * p.batch_bias + c + 1, kEpiOut);
+            const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + 2 * (t % (kEpiCols / 2)));
 #pragma unroll
             for (int it = 0; it < kIters; ++it) {
-              x0[it] += b0;
-              x1[it] += b1;
+              x0[it] += bc.x;
+              x1[it] += bc.y;
             }
           } else if (kEpiBias == 1) {
 #pragma unroll
             for (int it = 0; it < kIters; ++it) {
-              const float br = tessera_load(p.bias, (long long)b * p.batch_bias + r + kRowsPerIter * it, kEpiOut);
+              const float br = bias_t[64 * h + t / (kEpiCols / 2) + kRowsPerIter * it];
               x0[it] += br;
               x1[it] += br;
             }

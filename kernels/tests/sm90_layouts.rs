@@ -9,7 +9,7 @@ use tessera_kernels::sm90::layouts::{
     tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaSwizzle,
 };
 use tessera_kernels::sm90::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
-use tessera_kernels::{DType, Epilogue, GemmProblem};
+use tessera_kernels::{BiasMode, DType, Epilogue, GemmProblem};
 
 fn smem(bits: u32, base: u32, layout: &str) -> SmemLayout {
     SmemLayout {
@@ -504,16 +504,26 @@ fn tma_store_is_planned_only_where_it_applies() {
         tma_store: Some(true),
         ..Default::default()
     };
-    for e in ["aux", "c", "bias,gelu,aux"] {
+    // C is read on the scratch path only.
+    for e in ["c", "bias,gelu,aux,c"] {
         p.epilogue = Epilogue::parse(e).unwrap();
         assert!(Sm90Plan::new(&p).unwrap().store.is_none(), "{e}");
         let err = Sm90Plan::with_options(&p, on).unwrap_err().to_string();
         assert!(err.contains("TMA-store"), "{e}: {err}");
     }
-    // A bias: the scratch path unless asked for.
-    p.epilogue = Epilogue::parse("bias,gelu").unwrap();
-    assert!(Sm90Plan::new(&p).unwrap().store.is_none());
-    assert!(Sm90Plan::with_options(&p, on).unwrap().store.is_some());
+    // A bias (staged in shared memory per tile) and an aux output are stored with TMA.
+    for e in ["aux", "bias,gelu", "rowbias,relu,aux", "bias,gelu,aux"] {
+        p.epilogue = Epilogue::parse(e).unwrap();
+        let plan = Sm90Plan::new(&p).unwrap();
+        assert!(plan.store.is_some(), "{e}");
+        let staged = match plan.problem.epilogue.bias {
+            BiasMode::None => 0,
+            BiasMode::PerCol => plan.consumers * 2 * plan.cta_tile.1 * 4,
+            BiasMode::PerRow => plan.consumers * 2 * 64 * plan.m_halves * 4,
+        };
+        assert_eq!(plan.bias_stage_bytes, staged, "{e}");
+        assert!(plan.smem_bytes <= 232_448, "{e}");
+    }
     p.epilogue = Epilogue::parse("relu").unwrap();
     assert!(Sm90Plan::new(&p).unwrap().store.is_some());
     p.epilogue = Epilogue::default();

@@ -64,8 +64,8 @@ pub struct KernelArgs {
     /// `b` (pair along M); default: the larger tile.
     #[arg(long)]
     pub share: Option<String>,
-    /// Hopper path: store D through shared memory with TMA, `on` (16-bit output, no aux, no
-    /// C) or `off`; default: on when possible and the epilogue has no bias.
+    /// Hopper path: store D (and aux) through shared memory with TMA, `on` (16-bit output,
+    /// no C) or `off`; default: on when possible.
     #[arg(long)]
     pub tma_store: Option<String>,
     /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (default:

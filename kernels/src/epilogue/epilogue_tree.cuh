@@ -102,23 +102,22 @@ __device__ __forceinline__ void tessera_ep_store_bit(const TesseraEpArgs& a, Tes
   }
 }
 
-// The activations use the fast exponential (__expf: a few fp32 ulps for the arguments that
-// matter) and the fast division (__fdividef: 2 ulps, 0 for a divisor beyond 2^126): absolute
-// errors near 1e-7, far below the 16-bit outputs' rounding and within the fp32 tests' bounds.
-__device__ __forceinline__ float tessera_ep_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
+// The activations use the special-function unit's 2^x and 1/x (tessera_ex2, tessera_rcp: a
+// few fp32 ulps, subnormals flushed): absolute errors near 1e-7, far below the 16-bit
+// outputs' rounding and within the fp32 tests' bounds.
+__device__ __forceinline__ float tessera_ep_sigmoid(float x) {
+  return tessera_rcp(1.0f + tessera_ex2(-1.4426950408889634f * x));
+}
 // tanh(|x|) = 1 - 2 / (e^(2|x|) + 1), odd; e^(2|x|) = inf gives 1.
 __device__ __forceinline__ float tessera_ep_tanh(float x) {
-  const float t = 1.0f - __fdividef(2.0f, __expf(2.0f * fabsf(x)) + 1.0f);
+  const float t = 1.0f - 2.0f * tessera_rcp(tessera_ex2(2.8853900817779268f * fabsf(x)) + 1.0f);
   return copysignf(t, x);
 }
 __device__ __forceinline__ float tessera_ep_gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 }
 // 0.5 x (1 + tanh(u)) = x sigmoid(2u): the same function without the cancellation for x < 0.
-__device__ __forceinline__ float tessera_ep_gelu_tanh(float x) {
-  const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-  return x * tessera_ep_sigmoid(2.0f * u);
-}
+__device__ __forceinline__ float tessera_ep_gelu_tanh(float x) { return tessera_gelu_tanh_fast(x); }
 __device__ __forceinline__ float tessera_ep_dgelu(float x) {
   // Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
   return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * __expf(-0.5f * x * x);

@@ -909,7 +909,7 @@ impl TreeSm90 {
             ..Sm90Params::default()
         };
         self.kernel
-            .launch_raw(rt, &tma_a, &tma_b, &tma_a, &params, Some(&args))
+            .launch_raw(rt, [&tma_a, &tma_b, &tma_a, &tma_a], &params, Some(&args))
     }
 }
 

@@ -93,6 +93,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         e.aux,
         e.beta != 0.0
     );
+    let _ = writeln!(
+        s,
+        "constexpr int kBiasStage = {}; // bias values of a tile staged per consumer and buffer (2 buffers)",
+        plan.bias_stage_bytes / (plan.consumers * 2 * 4)
+    );
     for o in [&plan.a, &plan.b] {
         let x = o.name;
         let _ = writeln!(s, "// {x}: smem {} (atom {})", o.smem, o.smem.atom);

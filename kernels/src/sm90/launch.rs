@@ -13,7 +13,7 @@ use crate::runtime::{driver_err, Runtime};
 
 use super::codegen::cuda_source;
 use super::layouts::{TmaBox, TmaSwizzle};
-use super::plan::Sm90Plan;
+use super::plan::{Sm90Plan, Sm90Store};
 
 /// An encoded `CUtensorMap`, passed to the kernel by value (`const __grid_constant__`).
 #[repr(transparent)]
@@ -425,13 +425,17 @@ impl Sm90Kernel {
         let store_pair = pair_ok(Some(args.d), s.ldd, s.batch_d)
             && (e.beta == 0.0 || pair_ok(args.c, s.ldc, s.batch_c))
             && (!e.aux || pair_ok(args.aux, s.ldaux, s.batch_aux));
-        // TMA stores D when the plan has the TMA-store epilogue and D's address and strides
-        // are what a tensor map takes (16-byte multiples).
+        // TMA stores D (and aux) when the plan has the TMA-store epilogue and the addresses
+        // and strides are what a tensor map takes (16-byte multiples).
         let eb = p.output.bytes() as u64;
+        let tma_ok = |buf: &DeviceBuf, ld: i64, batch: i64| {
+            buf.ptr(rt) % 16 == 0
+                && (ld as u64 * eb) % 16 == 0
+                && (p.batch == 1 || (batch as u64 * eb) % 16 == 0)
+        };
         let tma_store = self.plan.store.is_some()
-            && args.d.ptr(rt) % 16 == 0
-            && (s.ldd as u64 * eb) % 16 == 0
-            && (p.batch == 1 || (s.batch_d as u64 * eb) % 16 == 0);
+            && tma_ok(args.d, s.ldd, s.batch_d)
+            && (!e.aux || args.aux.is_some_and(|a| tma_ok(a, s.ldaux, s.batch_aux)));
         Ok(AccessPaths {
             a_vec: true,
             b_vec: true,
@@ -476,26 +480,35 @@ impl Sm90Kernel {
         let (tiles_m, tiles_n) = self.plan.grid_tiles();
         // The epilogue's terms are compiled into the kernel; only the alignment is run-time.
         let mut flags = if paths.store_pair { FLAG_STORE_PAIR } else { 0 };
-        // D's tensor map (`{n, m, batch}`, the store box), or A's as a placeholder the kernel
-        // does not read when D is stored without TMA.
-        let tma_d = match &self.plan.store {
-            Some(st) if paths.tma_store => {
-                flags |= FLAG_TMA_STORE;
+        // D's and aux's tensor maps (`{n, m, batch}`, the store box), or A's as placeholders
+        // the kernel does not read when it stores without TMA (or has no aux).
+        let out_map =
+            |name: &'static str, buf: &DeviceBuf, ld: i64, batch_stride: i64, st: &Sm90Store| {
                 encode_tma(
-                    "D",
+                    name,
                     &TmaOperand {
-                        ptr: args.d.ptr(rt),
+                        ptr: buf.ptr(rt),
                         dtype: p.output,
                         k: p.n,
                         rows: p.m,
-                        ld: s.ldd,
+                        ld,
                         batch: p.batch,
-                        batch_stride: s.batch_d,
+                        batch_stride,
                     },
                     &st.tma,
-                )?
+                )
+            };
+        let (tma_d, tma_aux) = match &self.plan.store {
+            Some(st) if paths.tma_store => {
+                flags |= FLAG_TMA_STORE;
+                let d = out_map("D", args.d, s.ldd, s.batch_d, st)?;
+                let aux = match args.aux {
+                    Some(a) if e.aux => out_map("aux", a, s.ldaux, s.batch_aux, st)?,
+                    _ => tma_a,
+                };
+                (d, aux)
             }
-            _ => tma_a,
+            _ => (tma_a, tma_a),
         };
         let params = Sm90Params {
             d: args.d.ptr(rt),
@@ -535,19 +548,22 @@ impl Sm90Kernel {
             out_dtype: p.output.code(),
             flags,
         };
-        self.launch_raw(rt, &tma_a, &tma_b, &tma_d, &params, None::<&Sm90Params>)?;
+        self.launch_raw(
+            rt,
+            [&tma_a, &tma_b, &tma_d, &tma_aux],
+            &params,
+            None::<&Sm90Params>,
+        )?;
         Ok(paths.in_terms_of(&self.plan.problem))
     }
 
-    /// The persistent launch of checked arguments: the TMA maps of A, B and D (D's is read
-    /// only with the TMA-store flag), the parameter block and
-    /// an optional fourth parameter (the tree epilogue's arguments).
+    /// The persistent launch of checked arguments: the TMA maps of A, B, D and aux (the last
+    /// two read only with the TMA-store flag), the parameter block and an optional last
+    /// parameter (the tree epilogue's arguments).
     pub(crate) fn launch_raw<T: DeviceRepr>(
         &self,
         rt: &Runtime,
-        tma_a: &TmaMap,
-        tma_b: &TmaMap,
-        tma_d: &TmaMap,
+        maps: [&TmaMap; 4],
         params: &Sm90Params,
         extra: Option<&T>,
     ) -> Result<()> {
@@ -567,9 +583,9 @@ impl Sm90Kernel {
             shared_mem_bytes: self.plan.smem_bytes as u32,
         };
         let mut builder = rt.stream().launch_builder(&self.func);
-        builder.arg(tma_a);
-        builder.arg(tma_b);
-        builder.arg(tma_d);
+        for m in maps {
+            builder.arg(m);
+        }
         builder.arg(params);
         if let Some(x) = extra {
             builder.arg(x);

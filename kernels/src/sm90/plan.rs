@@ -191,8 +191,7 @@ pub struct Sm90Options {
     /// The operand a pair shares (cluster 2 only); default: the larger tile, B on a tie.
     pub share: Option<ClusterShare>,
     /// Whether the epilogue stores D through shared memory with TMA ([`Sm90Store`]); it can
-    /// with a 16-bit output, no aux output and no C. Default: when it can and the epilogue has
-    /// no bias.
+    /// with a 16-bit output and no C (an aux output is stored alike). Default: whenever it can.
     pub tma_store: Option<bool>,
 }
 
@@ -285,8 +284,14 @@ pub struct Sm90Plan {
     /// The TMA-store epilogue, when the plan has one. The kernel still takes the fp32-scratch
     /// path at launches whose D TMA cannot address (misaligned address or strides).
     pub store: Option<Sm90Store>,
+    /// The bias of the tile, staged in shared memory (bytes; 0 without a bias): per consumer
+    /// warpgroup two fp32 buffers (alternate tiles) of the tile's bias values, BN of a column
+    /// bias or `64 * m_halves` of a row bias. Each thread loads its share from global memory
+    /// before the tile's mainloop and writes it into the buffer after it, so the epilogue's
+    /// bias reads wait for shared memory, not for L2.
+    pub bias_stage_bytes: i64,
     /// Dynamic shared memory: the stages, the barriers (two per stage and two ping-pong turns),
-    /// the epilogue scratch, and 1024 bytes of alignment slack.
+    /// the epilogue scratch, the bias stage, and 1024 bytes of alignment slack.
     pub smem_bytes: i64,
 }
 
@@ -420,7 +425,12 @@ impl Sm90Plan {
         let budget = Arch::Sm90a.smem_per_block_optin();
         let barriers = 64 * 16 + 16;
         let epilogue_scratch_bytes = consumers * 64 * EPI_PITCH * 4;
-        let fit = (budget - 1024 - barriers - epilogue_scratch_bytes) / stage;
+        let bias_stage_bytes = match problem.epilogue.bias {
+            crate::problem::BiasMode::None => 0,
+            crate::problem::BiasMode::PerCol => consumers * 2 * bn * 4,
+            crate::problem::BiasMode::PerRow => consumers * 2 * 64 * m_halves * 4,
+        };
+        let fit = (budget - 1024 - barriers - epilogue_scratch_bytes - bias_stage_bytes) / stage;
         let stages = opts.stages.unwrap_or(fit.min(6));
         if stages < 2 || stages > fit {
             return Err(KernelError::UnsupportedArch {
@@ -431,19 +441,19 @@ impl Sm90Plan {
         }
         let acc = wgmma_acc_layout(bn)?;
         let epi = &problem.epilogue;
-        let can_store = problem.output.bytes() == 2 && !epi.aux && epi.beta == 0.0;
+        let can_store = problem.output.bytes() == 2 && epi.beta == 0.0;
         let want_store = match opts.tma_store {
             Some(true) if !can_store => {
                 return Err(KernelError::invalid(
                     op,
-                    format!("{problem}: the TMA-store epilogue takes a 16-bit output, no aux output and no C"),
+                    format!("{problem}: the TMA-store epilogue takes a 16-bit output and no C"),
                 ))
             }
             Some(w) => w,
-            // By default only without a bias: the fragment-layout epilogue loads a column
-            // bias one element per column (8 loads per pass per thread, against 2 in the
-            // scratch path), and measured 2-3% slower fused (docs/perf.md, v3.5).
-            None => can_store && epi.bias == crate::problem::BiasMode::None,
+            // By default whenever it can: with the bias staged in shared memory per tile
+            // (`bias_stage_bytes`), the fragment-layout epilogue's bias reads no longer wait
+            // for L2 (the reason v3.5 kept biased epilogues on the scratch path, docs/perf.md).
+            None => can_store,
         };
         let store = if want_store {
             Some(store_plan(&acc, problem.output)?)
@@ -483,7 +493,13 @@ impl Sm90Plan {
             acc,
             epilogue_scratch_bytes,
             store,
-            smem_bytes: stages * stage + 16 * stages + 16 + epilogue_scratch_bytes + 1024,
+            bias_stage_bytes,
+            smem_bytes: stages * stage
+                + 16 * stages
+                + 16
+                + epilogue_scratch_bytes
+                + bias_stage_bytes
+                + 1024,
         })
     }
 
