@@ -2,8 +2,8 @@
 # Experiments for one GPU visit (gpu-visit.sh runs this with EXP=1); their logs go to $OUT. Each
 # visit; docs/perf.md records what each one measured.
 set -u
-S=4096x4096x4096,8192x8192x8192
-b() { echo "## bench gemm $*"; timeout 150 ./tessera bench gemm --path sm90 --rounds 7 "$@" | grep -E "x[0-9]+x" | head -6; }
-# The biased epilogues on the scratch path (the previous default) against the TMA store with
-# the bias staged in shared memory (the new default, in the standard benchmark).
-b --shapes $S --tma-store off
+# The Hopper path on every standard shape (the LLM shapes too), the three epilogues, against
+# cuBLAS / cuBLASLt.
+echo "## bench gemm --path sm90 (all shapes)"
+timeout 300 ./tessera bench gemm --path sm90 --json "$OUT/bench_sm90_all.json" > "$OUT/bench_sm90_all.log" 2>&1
+grep -E "x[0-9]+x" "$OUT/bench_sm90_all.log" | head -32

@@ -54,19 +54,21 @@ fi
 # EXP=1: the experiments of gpu-exp.sh (logs in the work folder, printed below). STD=0 skips
 # the standard benchmarks.
 [ "${EXP:-0}" = 1 ] && OUT="$OUT" bash ./gpu-exp.sh > "$OUT/exp.log" 2>&1
-# FULL=1: every standard shape; otherwise 4096^3 and 8192^3.
+# FULL=1: the GEMM benchmarks on every standard shape (LLM shapes too); otherwise 4096^3 and
+# 8192^3. The tree-epilogue benchmark always takes the two cubes.
 Q=--quick; [ "${FULL:-0}" = 1 ] && Q=
 if [ "${STD:-1}" = 1 ]; then
-timeout 300 ./tessera bench epilogues $Q --json "$OUT/bench_epilogues.json" > "$OUT/bench_epilogues.log" 2>&1
+timeout 300 ./tessera bench epilogues --quick --json "$OUT/bench_epilogues.json" > "$OUT/bench_epilogues.log" 2>&1
 timeout 300 ./tessera bench gemm --path sm90 $Q --json "$OUT/bench_sm90.json" > "$OUT/bench_sm90.log" 2>&1
-timeout 200 ./tessera bench gemm --path sm90 $Q --schedule pingpong --json "$OUT/bench_sm90_pp.json" > "$OUT/bench_sm90_pp.log" 2>&1
+[ "${PP:-1}" = 1 ] && timeout 200 ./tessera bench gemm --path sm90 $Q --schedule pingpong --json "$OUT/bench_sm90_pp.json" > "$OUT/bench_sm90_pp.log" 2>&1
 [ "${FULL:-0}" = 1 ] && timeout 120 ./tessera bench mma --json "$OUT/bench_mma.json" > "$OUT/bench_mma.log" 2>&1
 fi
 [ "${FULL:-0}" = 1 ] && timeout 120 ./tessera bench gemm --path sm80 --quick --json "$OUT/bench_sm80.json" > "$OUT/bench_sm80.log" 2>&1
-# NCU=1: warp-state and instruction profiles of two tree epilogues' GEMMs at 4096^3.
+# NCU=1: warp-state and instruction profiles of two tree epilogues' GEMMs at 4096^3 (the
+# first two launches: the tree kernel and the plain GEMM it is compared with).
 if [ "${NCU:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ]; then
-  for f in relu_aux_bias drelu; do
-    timeout 120 /usr/local/cuda/bin/ncu --kernel-name tessera_gemm --launch-count 1 \
+  for f in ${NCU_FUSIONS:-relu_aux_bias dgelu}; do
+    timeout 150 /usr/local/cuda/bin/ncu --kernel-name tessera_gemm --launch-count 2 \
       --section SpeedOfLight --section WarpStateStats --section InstructionStats --section LaunchStats \
       ./tessera bench epilogues --fusions $f --shapes 4096x4096x4096 --rounds 1 --coord none > "$OUT/ncu_$f.txt" 2>&1
   done
@@ -77,7 +79,7 @@ grep -E "^(tree|PASSED|FAILED|error)|PASS|FAIL" "$OUT/run.log" | cut -c1-200 | t
 if [ "${STD:-1}" = 1 ]; then
 echo "== tree epilogues"; cat "$OUT/bench_epilogues.log"
 echo "== sm90 (Hopper) vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90.log" | head -30
-echo "== sm90 ping-pong vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90_pp.log" | head -30
+[ -f "$OUT/bench_sm90_pp.log" ] && { echo "== sm90 ping-pong vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90_pp.log" | head -30; }
 [ -f "$OUT/bench_mma.log" ] && { echo "== mma.sync ceiling"; cat "$OUT/bench_mma.log"; }
 fi
 [ -f "$OUT/exp.log" ] && { echo "== experiments"; grep -vE "^(compiling|warm)" "$OUT/exp.log" | tail -60; }
