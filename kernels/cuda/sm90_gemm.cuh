@@ -270,28 +270,6 @@ __device__ __forceinline__ void tessera_sm90_tree_iterations(const TesseraEpArgs
   }
 }
 
-// Prefetches into L1 what pass `pass` of this warpgroup's tile will read from the tree's
-// global inputs (tessera_ep_prefetch at the elements this thread computes in that pass), so
-// that the pass's loads find their lines in L1 instead of waiting for L2 or memory: called
-// before a tile's mainloop for its first pass, and in each pass for the next.
-__device__ __forceinline__ void tessera_sm90_tree_prefetch(const TesseraEpArgs& a,
-                                                           const TesseraSm90Params& p, int b,
-                                                           int tm, int tn, int cw, int t,
-                                                           int pass) {
-  constexpr int kPassesN = kBN / kEpiCols;
-  constexpr int kIters = 64 * (kEpiCols / 2) / 128;
-  constexpr int kRowsPerIter = 128 / (kEpiCols / 2);
-  const int h = pass / kPassesN;
-  const int j = pass % kPassesN;
-  const int c = tn * kBN + j * kEpiCols + 2 * (t % (kEpiCols / 2));
-  const int r = tm * kBM + (kPingPong ? 64 * h : 64 * cw) + t / (kEpiCols / 2);
-  if (c >= p.n) return;
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    if (r + kRowsPerIter * it < p.m) tessera_ep_prefetch(a, b, r + kRowsPerIter * it, c, it == 0);
-  }
-}
-
 // The iterations of a block inside the launch, in case `sc` of tessera_ep_block_case: one
 // instantiation per case the tree has (1 + 2^kTesseraEpSides), each with the block's hoisted
 // select predicates as constants.
@@ -447,8 +425,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           bias_in[i] = in ? tessera_load(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0.0f;
         }
       }
-#else
-      tessera_sm90_tree_prefetch(tessera_ep_args, p, b, tm, tn, cw, t, 0);
 #endif
       // This tile's first k-tile is the (n k_tiles)-th the producer loaded.
       const unsigned long long g0 = (unsigned long long)n * k_tiles;
@@ -612,11 +588,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         const int h = pass / kPassesN;
         const int j = pass % kPassesN;
         const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
-#ifdef TESSERA_EPILOGUE_TREE
-        if (pass + 1 < kMHalves * kPassesN) {
-          tessera_sm90_tree_prefetch(tessera_ep_args, p, b, tm, tn, cw, t, pass + 1);
-        }
-#endif
 #pragma unroll
         for (int hh = 0; hh < kMHalves; ++hh) {
 #pragma unroll

@@ -401,63 +401,8 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
     s.push_str(&g.body);
     let _ = writeln!(s, "  return {d};");
     let _ = writeln!(s, "}}");
-    prefetch(&mut s, tree);
     let _ = writeln!(s, "// ---- end of generated epilogue ----");
     Ok(s)
-}
-
-/// `tessera_ep_prefetch`: an L1 prefetch of each global input element `(lrow, lcol)` reads
-/// (those that vary with the row always, a column vector only when `cols`, so that a caller
-/// walking the rows of one column prefetches it once).
-fn prefetch(s: &mut String, tree: &EpilogueTree) {
-    let _ = writeln!(
-        s,
-        "// The global inputs of element (lrow, lcol), prefetched into L1 (column vectors when `cols`).\n__device__ __forceinline__ void tessera_ep_prefetch(const TesseraEpArgs& a, int b, int lrow, int lcol,\n                                                    bool cols) {{"
-    );
-    let _ = writeln!(s, "  const int row = a.row0 + lrow, col = a.col0 + lcol;");
-    let _ = writeln!(s, "  (void)a; (void)b; (void)row; (void)col; (void)cols;");
-    let at = |bs: &str, ld: &str| format!("tessera_ep_at(a.{bs}, a.{ld}, b, row, col)");
-    if tree.d.uses(Leaf::C) {
-        let _ = writeln!(
-            s,
-            "  if (TESSERA_EP_READ_C) tessera_ep_prefetch_at(a.c, {}, TESSERA_EP_DT_C);",
-            at("batch_c", "ldc")
-        );
-    }
-    if tree.d.uses(Leaf::Residual) {
-        let _ = writeln!(
-            s,
-            "  tessera_ep_prefetch_at(a.residual, {}, TESSERA_EP_DT_R);",
-            at("batch_r", "ldr")
-        );
-    }
-    if tree.d.uses(Leaf::AuxIn) {
-        let _ = writeln!(
-            s,
-            "  tessera_ep_prefetch_at(a.aux_in, {}, TESSERA_EP_DT_AUX_IN);",
-            at("batch_aux_in", "ld_aux_in")
-        );
-    }
-    if tree.d.uses(Leaf::AuxInBits) {
-        let _ = writeln!(
-            s,
-            "  tessera_ep_prefetch_bit(a.aux_in, {});",
-            at("batch_aux_in", "ld_aux_in")
-        );
-    }
-    if tree.d.uses(Leaf::BiasRow) {
-        let _ = writeln!(
-            s,
-            "  tessera_ep_prefetch_at(a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW);"
-        );
-    }
-    if tree.d.uses(Leaf::BiasCol) {
-        let _ = writeln!(
-            s,
-            "  if (cols) tessera_ep_prefetch_at(a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL);"
-        );
-    }
-    let _ = writeln!(s, "}}");
 }
 
 /// `kTesseraEpSides` and `tessera_ep_block_case`: which case of `tessera_ep_element<kCase>` a

@@ -79,17 +79,6 @@ __device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bi
   return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
 }
 
-// A hint that element i of an input (or the word holding bit i of a mask) will be read soon:
-// its line is fetched into L1, where the non-coherent loads above find it. A kernel calls
-// tessera_ep_prefetch (generated) a pass ahead, so the loads do not wait for L2 or memory.
-__device__ __forceinline__ void tessera_ep_prefetch_at(const void* p, long long i, int dtype) {
-  const char* q = static_cast<const char*>(p) + i * (dtype == 2 ? 4 : 2);
-  asm volatile("prefetch.global.L1 [%0];" : : "l"(q));
-}
-__device__ __forceinline__ void tessera_ep_prefetch_bit(const void* p, long long bit) {
-  asm volatile("prefetch.global.L1 [%0];" : : "l"(static_cast<const unsigned*>(p) + (bit >> 5)));
-}
-
 // Each bit is owned by one thread: clear it, then set it. Other threads' bits in the word are
 // untouched by both atomics, so concurrent writers of one word compose. With word_bits (the
 // Hopper kernel, word-aligned rows) the bit is only noted for the kernel's word stores.
