@@ -42,6 +42,8 @@ if [ "${SAN:-0}" = 1 ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
 --path sm90 --tile 128x256 --epilogue bias,gelu,aux,c
 --path sm90 --schedule pingpong --epilogue rowbias,relu,aux
 --path sm90 --cluster 2 --epilogue bias,relu
+--path sm90 --epilogue bias,gelu_tanh,aux
+--path sm90 --cluster 2 --epilogue rowbias,gelu,aux
 --path sm90 --epilogue relu_aux_bias
 --path sm90 --epilogue dgelu_bgrad
 --path sm90 --tile 128x256 --epilogue select(col<100,sigmoid(acc),select(row>=128,tanh(acc),acc))
