@@ -141,19 +141,16 @@ __device__ __forceinline__ float tessera_gelu_tanh_fast(float x) {
 
 // Activations: 0 none, 1 ReLU, 2 GELU (erf), 3 GELU (tanh approximation, as cuBLASLt).
 // `coarse`: the result is rounded to bf16 (relative error 2^-8), so tanh may use the hardware
-// approximation (relative error about 2^-11); otherwise tanh(u) = 1 - 2 / (exp(2u) + 1) with
-// the fast exponential and division (relative error about 1e-6, absolute about 1e-7 near 0).
+// approximation (relative error about 2^-11, one special-function operation); otherwise
+// tessera_gelu_tanh_fast (relative error near 1e-7).
 __device__ __forceinline__ float tessera_activate(float x, int act, bool coarse = false) {
   if (act == 1) return fmaxf(x, 0.0f);
   if (act == 2) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
   if (act == 3) {
+    if (!coarse) return tessera_gelu_tanh_fast(x);
     const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
     float t;
-    if (coarse) {
-      asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
-    } else {
-      t = 1.0f - __fdividef(2.0f, __expf(2.0f * u) + 1.0f);
-    }
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
     return 0.5f * x * (1.0f + t);
   }
   return x;

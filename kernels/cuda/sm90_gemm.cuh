@@ -63,6 +63,9 @@ static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
 static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue chunks");
 static_assert(!kEpiTmaStore || !kEpiAux || kStoreBufs >= 2, "a TMA-store pass with aux fills two buffers");
+// The plan stages a tile's bias exactly when the epilogue has one (tree kernels: neither).
+constexpr bool kStageBias = kBiasStage > 0;
+static_assert(kStageBias == (kEpiBias != 0), "a bias stage for a bias, none without");
 #if TESSERA_SM90_CLUSTER > 1
 #define TESSERA_SM90_CLUSTER_DIMS __cluster_dims__(TESSERA_SM90_CLUSTER, 1, 1)
 #else
@@ -174,13 +177,6 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
 }
 #endif
 
-// The activation of the plan; GELU (tanh) by tessera_gelu_tanh_fast (x sigmoid(2u) with the
-// special-function unit's 2^x and 1/x, relative error near 1e-7).
-__device__ __forceinline__ float tessera_sm90_activate(float x) {
-  if (kEpiAct == 3) return tessera_gelu_tanh_fast(x);
-  return tessera_activate(x, kEpiAct);
-}
-
 // Pre-activation of one element: alpha * acc + beta * C + bias. The epilogue's terms, its
 // activation and the output type are compile-time constants of the plan (kEpi*), so each
 // variant's code is only what it computes.
@@ -217,8 +213,8 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
       if (second) tessera_store(p.aux, ai + 1, x1, kEpiOut);
     }
   }
-  const float y0 = tessera_sm90_activate(x0);
-  const float y1 = tessera_sm90_activate(x1);
+  const float y0 = tessera_activate(x0, kEpiAct);
+  const float y1 = tessera_activate(x1, kEpiAct);
   if (pair) {
     tessera_store2(p.d, di, y0, y1, kEpiOut);
   } else {
@@ -416,7 +412,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #endif
 #ifndef TESSERA_EPILOGUE_TREE
       float bias_in[kBiasPer];
-      if (kEpiBias != 0 && kBiasStage > 0) {
+      if (kStageBias) {
 #pragma unroll
         for (int i = 0; i < kBiasPer; ++i) {
           const int e = t + 128 * i;
@@ -470,12 +466,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 
 #ifndef TESSERA_EPILOGUE_TREE
       // This tile's bias buffer (read after the epilogue's first barrier).
-      const float* bias_t = bias_s + (local & 1) * kBiasLen;
-      if (kEpiBias != 0 && kBiasStage > 0) {
+      float* bias_t = bias_s + (local & 1) * kBiasLen;
+      if (kStageBias) {
 #pragma unroll
         for (int i = 0; i < kBiasPer; ++i) {
-          const int e = t + 128 * i;
-          if (e < kBiasStage) bias_s[(local & 1) * kBiasLen + e] = bias_in[i];
+          if (t + 128 * i < kBiasStage) bias_t[t + 128 * i] = bias_in[i];
         }
       }
       if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
@@ -490,7 +485,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         constexpr int kPairs = kEpiRegs / 2;
         const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
         // The bias stage written above is read before the passes' barriers: one barrier first.
-        if (kEpiBias != 0 && kBiasStage > 0) tessera_bar_sync(1 + cw, 128);
+        if (kStageBias) tessera_bar_sync(1 + cw, 128);
         // Unrolled: each pass names its accumulator registers directly (a rolled loop selects
         // them at run time, 8 selects per value over the 8 passes of a 256-column tile).
 #pragma unroll
@@ -544,19 +539,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
                 x1 += br;
               }
               if (kEpiAux) apk[k / 2] = tessera_pack2(x0, x1, kEpiOut);
-              dpk[k / 2] = tessera_pack2(tessera_sm90_activate(x0), tessera_sm90_activate(x1), kEpiOut);
+              dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct), tessera_activate(x1, kEpiAct), kEpiOut);
             }
           }
           const unsigned buf = bufs + (kEpiAux ? 0 : pass % kStoreBufs) * kStoreBufBytes;
           const unsigned abuf = bufs + kStoreBufBytes;
           // The stores that last read these buffers have read them.
-          if (t == 0) {
-            if (kEpiAux) {
-              tessera_bulk_wait_read<0>();
-            } else {
-              tessera_bulk_wait_read<kStoreBufs - 1>();
-            }
-          }
+          if (t == 0) tessera_bulk_wait_read<kEpiAux ? 0 : kStoreBufs - 1>();
           tessera_bar_sync(1 + cw, 128);
 #pragma unroll
           for (int k = 0; k < kEpiRegs; k += 2) {
@@ -734,8 +723,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             if (kEpiAux) {
               tessera_store2(p.aux, (long long)b * p.batch_aux + row * p.ldaux + c, x0[it], x1[it], kEpiOut);
             }
-            tessera_store2(p.d, (long long)b * p.batch_d + row * p.ldd + c, tessera_sm90_activate(x0[it]),
-                           tessera_sm90_activate(x1[it]), kEpiOut);
+            tessera_store2(p.d, (long long)b * p.batch_d + row * p.ldd + c, tessera_activate(x0[it], kEpiAct),
+                           tessera_activate(x1[it], kEpiAct), kEpiOut);
           }
         } else {
 #pragma unroll

@@ -8,7 +8,7 @@ use tessera_layout::Layout;
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
 use crate::plan::SmemLayout;
-use crate::problem::{DType, GemmProblem, Major};
+use crate::problem::{BiasMode, DType, GemmProblem, Major};
 use tessera_layout::composition;
 use tessera_swizzle::algebra::composition as sw_composition;
 use tessera_swizzle::{bank_conflicts, BankConflicts};
@@ -426,9 +426,9 @@ impl Sm90Plan {
         let barriers = 64 * 16 + 16;
         let epilogue_scratch_bytes = consumers * 64 * EPI_PITCH * 4;
         let bias_stage_bytes = match problem.epilogue.bias {
-            crate::problem::BiasMode::None => 0,
-            crate::problem::BiasMode::PerCol => consumers * 2 * bn * 4,
-            crate::problem::BiasMode::PerRow => consumers * 2 * 64 * m_halves * 4,
+            BiasMode::None => 0,
+            BiasMode::PerCol => consumers * 2 * bn * 4,
+            BiasMode::PerRow => consumers * 2 * 64 * m_halves * 4,
         };
         let fit = (budget - 1024 - barriers - epilogue_scratch_bytes - bias_stage_bytes) / stage;
         let stages = opts.stages.unwrap_or(fit.min(6));
