@@ -286,13 +286,161 @@ __device__ __forceinline__ void tessera_sm90_tree_inside(int sc, const TesseraEp
   }
   tessera_sm90_tree_iterations<true, kIters, kRowsPerIter, 0>(a, cta, p, b, r, c, t, v, pass_bits);
 }
+
+// The inputs the fragment path stages (sm90_tree_source's kTesseraEpStage*), in slot order
+// C, residual, aux_in.
+constexpr int kTesseraEpStaged = int(kTesseraEpStageC) + int(kTesseraEpStageR) + int(kTesseraEpStageX);
+constexpr int kTesseraEpInRows = kTesseraEpStaged > 0 ? kTesseraEpStaged : 1;
+static_assert(kTesseraEpStaged <= kStagedInputs, "the plan has buffers for every staged input");
+static_assert(kTesseraEpStaged == 0 || kEpiTmaStore, "inputs are staged on the fragment path");
+
+// The type of staged input `i`.
+__device__ __forceinline__ int tessera_sm90_in_dtype(const TesseraEpArgs& a, int i) {
+  (void)a;
+  if (kTesseraEpStageC && i == 0) return TESSERA_EP_DT_C;
+  if (kTesseraEpStageR && i == int(kTesseraEpStageC)) return TESSERA_EP_DT_R;
+  return TESSERA_EP_DT_AUX_IN;
+}
+
+// The launch-relative origin of pass q of a consumer's part of tile (tm, tn).
+__device__ __forceinline__ void tessera_sm90_pass_origin(int q, int tm, int tn, int cw, int& row0,
+                                                         int& cb) {
+  constexpr int kPassesN = kBN / kEpiCols;
+  row0 = tm * kBM + (kPingPong ? 64 * (q / kPassesN) : 64 * cw);
+  cb = tn * kBN + (q % kPassesN) * kEpiCols;
+}
+
+// The staged inputs' blocks of the pass at (row0, cb) of batch b: loaded by TMA into the
+// buffers at `buf` (input i at buf + i kInBufs kStoreBufBytes), completing barrier `bar`, or
+// (kL2) only fetched into L2.
+template <bool kL2>
+__device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
+                                                        const TesseraTmaMap* mr,
+                                                        const TesseraTmaMap* mx, unsigned buf,
+                                                        unsigned bar, int row0, int cb, int b) {
+  if (!kL2) tessera_mbar_arrive_expect_tx(bar, kTesseraEpStaged * kStoreBufBytes);
+  const TesseraTmaMap* maps[3] = {mc, mr, mx};
+  const bool on[3] = {kTesseraEpStageC, kTesseraEpStageR, kTesseraEpStageX};
+  int i = 0;
+#pragma unroll
+  for (int m = 0; m < 3; ++m) {
+    if (!on[m]) continue;
+    if (kL2) {
+      tessera_tma_prefetch_3d(maps[m], cb, row0, b);
+    } else {
+      tessera_tma_load_3d(buf + i * kInBufs * kStoreBufBytes, maps[m], bar, cb, row0, b);
+    }
+    ++i;
+  }
+}
+
+// The fragment path of the tree epilogue (TMA-store plans): one pass, the warpgroup's
+// 64 x kEpiCols block at launch-relative (row0, cb), computed where the accumulators are.
+// Register k of the pass is element (row0 + tessera_acc_row(t, k), cb + tessera_acc_col(t, k))
+// and the planner checked the wgmma fragment's form (epilogue::cuda::check_fragment_form):
+// pair k/2 of registers (k, k + 1) is columns (c, c + 1) of row slot (k / 2) % 2 (the rows of
+// registers 0 and 2) and column slots 2 (k / 4), 2 (k / 4) + 1. Out: D's and aux's values
+// packed in their types (dpk, apk), the row slots' partial sums (added to rs), the column
+// slots' partial sums over this thread's two rows (cs, zeroed here), and the aux bits of the
+// row slots at their column's bit of the pass's word (wb, zeroed here). kInside: the block is
+// inside the launch, no bounds checks; kCase: tessera_ep_block_case's case of the block.
+template <bool kInside, int kCase>
+__device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, TesseraEpCta& cta,
+                                                       const TesseraSm90Params& p, int b,
+                                                       int row0, int cb, int t,
+                                                       const float (&v)[kEpiRegs],
+                                                       unsigned (&dpk)[kEpiRegs / 2],
+                                                       unsigned (&apk)[kEpiRegs / 2],
+                                                       float (&rs)[2], float (&cs)[kEpiRegs / 2],
+                                                       unsigned (&wb)[2],
+                                                       const unsigned char* in) {
+  // The input loads may move above earlier stores, but only within a group of kGroup pairs
+  // (as in tessera_sm90_tree_iterations: all of a pass's loads beside the accumulators spill).
+  constexpr int kGroup = 4;
+  TesseraEpArgs g = a;
+  // The launch takes this path with a bit mask only when its words can be gathered.
+  cta.word_bits = kTesseraEpBits;
+  cta.aux_capture = true;
+  // The staged inputs' values come from their blocks in shared memory: input i's at
+  // in + i kInBufs kStoreBufBytes, in the order C, residual, aux_in.
+  cta.staged_c = kTesseraEpStageC;
+  cta.staged_r = kTesseraEpStageR;
+  cta.staged_x = kTesseraEpStageX;
+  constexpr int kSlotR = int(kTesseraEpStageC), kSlotX = int(kTesseraEpStageC) + int(kTesseraEpStageR);
+  wb[0] = wb[1] = 0u;
+#pragma unroll
+  for (int k = 0; k < kEpiRegs / 2; ++k) cs[k] = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kEpiRegs; k += 2) {
+    if ((k / 2) % kGroup == 0) tessera_ep_opaque_inputs(g);
+    const int cc = tessera_acc_col(t, k);
+    const int row = row0 + tessera_acc_row(t, k);
+    const int col = cb + cc;
+    cta.reg_row = 0.0f;
+    cta.reg_col0 = 0.0f;
+    cta.reg_col1 = 0.0f;
+    cta.bits = 0u;
+    float d0 = 0.0f, d1 = 0.0f, x0 = 0.0f, x1 = 0.0f;
+    if (kInside || (row < p.m && col < p.n)) {
+      // This pair's staged values (read here, not for the whole pass up front: few live
+      // registers beside the accumulators).
+      unsigned w[kTesseraEpInRows];
+      const int off = 2 * tessera_store_off(tessera_acc_row(t, k), cc);
+#pragma unroll
+      for (int i = 0; i < kTesseraEpStaged; ++i) {
+        w[i] = *reinterpret_cast<const unsigned*>(in + i * kInBufs * kStoreBufBytes + off);
+      }
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (e == 1 && !kInside && col + 1 >= p.n) break;
+        const auto half = [&](int i) {
+          return tessera_b16_to_f32((tessera_b16)(e == 0 ? w[i] & 0xffffu : w[i] >> 16), tessera_sm90_in_dtype(a, i));
+        };
+        if (kTesseraEpStageC) cta.in_c = half(0);
+        if (kTesseraEpStageR) cta.in_r = half(kSlotR);
+        if (kTesseraEpStageX) cta.in_x = half(kSlotX);
+        const float d = tessera_ep_element<kCase>(g, cta, b, row, col + e, v[k + e]);
+        (e == 0 ? d0 : d1) = d;
+        (e == 0 ? x0 : x1) = cta.aux_val;
+      }
+    }
+    dpk[k / 2] = tessera_pack2(d0, d1, TESSERA_EP_DT_D);
+    if (kTesseraEpAuxFull) apk[k / 2] = tessera_pack2(x0, x1, tessera_ep_aux_dtype(g));
+    rs[(k / 2) % 2] += cta.reg_row;
+    cs[2 * (k / 4)] += cta.reg_col0;
+    cs[2 * (k / 4) + 1] += cta.reg_col1;
+    wb[(k / 2) % 2] |= cta.bits << cc;
+  }
+}
+
+// tessera_sm90_tree_frag for a block inside the launch, in case `sc` of tessera_ep_block_case.
+template <typename... Rest>
+__device__ __forceinline__ void tessera_sm90_tree_frag_inside(int sc, const TesseraEpArgs& a,
+                                                              TesseraEpCta& cta,
+                                                              const TesseraSm90Params& p,
+                                                              Rest&... rest) {
+  static_assert(kTesseraEpSides <= 2, "at most two hoisted predicates");
+  if constexpr (kTesseraEpSides >= 1) {
+    if (sc == 1) return tessera_sm90_tree_frag<true, 1>(a, cta, p, rest...);
+    if (sc == 2) return tessera_sm90_tree_frag<true, 2>(a, cta, p, rest...);
+  }
+  if constexpr (kTesseraEpSides >= 2) {
+    if (sc == 3) return tessera_sm90_tree_frag<true, 3>(a, cta, p, rest...);
+    if (sc == 4) return tessera_sm90_tree_frag<true, 4>(a, cta, p, rest...);
+  }
+  tessera_sm90_tree_frag<true, 0>(a, cta, p, rest...);
+}
 #endif
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
                  const __grid_constant__ TesseraTmaMap tma_b,
                  const __grid_constant__ TesseraTmaMap tma_d,
-                 const __grid_constant__ TesseraTmaMap tma_aux, const TesseraSm90Params p
+                 const __grid_constant__ TesseraTmaMap tma_aux,
+                 // The tree epilogue's staged inputs (C, the residual, aux_in); else unused.
+                 const __grid_constant__ TesseraTmaMap tma_in_c,
+                 const __grid_constant__ TesseraTmaMap tma_in_r,
+                 const __grid_constant__ TesseraTmaMap tma_in_x, const TesseraSm90Params p
 #ifdef TESSERA_EPILOGUE_TREE
                  // The tree epilogue's tensors and scalars (epilogue::cuda::sm90_tree_source).
                  , const TesseraEpArgs tessera_ep_args
@@ -309,11 +457,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   // full[s] at bars + 8 s, empty[s] at bars + 8 (kStages + s), the ping-pong turns at
   // bars + 16 kStages + 8 w; then the epilogue scratch, kConsumers x 64 x kEpiPitch floats.
   const unsigned turns = bars + 16 * kStages;
-  const unsigned scratch_base = turns + 16;
-  // The TMA-store buffers share the scratch's bytes, aligned for their swizzle.
+  // The staged inputs' barriers: in_bars + 8 (kInBufs cw + s), buffer s of consumer cw.
+  const unsigned in_bars = turns + 16;
+  const unsigned scratch_base = in_bars + 8 * kInBufs * kConsumers;
+  // The TMA-store buffers share the scratch's bytes, aligned for their swizzle; the staged
+  // inputs' buffers follow them.
   const unsigned store_base = (scratch_base + kStoreAlign - 1) & ~(kStoreAlign - 1);
+  const unsigned in_base = store_base + kConsumers * kStoreBufs * kStoreBufBytes;
   // Then the bias stage: per consumer warpgroup, two buffers of kBiasStage floats.
-  const unsigned bias_base = scratch_base + kConsumers * 64 * kEpiPitch * 4;
+  const unsigned bias_base = scratch_base + kEpiRegionBytes;
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -325,6 +477,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     }
     tessera_mbar_init(turns, 1);
     tessera_mbar_init(turns + 8, 1);
+    for (int i = 0; i < kInBufs * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
     tessera_fence_barrier_init();
   }
   __syncthreads();
@@ -410,6 +563,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #else
       tessera_sm90_tile(tile, p, b, tm, tn);
 #endif
+#ifdef TESSERA_EPILOGUE_TREE
+      // The staged inputs of this tile's first kInBufs passes, loaded while its mainloop
+      // runs; the later passes' blocks fetched into L2, loaded two passes ahead.
+      if (kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t == 0) {
+        constexpr int kPasses = kMHalves * (kBN / kEpiCols);
+#pragma unroll 1
+        for (int q = 0; q < kPasses; ++q) {
+          int row0, cb;
+          tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
+          const int slot = q % kInBufs;
+          if (q < kInBufs) {
+            tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
+                                           in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
+                                           in_bars + 8 * (kInBufs * cw + slot), row0, cb, b);
+          } else {
+            tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b);
+          }
+        }
+      }
+#endif
 #ifndef TESSERA_EPILOGUE_TREE
       float bias_in[kBiasPer];
       if (kStageBias) {
@@ -464,6 +637,141 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
       }
 
+#ifdef TESSERA_EPILOGUE_TREE
+      if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
+        // The tree epilogue in fragment order (the launch sets the flag when D, and a full
+        // aux, suit TMA and a bit mask's words can be gathered): per pass, the generated
+        // elements run on this thread's own registers (tessera_sm90_tree_frag); D and a full
+        // aux go packed into the swizzled buffers and out by TMA, as in the fused epilogue
+        // below. The reductions stay in registers: a row's kEpiCols columns of a pass are the
+        // 4 lanes of a quad, so row sums add up over a tile's passes and leave once per row;
+        // a column's 64 rows are 8 lanes of each warp, reduced per pass by a halving exchange
+        // (7 shuffles for the thread's 8 column slots) to one column per lane. A ReLU mask's
+        // words are OR-ed within the quad (2 shuffles for the thread's 2 rows).
+        static_assert(kEpiRegs == 16 && kEpiCols == 32, "a pass is 4 column pairs of 2 rows per thread");
+        static_assert(!kTesseraEpAuxFull || kStoreBufs >= 2, "a pass with aux fills two buffers");
+        constexpr int kPassesN = kBN / kEpiCols;
+        constexpr int kPairs = kEpiRegs / 2;
+        const TesseraEpArgs& ea = tessera_ep_args;
+        const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
+        TesseraEpCta cta{};
+        float rs[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
+          const int h = pass / kPassesN;
+          const int j = pass % kPassesN;
+          const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
+          const int cb = tn * kBN + j * kEpiCols;
+          float v[kEpiRegs];
+#pragma unroll
+          for (int hh = 0; hh < kMHalves; ++hh) {
+#pragma unroll
+            for (int jj = 0; jj < kPassesN; ++jj) {
+              if (hh * kPassesN + jj == pass) {
+#pragma unroll
+                for (int k = 0; k < kEpiRegs; ++k) v[k] = acc[hh][jj * kEpiRegs + k];
+              }
+            }
+          }
+          unsigned dpk[kPairs], apk[kPairs], wb[2];
+          float cs[kPairs];
+          if (j == 0) rs[0] = rs[1] = 0.0f;
+          // This pass's staged inputs: wait for their blocks (read by the elements).
+          constexpr int kPasses = kMHalves * kPassesN;
+          const int slot = pass % kInBufs;
+          const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
+          const unsigned char* in = tessera_smem_raw + (in_slot - raw);
+          if (kTesseraEpStaged > 0) {
+            // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
+            // this warpgroup, and this tile's earlier passes on the slot.
+            const int slot_uses = kPasses / kInBufs + (slot < kPasses % kInBufs ? 1 : 0);
+            tessera_mbar_wait(in_bars + 8 * (kInBufs * cw + slot),
+                              (unsigned)((local * slot_uses + pass / kInBufs) & 1));
+          }
+          if (row0 + 64 <= p.m && cb + kEpiCols <= p.n) {
+            const int sc = tessera_ep_block_case(ea, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
+            tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in);
+          } else {
+            tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in);
+          }
+          const unsigned buf = bufs + (kTesseraEpAuxFull ? 0 : pass % kStoreBufs) * kStoreBufBytes;
+          const unsigned abuf = bufs + kStoreBufBytes;
+          // The stores that last read these buffers have read them.
+          if (t == 0) tessera_bulk_wait_read<kTesseraEpAuxFull ? 0 : kStoreBufs - 1>();
+          tessera_bar_sync(1 + cw, 128);
+          // Everyone has read this pass's staged inputs: their buffers take pass + kInBufs's.
+          if (kTesseraEpStaged > 0 && t == 0 && pass + kInBufs < kPasses) {
+            int r1, c1;
+            tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
+            tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
+                                           in_bars + 8 * (kInBufs * cw + slot), r1, c1, b);
+          }
+#pragma unroll
+          for (int k = 0; k < kEpiRegs; k += 2) {
+            const unsigned off = 2 * tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k));
+            tessera_sts32(buf + off, dpk[k / 2]);
+            if (kTesseraEpAuxFull) tessera_sts32(abuf + off, apk[k / 2]);
+          }
+          tessera_fence_proxy_async();
+          tessera_bar_sync(1 + cw, 128);
+          if (t == 0) {
+            tessera_tma_store_3d(&tma_d, buf, cb, row0, b);
+            if (kTesseraEpAuxFull) tessera_tma_store_3d(&tma_aux, abuf, cb, row0, b);
+            tessera_bulk_commit();
+          }
+          const int b0 = lane & 1;
+          if (kTesseraEpBits) {
+            // Lane bit 0 picks the row slot: one exchange gives each lane its slot's bits of
+            // the lane pair, a second those of the quad.
+            unsigned w = (b0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, b0 ? wb[0] : wb[1], 1);
+            w |= __shfl_xor_sync(0xffffffffu, w, 2);
+            const int row = row0 + tessera_acc_row(t, 2 * b0);
+            const int valid = min(32, p.n - cb);
+            if ((lane & 2) == 0 && row < p.m && valid > 0) {
+              unsigned* wp = static_cast<unsigned*>(ea.aux) +
+                             (tessera_ep_at(ea.batch_aux, ea.ldaux, b, ea.row0 + row, ea.col0 + cb) >> 5);
+              if (valid == 32) {
+                *wp = w;
+              } else {
+                // The row's last, partial word: only its own bits.
+                const unsigned mask = (1u << valid) - 1u;
+                atomicAnd(wp, ~mask);
+                atomicOr(wp, w & mask);
+              }
+            }
+          }
+          if (kTesseraEpColSum) {
+            // Column slot s of every lane with the same lane % 4 is the same column: halve
+            // the slots per exchange (lane bits 4, 3, 2), each lane keeping the half its bit
+            // names, until one slot, s = 4 bit4 + 2 bit3 + bit2, summed over the 8 lanes.
+            const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const float give = b4 ? cs[i] : cs[i + 4];
+              cs[i] = (b4 ? cs[i + 4] : cs[i]) + __shfl_xor_sync(0xffffffffu, give, 16);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float give = b3 ? cs[i] : cs[i + 2];
+              cs[i] = (b3 ? cs[i + 2] : cs[i]) + __shfl_xor_sync(0xffffffffu, give, 8);
+            }
+            const float give = b2 ? cs[0] : cs[1];
+            const float sum = (b2 ? cs[1] : cs[0]) + __shfl_xor_sync(0xffffffffu, give, 4);
+            const int s = 4 * b4 + 2 * b3 + b2;
+            const int col = cb + tessera_acc_col(t, 4 * (s / 2) + s % 2);
+            if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
+          }
+          if (kTesseraEpRowSum && j == kPassesN - 1) {
+            // The tile's row sums (all its passes of these rows): lane bit 0 picks the slot.
+            float sum = (b0 ? rs[1] : rs[0]) + __shfl_xor_sync(0xffffffffu, b0 ? rs[0] : rs[1], 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            const int row = row0 + tessera_acc_row(t, 2 * b0);
+            if ((lane & 2) == 0 && row < p.m) tessera_ep_flush_row(ea, b, row, sum);
+          }
+        }
+        continue;
+      }
+#endif
 #ifndef TESSERA_EPILOGUE_TREE
       // This tile's bias buffer (read after the epilogue's first barrier).
       float* bias_t = bias_s + (local & 1) * kBiasLen;

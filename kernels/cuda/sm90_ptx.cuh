@@ -180,6 +180,15 @@ __device__ __forceinline__ void tessera_mbar_arrive_cluster(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// Fetches the box of `map` at (c0, c1, c2) into L2 (no shared memory, no barrier).
+__device__ __forceinline__ void tessera_tma_prefetch_3d(const TesseraTmaMap* map, int c0, int c1,
+                                                        int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
 // tessera_tma_load_3d, multicast: the box is written at the same shared-memory offset `dst` in
 // every CTA of the cluster whose bit is set in `cta_mask`, and each of those CTAs' mbarrier at
 // offset `bar` receives the box's transaction bytes.

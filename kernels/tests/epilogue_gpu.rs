@@ -382,9 +382,18 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     ))];
     if rt.arch() == Arch::Sm90a {
         paths.push(GemmPath::Hopper(Box::new(Sm90Plan::new(&p).unwrap())));
+        // With aux_in staged through shared memory (the trees that read it).
+        let staged = Sm90Options {
+            epilogue_inputs: Some(1),
+            ..Sm90Options::default()
+        };
+        paths.push(GemmPath::Hopper(Box::new(
+            Sm90Plan::with_options(&p, staged).unwrap(),
+        )));
         let pp = Sm90Options {
             tile: Some((128, 128)),
             schedule: Some(Schedule::PingPong),
+            epilogue_inputs: Some(1),
             ..Sm90Options::default()
         };
         paths.push(GemmPath::Hopper(Box::new(
@@ -407,7 +416,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     }
     let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
     let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
-    for (t, path) in [
+    for (t, path, pad) in [
         Fusion::GeluAuxBias.tree(),
         Fusion::ReluAuxBias.tree(),
         Fusion::DGeluBgrad.tree(),
@@ -417,14 +426,20 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     ]
     .iter()
     .flat_map(|t| paths.iter().map(move |path| (t.clone(), path)))
+    // D tight (the Hopper kernels store it by TMA) and with rows 4 elements longer (8 bytes:
+    // no tensor map, the scratch path).
+    .flat_map(|(t, path)| [0usize, 4].map(move |pad| (t.clone(), path, pad)))
     {
         let mut bind = Binding::for_tree(&t, m, n, k, nb, out);
         bind.alpha = 0.5;
+        let ldd = nu + pad;
+        bind.d.ld = ldd as i64;
+        bind.d.batch_stride = (mu * ldd) as i64;
         let bias = rounded(&mut r, nu, out);
         let aux_in = rounded(&mut r, bu * mu * nu, out);
         let bias_d = DeviceBuf::upload(&rt, out, &bias).unwrap();
         let aux_in_d = DeviceBuf::upload(&rt, out, &aux_in).unwrap();
-        let d = DeviceBuf::poisoned(&rt, out, bu * mu * nu).unwrap();
+        let d = DeviceBuf::poisoned(&rt, out, bu * mu * ldd).unwrap();
         let aux_d = bind.aux.map(|sp| {
             if sp.bits {
                 DeviceBuf::upload(
@@ -450,8 +465,8 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         };
         let g = TreeKernel::new(&rt, path, &t, &bind).unwrap_or_else(|e| panic!("{t}: {e}"));
         let name = match path {
-            GemmPath::Hopper(p) => format!("{t} [sm90 {}]", p.kernel_name()),
-            GemmPath::Sm80(p) => format!("{t} [sm80 {}]", p.kernel_name()),
+            GemmPath::Hopper(p) => format!("{t} [sm90 {}, ldd {ldd}]", p.kernel_name()),
+            GemmPath::Sm80(p) => format!("{t} [sm80 {}, ldd {ldd}]", p.kernel_name()),
         };
         g.launch(&rt, &a_d, &b_d, &s, &bind, &bufs)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -465,16 +480,45 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         inp.bias_col = Some(&bias64);
         inp.aux_in = Some(&aux64);
         let want = evaluate(&t, &inp).unwrap();
-        for (i, (gv, w)) in d.download(&rt).unwrap().iter().zip(&want.d).enumerate() {
+        let got = d.download(&rt).unwrap();
+        for (i, w) in want.d.iter().enumerate() {
+            let (row, j) = (i / nu, i % nu);
+            let gv = got[row * ldd + j];
             let tol = out.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
             assert!((gv - w).abs() <= tol, "{name}: D[{i}] = {gv}, want {w}");
         }
         if let (Some(wa), Some(ad)) = (&want.aux, &aux_d) {
-            if !bind.aux.unwrap().bits {
-                let ty = bind.aux.unwrap().dtype;
+            let spec = bind.aux.unwrap();
+            if !spec.bits {
+                let ty = spec.dtype;
                 for (i, (gv, w)) in ad.download(&rt).unwrap().iter().zip(wa).enumerate() {
                     let tol = ty.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
                     assert!((gv - w).abs() <= tol, "{name}: aux[{i}] = {gv}, want {w}");
+                }
+            } else {
+                // Every bit of the mask, where fp32 and float64 agree on the sign of the
+                // value behind it; the row's padding bits (columns n..ld) stay as uploaded, 0.
+                let pre = evaluate(&EpilogueTree::new(bits_to_full(&t.d)), &inp)
+                    .unwrap()
+                    .aux
+                    .unwrap();
+                let ws = words(&rt, ad);
+                let ld = spec.ld as usize;
+                for bi in 0..bu {
+                    for i in 0..mu {
+                        for j in 0..ld {
+                            let bit = (bi * mu + i) * ld + j;
+                            let g = (ws[bit / 32] >> (bit % 32)) & 1 == 1;
+                            if j >= nu {
+                                assert!(!g, "{name}: padding bit ({bi}, {i}, {j}) was written");
+                                continue;
+                            }
+                            let at = (bi * mu + i) * nu + j;
+                            if pre[at].abs() > 1e-3 {
+                                assert_eq!(g, wa[at] == 1.0, "{name}: aux bit ({bi}, {i}, {j})");
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -141,7 +141,15 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
         return;
     }
     let p = GemmProblem::new(4096, 4096, 4096);
-    let coop = Sm90Plan::new(&p).unwrap();
+    // Room for every input the fragment path stages (C, the residual, aux_in).
+    let coop = Sm90Plan::with_options(
+        &p,
+        Sm90Options {
+            epilogue_inputs: Some(3),
+            ..Sm90Options::default()
+        },
+    )
+    .unwrap();
     let pingpong = Sm90Plan::with_options(
         &p,
         Sm90Options {

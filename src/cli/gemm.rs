@@ -152,6 +152,7 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
         tma_store,
         schedule,
         group_m: cl.group_m,
+        epilogue_inputs: None,
     })
 }
 

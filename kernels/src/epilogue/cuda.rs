@@ -155,17 +155,17 @@ impl Gen {
                     Leaf::Const(v) => float_lit(*v, e)?,
                     // Literals and scalars need no variable.
                     Leaf::C => format!(
-                        "(TESSERA_EP_READ_C ? tessera_ep_ld(a.c, {}, TESSERA_EP_DT_C) : 0.0f)",
+                        "(TESSERA_EP_READ_C ? tessera_ep_in(cta.staged_c, cta.in_c, a.c, {}, TESSERA_EP_DT_C) : 0.0f)",
                         at("batch_c", "ldc")
                     ),
                     Leaf::Residual => {
                         format!(
-                            "tessera_ep_ld(a.residual, {}, TESSERA_EP_DT_R)",
+                            "tessera_ep_in(cta.staged_r, cta.in_r, a.residual, {}, TESSERA_EP_DT_R)",
                             at("batch_r", "ldr")
                         )
                     }
                     Leaf::AuxIn => format!(
-                        "tessera_ep_ld(a.aux_in, {}, TESSERA_EP_DT_AUX_IN)",
+                        "tessera_ep_in(cta.staged_x, cta.in_x, a.aux_in, {}, TESSERA_EP_DT_AUX_IN)",
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::AuxInBits => format!(
@@ -310,12 +310,12 @@ impl Gen {
                     Sink::Aux(AuxFormat::Full(None)) => {
                         writeln!(
                             self.body,
-                            "  tessera_store(a.aux, {at}, {v}, TESSERA_EP_DT_D);  // aux"
+                            "  tessera_ep_store_aux(a, cta, {at}, {v}, TESSERA_EP_DT_D);  // aux"
                         )
                     }
                     Sink::Aux(AuxFormat::Full(Some(t))) => writeln!(
                         self.body,
-                        "  tessera_store(a.aux, {at}, {v}, {});  // aux, {t}",
+                        "  tessera_ep_store_aux(a, cta, {at}, {v}, {});  // aux, {t}",
                         code(*t)
                     ),
                     Sink::Bgrad(VecAxis::Row) => {
@@ -390,6 +390,25 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
         sinks.contains(&Sink::Bgrad(VecAxis::Row)),
         sinks.contains(&Sink::Bgrad(VecAxis::Col)),
         sinks.contains(&Sink::Aux(AuxFormat::Bits))
+    );
+    // A full aux output's type, for a kernel that stores it itself (the Hopper fragment path
+    // captures the value, `tessera_ep_store_aux`).
+    let aux_full = sinks.iter().find_map(|k| match k {
+        Sink::Aux(AuxFormat::Full(t)) => Some(*t),
+        _ => None,
+    });
+    let _ = writeln!(
+        s,
+        "constexpr bool kTesseraEpAuxFull = {};",
+        aux_full.is_some()
+    );
+    let _ = writeln!(
+        s,
+        "__device__ __forceinline__ int tessera_ep_aux_dtype(const TesseraEpArgs& a) {{ (void)a; return {}; }}",
+        match aux_full {
+            Some(Some(t)) => code(t).to_string(),
+            _ => "TESSERA_EP_DT_D".to_string(),
+        }
     );
     block_case(&mut s, &hoisted);
     let _ = writeln!(
@@ -784,6 +803,13 @@ pub fn sm90_tree_source(
             msg: "operand sums run beside the GEMM (OperandSum), not in its epilogue".into(),
         });
     }
+    if plan.store.is_some() {
+        // The fragment path (taken on TMA-store plans) assumes the wgmma fragment's form.
+        crate::sm90::plan::fragment_pass_form(&plan.acc).map_err(|e| EpilogueError::Type {
+            expr: tree.to_string(),
+            msg: e.to_string(),
+        })?;
+    }
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -802,9 +828,65 @@ pub fn sm90_tree_source(
     s.push_str(&epilogue_source(tree)?);
     s.push('\n');
     s.push_str(&abi_asserts());
+    // The inputs the fragment path stages through shared memory: the first of those the
+    // binding allows (stageable_inputs) that the plan has room for.
+    let staged = match binding {
+        Some(b) if plan.store.is_some() => {
+            let mut v = stageable_inputs(tree, b);
+            v.truncate(plan.staged_inputs.max(0) as usize);
+            v
+        }
+        _ => Vec::new(),
+    };
+    let _ = writeln!(
+        s,
+        "// the staged epilogue inputs\nconstexpr bool kTesseraEpStageC = {}, kTesseraEpStageR = {}, kTesseraEpStageX = {};",
+        staged.contains(&StagedInput::C),
+        staged.contains(&StagedInput::Residual),
+        staged.contains(&StagedInput::AuxIn)
+    );
     s.push_str("#define TESSERA_EPILOGUE_TREE 1\n\n");
     s.push_str(SM90_GEMM_CUH);
     Ok(s)
+}
+
+/// A full input tensor of a tree that the Hopper kernel's fragment path can stage through
+/// shared memory ([`crate::sm90::Sm90Plan::staged_inputs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StagedInput {
+    /// C (read when beta is not zero).
+    C,
+    /// The residual.
+    Residual,
+    /// aux_in (the full tensor, not a bit mask).
+    AuxIn,
+}
+
+/// The inputs of `tree` under `binding` that can be staged, in the kernel's order: those the
+/// tree reads (C only with a nonzero beta), bound as 16-bit tensors.
+///
+/// ```
+/// use tessera_kernels::epilogue::cuda::{stageable_inputs, StagedInput};
+/// use tessera_kernels::epilogue::{Binding, Fusion};
+/// use tessera_kernels::DType;
+/// let t = Fusion::DGelu.tree();
+/// let b = Binding::for_tree(&t, 64, 64, 64, 1, DType::Bf16);
+/// assert_eq!(stageable_inputs(&t, &b), vec![StagedInput::AuxIn]);
+/// ```
+pub fn stageable_inputs(tree: &EpilogueTree, b: &super::check::Binding) -> Vec<StagedInput> {
+    let half =
+        |m: &Option<super::check::MatSpec>| m.is_some_and(|m| !m.bits && m.dtype.bytes() == 2);
+    let mut v = Vec::new();
+    if tree.d.uses(Leaf::C) && b.beta != 0.0 && half(&b.c) {
+        v.push(StagedInput::C);
+    }
+    if tree.d.uses(Leaf::Residual) && half(&b.residual) {
+        v.push(StagedInput::Residual);
+    }
+    if tree.d.uses(Leaf::AuxIn) && half(&b.aux_in) {
+        v.push(StagedInput::AuxIn);
+    }
+    v
 }
 
 /// The part of a binding the Hopper tree kernel compiles in: each tensor's type code and

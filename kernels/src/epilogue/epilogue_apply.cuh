@@ -10,7 +10,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) tessera_epilogue_apply(cons
   __shared__ float red[tessera_ep_smem_floats(kTesseraEpApplyRows, kTesseraEpApplyCols) + 1];
   const int b = blockIdx.z;
   const int tile_row0 = blockIdx.y * kTesseraEpApplyRows, tile_col0 = blockIdx.x * kTesseraEpApplyCols;
-  TesseraEpCta cta;
+  TesseraEpCta cta{};
   tessera_ep_cta_begin(cta, red, tile_row0, tile_col0, kTesseraEpApplyRows, kTesseraEpApplyCols,
                        threadIdx.x, blockDim.x);
   __syncthreads();

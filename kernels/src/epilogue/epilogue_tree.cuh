@@ -50,6 +50,14 @@ struct TesseraEpCta {
   // even column, bit 1 the odd one), which the kernel gathers a word at a time.
   bool word_bits;
   unsigned bits;
+  // TESSERA_EP_REG_SUMS with aux_capture: the full aux value of the current element, which
+  // the kernel stores itself (tessera_ep_store_aux notes it instead of storing).
+  bool aux_capture;
+  float aux_val;
+  // Inputs the kernel staged (the Hopper fragment path reads C, the residual and aux_in from
+  // shared memory): when set, the element's value, in place of a load.
+  bool staged_c, staged_r, staged_x;
+  float in_c, in_r, in_x;
 };
 
 __device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long long ld, int b,
@@ -71,6 +79,12 @@ __device__ __forceinline__ float tessera_ep_ld(const void* p, long long i, int d
   tessera_b16 h;
   asm("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const tessera_b16*>(p) + i));
   return tessera_b16_to_f32(h, dtype);
+}
+
+// An element of C, the residual or aux_in: the value the kernel staged, or a load.
+__device__ __forceinline__ float tessera_ep_in(bool staged, float v, const void* p, long long i,
+                                               int dtype) {
+  return staged ? v : tessera_ep_ld(p, i, dtype);
 }
 
 __device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bit) {
@@ -100,6 +114,21 @@ __device__ __forceinline__ void tessera_ep_store_bit(const TesseraEpArgs& a, Tes
   } else {
     atomicAnd(w, ~m);
   }
+}
+
+// The full aux output of one element: stored, or with aux_capture (the Hopper kernel's
+// fragment path, which stores aux through shared memory and TMA) only noted.
+__device__ __forceinline__ void tessera_ep_store_aux(const TesseraEpArgs& a, TesseraEpCta& cta,
+                                                     long long i, float v, int dtype) {
+#ifdef TESSERA_EP_REG_SUMS
+  if (cta.aux_capture) {
+    cta.aux_val = v;
+    return;
+  }
+#else
+  (void)cta;
+#endif
+  tessera_store(a.aux, i, v, dtype);
 }
 
 // The activations use the special-function unit's 2^x and 1/x (tessera_ex2, tessera_rcp: a

@@ -13,9 +13,9 @@ use crate::problem::DType;
 use crate::runtime::{compile, driver_err, Runtime};
 
 use super::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
-use super::cuda::{apply_kernel_source, EpArgs};
+use super::cuda::{apply_kernel_source, EpArgs, StagedInput};
 use super::parse::fused_v1_for;
-use super::tree::{EpilogueTree, Leaf};
+use super::tree::{AuxFormat, EpilogueTree, Leaf, Sink};
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field by `TesseraEpArgs` (checked by
 // the `epilogue_codegen` test and a size assert compiled with every epilogue).
@@ -896,6 +896,81 @@ impl TreeSm90 {
             &plan.b.tma,
         )?;
         let (tiles_m, tiles_n) = plan.grid_tiles();
+        // The fragment path with TMA stores (plans with the TMA-store epilogue) when D, and a
+        // full aux, are tensors TMA can write from the region's first element, and a bit
+        // mask's rows start on word boundaries; else the scratch path. The maps are of the
+        // region (`{cols, rows, batch}` from its first element): the kernel's coordinates are
+        // launch-relative.
+        let region_map =
+            |name: &'static str, ptr: u64, spec: &MatSpec, st: &crate::sm90::Sm90Store| {
+                let eb = spec.dtype.bytes() as u64;
+                let first = ptr + (rows.start * spec.ld + cols.start) as u64 * eb;
+                let ok = spec.dtype.bytes() == 2
+                    && first % 16 == 0
+                    && (spec.ld as u64 * eb) % 16 == 0
+                    && (p.batch == 1 || (spec.batch_stride as u64 * eb) % 16 == 0);
+                if !ok {
+                    return Ok(None);
+                }
+                encode_tma(
+                    name,
+                    &TmaOperand {
+                        ptr: first,
+                        dtype: spec.dtype,
+                        k: rn,
+                        rows: rm,
+                        ld: spec.ld,
+                        batch: p.batch,
+                        batch_stride: spec.batch_stride,
+                    },
+                    &st.tma,
+                )
+                .map(Some)
+            };
+        let sinks = self.tree.d.sinks();
+        let full_aux = sinks
+            .iter()
+            .any(|k| matches!(k, Sink::Aux(AuxFormat::Full(_))));
+        let bits_aux = sinks.contains(&Sink::Aux(AuxFormat::Bits));
+        let mut flags = 0;
+        let (mut tma_d, mut tma_aux) = (tma_a, tma_a);
+        // The staged inputs' maps: C, the residual, aux_in (A's as placeholders).
+        let mut tma_in = [tma_a, tma_a, tma_a];
+        if let Some(st) = &plan.store {
+            let d = region_map("D", args.d, &binding.d, st)?;
+            let aux = match (&binding.aux, full_aux) {
+                (Some(spec), true) => region_map("aux", args.aux, spec, st)?,
+                _ => None,
+            };
+            let words = !bits_aux
+                || (args.ldaux % 32 == 0 && args.batch_aux % 32 == 0 && args.col0 % 32 == 0);
+            // The inputs the kernel stages (as sm90_tree_source chose them): each must be a
+            // tensor TMA can read, or the launch takes the scratch path.
+            let mut staged = super::cuda::stageable_inputs(&self.tree, binding);
+            staged.truncate(plan.staged_inputs.max(0) as usize);
+            let mut inputs_ok = true;
+            for input in staged {
+                let (slot, name, ptr, spec) = match input {
+                    StagedInput::C => (0, "C", args.c, &binding.c),
+                    StagedInput::Residual => (1, "residual", args.residual, &binding.residual),
+                    StagedInput::AuxIn => (2, "aux_in", args.aux_in, &binding.aux_in),
+                };
+                match spec {
+                    Some(spec) => match region_map(name, ptr, spec, st)? {
+                        Some(m) => tma_in[slot] = m,
+                        None => inputs_ok = false,
+                    },
+                    None => inputs_ok = false,
+                }
+            }
+            if let Some(d) = d {
+                if words && inputs_ok && (!full_aux || aux.is_some()) {
+                    flags = crate::sm90::launch::FLAG_TMA_STORE;
+                    tma_d = d;
+                    tma_aux = aux.unwrap_or(tma_a);
+                }
+            }
+        }
         // The tree epilogue takes everything else from `args`.
         let params = Sm90Params {
             m: p.m as i32,
@@ -906,10 +981,17 @@ impl TreeSm90 {
             tiles_n: tiles_n as i32,
             group_m: plan.group_m as i32,
             out_dtype: p.output.code(),
+            flags,
             ..Sm90Params::default()
         };
-        self.kernel
-            .launch_raw(rt, [&tma_a, &tma_b, &tma_a, &tma_a], &params, Some(&args))
+        self.kernel.launch_raw(
+            rt,
+            [
+                &tma_a, &tma_b, &tma_d, &tma_aux, &tma_in[0], &tma_in[1], &tma_in[2],
+            ],
+            &params,
+            Some(&args),
+        )
     }
 }
 
@@ -1067,6 +1149,18 @@ impl TreeKernel {
     ) -> Result<TreeKernel> {
         if let Some(f) = TreeFused::plan(rt, problem, tree, binding, path)? {
             return Ok(TreeKernel::Fused(Box::new(f)));
+        }
+        // On the Hopper path, room for the inputs the fragment path can stage, when the plan
+        // has that path (else, or when they do not fit, the plan without).
+        let mut staged = path;
+        if staged.sm90.epilogue_inputs.is_none() && staged.sm90.tma_store != Some(false) {
+            let n = super::cuda::stageable_inputs(tree, binding).len() as i64;
+            if n > 0 {
+                staged.sm90.epilogue_inputs = Some(n);
+                if let Ok(p) = crate::sm90::plan_path(problem, rt.arch(), staged) {
+                    return TreeKernel::new(rt, &p, tree, binding);
+                }
+            }
         }
         let path = crate::sm90::plan_path(problem, rt.arch(), path)?;
         TreeKernel::new(rt, &path, tree, binding)

@@ -192,6 +192,13 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     }
     let _ = writeln!(
         s,
+        "constexpr int kStagedInputs = {}, kInBufs = {}; constexpr unsigned kEpiRegionBytes = {}; // staged epilogue inputs; the epilogue's bytes",
+        plan.staged_inputs,
+        super::plan::IN_BUFFERS,
+        plan.epilogue_scratch_bytes
+    );
+    let _ = writeln!(
+        s,
         "// accumulator (thread, reg) -> row + 64 col: {}",
         plan.acc
     );

@@ -158,7 +158,8 @@ pub(crate) struct Sm90Params {
 unsafe impl DeviceRepr for Sm90Params {}
 
 const FLAG_STORE_PAIR: i32 = 1;
-const FLAG_TMA_STORE: i32 = 2;
+/// The kernel's `kSm90FlagTmaStore`: D (and aux) go out by TMA from the plan's store buffers.
+pub(crate) const FLAG_TMA_STORE: i32 = 2;
 
 /// Clusters of `plan` the device can hold at once (`cuOccupancyMaxActiveClusters`, which takes
 /// the cluster shape compiled into the kernel), or `None` when the driver does not say.
@@ -550,20 +551,21 @@ impl Sm90Kernel {
         };
         self.launch_raw(
             rt,
-            [&tma_a, &tma_b, &tma_d, &tma_aux],
+            [&tma_a, &tma_b, &tma_d, &tma_aux, &tma_a, &tma_a, &tma_a],
             &params,
             None::<&Sm90Params>,
         )?;
         Ok(paths.in_terms_of(&self.plan.problem))
     }
 
-    /// The persistent launch of checked arguments: the TMA maps of A, B, D and aux (the last
-    /// two read only with the TMA-store flag), the parameter block and an optional last
+    /// The persistent launch of checked arguments: the TMA maps of A, B, D, aux and the tree
+    /// epilogue's staged C, residual and aux_in (all but A and B read only with the TMA-store
+    /// flag, and only those the kernel has), the parameter block and an optional last
     /// parameter (the tree epilogue's arguments).
     pub(crate) fn launch_raw<T: DeviceRepr>(
         &self,
         rt: &Runtime,
-        maps: [&TmaMap; 4],
+        maps: [&TmaMap; 7],
         params: &Sm90Params,
         extra: Option<&T>,
     ) -> Result<()> {

@@ -86,6 +86,12 @@ impl fmt::Display for Sm90Store {
     }
 }
 
+/// Buffers per staged epilogue input and consumer warpgroup ([`Sm90Plan::staged_inputs`]).
+pub const IN_BUFFERS: i64 = 2;
+
+/// The most epilogue inputs a plan stages (C, the residual, aux_in).
+pub const MAX_STAGED_INPUTS: i64 = 3;
+
 /// Buffers of the TMA-store epilogue per consumer warpgroup.
 pub const STORE_BUFFERS: i64 = 2;
 
@@ -173,6 +179,67 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
     })
 }
 
+/// Checks the form the tree epilogue's fragment path relies on (`tessera_sm90_tree_frag` in
+/// `sm90_gemm.cuh`): in every pass of [`EPI_COLS`] columns, register `k` of a thread is on the
+/// row of its register 0 plus `8 ((k / 2) % 2)` and the column of its register 0 plus
+/// `8 (k / 4) + k % 2`, and the column of register 0 is `2 (lane % 4)`. So a register pair is
+/// a column pair, a row's columns of a pass are the 4 lanes of a quad, and a column's rows are
+/// the 8 lanes of a warp with the same `lane % 4`.
+///
+/// ```
+/// use tessera_kernels::sm90::{plan::fragment_pass_form, Sm90Plan};
+/// use tessera_kernels::GemmProblem;
+/// let plan = Sm90Plan::new(&GemmProblem::new(256, 256, 64)).unwrap();
+/// fragment_pass_form(&plan.acc).unwrap();
+/// ```
+pub fn fragment_pass_form(acc: &Layout) -> Result<()> {
+    let op = "Sm90Plan fragment form";
+    let lerr = KernelError::layout;
+    let (threads, per_thread) = (
+        acc.mode(0).map_err(lerr(op))?.size(),
+        acc.mode(1).map_err(lerr(op))?.size(),
+    );
+    let regs = EPI_COLS / 2;
+    if per_thread % regs != 0 {
+        return Err(KernelError::invalid(
+            op,
+            format!("{acc}: {per_thread} registers per thread are not whole passes of {regs}"),
+        ));
+    }
+    for t in 0..threads {
+        let at = |i: i64| -> Result<(i64, i64)> {
+            let x = acc
+                .eval(&tessera_layout::IntTuple::flat([t, i]))
+                .map_err(lerr(op))?;
+            Ok((x % 64, x / 64))
+        };
+        let (r0, c0) = at(0)?;
+        if c0 != 2 * (t % 32 % 4) {
+            return Err(KernelError::invalid(
+                op,
+                format!("{acc}: register 0 of thread {t} is on column {c0}, not 2 (lane % 4)"),
+            ));
+        }
+        for i in 0..per_thread {
+            let (k, pass) = (i % regs, i / regs);
+            let want = (
+                r0 + 8 * ((k / 2) % 2),
+                c0 + 8 * (k / 4) + k % 2 + EPI_COLS * pass,
+            );
+            if at(i)? != want {
+                return Err(KernelError::invalid(
+                    op,
+                    format!(
+                        "{acc}: register {i} of thread {t} is at (row, col) {:?}, not {want:?}",
+                        at(i)?
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Choices the Hopper planner would otherwise make itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sm90Options {
@@ -193,6 +260,9 @@ pub struct Sm90Options {
     /// Whether the epilogue stores D through shared memory with TMA ([`Sm90Store`]); it can
     /// with a 16-bit output and no C (an aux output is stored alike). Default: whenever it can.
     pub tma_store: Option<bool>,
+    /// Full 16-bit input tensors the tree epilogue stages through shared memory
+    /// ([`Sm90Plan::staged_inputs`]); needs the TMA-store epilogue. Default 0.
+    pub epilogue_inputs: Option<i64>,
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -278,19 +348,27 @@ pub struct Sm90Plan {
     pub b: Sm90Operand,
     /// `(thread, register) -> row + 64 * col` of a consumer's 64 x BN accumulator.
     pub acc: Layout,
-    /// fp32 epilogue scratch: `consumers x 64 x EPI_PITCH` floats, bytes. The TMA-store
-    /// buffers ([`Sm90Plan::store`]) live in the same bytes, aligned up to their box.
+    /// The epilogue's shared memory, bytes: the fp32 scratch (`consumers x 64 x EPI_PITCH`
+    /// floats), in whose bytes live the TMA-store buffers ([`Sm90Plan::store`], aligned up
+    /// to their box) followed by the staged inputs' buffers; the larger of the two uses.
     pub epilogue_scratch_bytes: i64,
     /// The TMA-store epilogue, when the plan has one. The kernel still takes the fp32-scratch
     /// path at launches whose D TMA cannot address (misaligned address or strides).
     pub store: Option<Sm90Store>,
+    /// Full 16-bit input tensors (C, the residual, aux_in) a tree epilogue may stage: each
+    /// pass block of each, 64 x [`EPI_COLS`] in the store buffers' layout, is loaded by TMA
+    /// into one of [`IN_BUFFERS`] buffers per consumer, the first two of a tile before its
+    /// mainloop, the others two passes ahead. 0 without (and on every plan of a fused v1
+    /// epilogue). The barriers add 16 bytes per consumer.
+    pub staged_inputs: i64,
     /// The bias of the tile, staged in shared memory (bytes; 0 without a bias): per consumer
     /// warpgroup two fp32 buffers (alternate tiles) of the tile's bias values, BN of a column
     /// bias or `64 * m_halves` of a row bias. Each thread loads its share from global memory
     /// before the tile's mainloop and writes it into the buffer after it, so the epilogue's
     /// bias reads wait for shared memory, not for L2.
     pub bias_stage_bytes: i64,
-    /// Dynamic shared memory: the stages, the barriers (two per stage and two ping-pong turns),
+    /// Dynamic shared memory: the stages, the barriers (two per stage, two ping-pong turns and
+    /// two per consumer for the staged inputs),
     /// the epilogue scratch, the bias stage, and 1024 bytes of alignment slack.
     pub smem_bytes: i64,
 }
@@ -424,21 +502,11 @@ impl Sm90Plan {
         let stage = a.tma.bytes + b.tma.bytes;
         let budget = Arch::Sm90a.smem_per_block_optin();
         let barriers = 64 * 16 + 16;
-        let epilogue_scratch_bytes = consumers * 64 * EPI_PITCH * 4;
         let bias_stage_bytes = match problem.epilogue.bias {
             BiasMode::None => 0,
             BiasMode::PerCol => consumers * 2 * bn * 4,
             BiasMode::PerRow => consumers * 2 * 64 * m_halves * 4,
         };
-        let fit = (budget - 1024 - barriers - epilogue_scratch_bytes - bias_stage_bytes) / stage;
-        let stages = opts.stages.unwrap_or(fit.min(6));
-        if stages < 2 || stages > fit {
-            return Err(KernelError::UnsupportedArch {
-                op,
-                arch: Arch::Sm90a.to_string(),
-                msg: format!("{stages} stages of {stage} B: between 2 and {fit} fit in {budget} B"),
-            });
-        }
         let acc = wgmma_acc_layout(bn)?;
         let epi = &problem.epilogue;
         let can_store = problem.output.bytes() == 2 && epi.beta == 0.0;
@@ -460,14 +528,33 @@ impl Sm90Plan {
         } else {
             None
         };
-        if let Some(st) = &store {
-            let need = consumers * st.buffers * st.tma.bytes + st.tma.align - 16;
-            if need > epilogue_scratch_bytes {
-                return Err(KernelError::invalid(
-                    op,
-                    format!("the TMA-store buffers need {need} B of the {epilogue_scratch_bytes} B epilogue scratch"),
-                ));
+        // The tree epilogue's staged inputs: per consumer, IN_BUFFERS pass blocks of each, in
+        // the store buffers' layout, after the store buffers (the fragment path only).
+        let staged_inputs = opts.epilogue_inputs.unwrap_or(0);
+        if !(0..=MAX_STAGED_INPUTS).contains(&staged_inputs)
+            || (staged_inputs > 0 && store.is_none())
+        {
+            return Err(KernelError::invalid(
+                op,
+                format!("{staged_inputs} staged epilogue inputs: 0 to {MAX_STAGED_INPUTS}, and only with the TMA-store epilogue"),
+            ));
+        }
+        let fp32_scratch = consumers * 64 * EPI_PITCH * 4;
+        let epilogue_scratch_bytes = match &store {
+            Some(st) => {
+                let bufs = consumers * (st.buffers + staged_inputs * IN_BUFFERS) * st.tma.bytes;
+                fp32_scratch.max(bufs + st.tma.align - 16)
             }
+            None => fp32_scratch,
+        };
+        let fit = (budget - 1024 - barriers - epilogue_scratch_bytes - bias_stage_bytes) / stage;
+        let stages = opts.stages.unwrap_or(fit.min(6));
+        if stages < 2 || stages > fit {
+            return Err(KernelError::UnsupportedArch {
+                op,
+                arch: Arch::Sm90a.to_string(),
+                msg: format!("{stages} stages of {stage} B: between 2 and {fit} fit in {budget} B"),
+            });
         }
         let group_m = opts.group_m.unwrap_or(8);
         if group_m < 1 {
@@ -493,10 +580,12 @@ impl Sm90Plan {
             acc,
             epilogue_scratch_bytes,
             store,
+            staged_inputs,
             bias_stage_bytes,
             smem_bytes: stages * stage
                 + 16 * stages
                 + 16
+                + 16 * consumers
                 + epilogue_scratch_bytes
                 + bias_stage_bytes
                 + 1024,
