@@ -334,6 +334,37 @@ __device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
   }
 }
 
+// Per-pass preloads of the fragment path: the aux_in mask words of this thread's 2 rows of a
+// pass (bits cb .. cb + 31; the launch takes this path with a mask input only when the words
+// are so aligned), zero past D, loaded a pass ahead of their use, when the binding's types are
+// compiled in. (Preloading a bias's values the same way measured slower than loading them per
+// element: relu_aux_bias +13% -> +20% over the plain GEMM at 4096^3, docs/perf.md.)
+#ifdef TESSERA_EP_DT_STATIC
+constexpr bool kTesseraEpPre = true;
+#else
+constexpr bool kTesseraEpPre = false;
+#endif
+struct TesseraSm90PassPre {
+  unsigned xw[2];
+};
+
+__device__ __forceinline__ void tessera_sm90_preload(const TesseraEpArgs& a,
+                                                     const TesseraSm90Params& p, int b, int row0,
+                                                     int cb, int t, TesseraSm90PassPre& q) {
+  if (!kTesseraEpPre || !kTesseraEpBitsIn) return;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int row = row0 + tessera_acc_row(t, 2 * i);
+    unsigned w = 0u;
+    if (row < p.m) {
+      const unsigned* wp = static_cast<const unsigned*>(a.aux_in) +
+                           (tessera_ep_at(a.batch_aux_in, a.ld_aux_in, b, a.row0 + row, a.col0 + cb) >> 5);
+      asm("ld.global.nc.u32 %0, [%1];" : "=r"(w) : "l"(wp));
+    }
+    q.xw[i] = w;
+  }
+}
+
 // The fragment path of the tree epilogue (TMA-store plans): one pass, the warpgroup's
 // 64 x kEpiCols block at launch-relative (row0, cb), computed where the accumulators are.
 // Register k of the pass is element (row0 + tessera_acc_row(t, k), cb + tessera_acc_col(t, k))
@@ -353,7 +384,8 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
                                                        unsigned (&apk)[kEpiRegs / 2],
                                                        float (&rs)[2], float (&cs)[kEpiRegs / 2],
                                                        unsigned (&wb)[2],
-                                                       const unsigned char* in) {
+                                                       const unsigned char* in,
+                                                       const TesseraSm90PassPre& pre) {
   // The input loads may move above earlier stores, but only within a group of kGroup pairs
   // (as in tessera_sm90_tree_iterations: all of a pass's loads beside the accumulators spill).
   constexpr int kGroup = 4;
@@ -366,6 +398,7 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   cta.staged_c = kTesseraEpStageC;
   cta.staged_r = kTesseraEpStageR;
   cta.staged_x = kTesseraEpStageX;
+  cta.staged_xb = kTesseraEpPre && kTesseraEpBitsIn;
   constexpr int kSlotR = int(kTesseraEpStageC), kSlotX = int(kTesseraEpStageC) + int(kTesseraEpStageR);
   wb[0] = wb[1] = 0u;
 #pragma unroll
@@ -399,6 +432,7 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
         if (kTesseraEpStageC) cta.in_c = half(0);
         if (kTesseraEpStageR) cta.in_r = half(kSlotR);
         if (kTesseraEpStageX) cta.in_x = half(kSlotX);
+        if (kTesseraEpPre && kTesseraEpBitsIn) cta.in_xw = pre.xw[(k / 2) % 2];
         const float d = tessera_ep_element<kCase>(g, cta, b, row, col + e, v[k + e]);
         (e == 0 ? d0 : d1) = d;
         (e == 0 ? x0 : x1) = cta.aux_val;
@@ -654,10 +688,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         constexpr int kPairs = kEpiRegs / 2;
         const TesseraEpArgs& ea = tessera_ep_args;
         const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
+        constexpr int kPasses = kMHalves * kPassesN;
         TesseraEpCta cta{};
         float rs[2] = {0.0f, 0.0f};
+        // The preloads, a pass ahead (the first pass's here, then each pass loads the next
+        // one's), when the binding's types are compiled in; with run-time types the elements
+        // load their own operands.
+        TesseraSm90PassPre pre_next;
+        if (kTesseraEpPre) {
+          int r0, c0;
+          tessera_sm90_pass_origin(0, tm, tn, cw, r0, c0);
+          tessera_sm90_preload(ea, p, b, r0, c0, t, pre_next);
+        }
 #pragma unroll
-        for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
+        for (int pass = 0; pass < kPasses; ++pass) {
+          const TesseraSm90PassPre pre = pre_next;
+          if (kTesseraEpPre && pass + 1 < kPasses) {
+            int r1, c1;
+            tessera_sm90_pass_origin(pass + 1, tm, tn, cw, r1, c1);
+            tessera_sm90_preload(ea, p, b, r1, c1, t, pre_next);
+          }
           const int h = pass / kPassesN;
           const int j = pass % kPassesN;
           const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
@@ -677,7 +727,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           float cs[kPairs];
           if (j == 0) rs[0] = rs[1] = 0.0f;
           // This pass's staged inputs: wait for their blocks (read by the elements).
-          constexpr int kPasses = kMHalves * kPassesN;
           const int slot = pass % kInBufs;
           const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
           const unsigned char* in = tessera_smem_raw + (in_slot - raw);
@@ -690,9 +739,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
           if (row0 + 64 <= p.m && cb + kEpiCols <= p.n) {
             const int sc = tessera_ep_block_case(ea, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
-            tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in);
+            tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
           } else {
-            tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in);
+            tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
           }
           const unsigned buf = bufs + (kTesseraEpAuxFull ? 0 : pass % kStoreBufs) * kStoreBufBytes;
           const unsigned abuf = bufs + kStoreBufBytes;

@@ -169,7 +169,7 @@ impl Gen {
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::AuxInBits => format!(
-                        "tessera_ep_load_bit(a.aux_in, {})",
+                        "tessera_ep_in_bit(cta.staged_xb, cta.in_xw, a.aux_in, {})",
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::BiasRow => {
@@ -401,6 +401,13 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
         s,
         "constexpr bool kTesseraEpAuxFull = {};",
         aux_full.is_some()
+    );
+    // Whether the tree reads a mask, whose words a kernel may preload (the Hopper fragment
+    // path).
+    let _ = writeln!(
+        s,
+        "constexpr bool kTesseraEpBitsIn = {};",
+        tree.d.uses(Leaf::AuxInBits)
     );
     let _ = writeln!(
         s,
@@ -928,6 +935,7 @@ impl StaticTypes {
 impl std::fmt::Display for StaticTypes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "// the binding's types, compiled in")?;
+        writeln!(f, "#define TESSERA_EP_DT_STATIC 1")?;
         writeln!(f, "#define TESSERA_EP_DT_D {}", self.d)?;
         writeln!(f, "#define TESSERA_EP_DT_C {}", self.c)?;
         writeln!(f, "#define TESSERA_EP_DT_R {}", self.residual)?;

@@ -58,6 +58,10 @@ struct TesseraEpCta {
   // shared memory): when set, the element's value, in place of a load.
   bool staged_c, staged_r, staged_x;
   float in_c, in_r, in_x;
+  // The aux_in mask word holding the element's bit, preloaded (the Hopper fragment path loads
+  // each row's word of a block once).
+  bool staged_xb;
+  unsigned in_xw;
 };
 
 __device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long long ld, int b,
@@ -91,6 +95,13 @@ __device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bi
   unsigned w;
   asm("ld.global.nc.u32 %0, [%1];" : "=r"(w) : "l"(static_cast<const unsigned*>(p) + (bit >> 5)));
   return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
+}
+
+// An aux_in mask bit: from the word the kernel preloaded (the one holding bit `bit`), or a load.
+__device__ __forceinline__ float tessera_ep_in_bit(bool staged, unsigned w, const void* p,
+                                                   long long bit) {
+  if (staged) return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
+  return tessera_ep_load_bit(p, bit);
 }
 
 // Each bit is owned by one thread: clear it, then set it. Other threads' bits in the word are
@@ -151,10 +162,19 @@ __device__ __forceinline__ float tessera_ep_dgelu(float x) {
   // Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
   return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * __expf(-0.5f * x * x);
 }
+// The derivative of 0.5 x (1 + tanh u), u = s (x + c x^3), is 0.5 (1 + tanh u) +
+// 0.5 x (1 - tanh^2 u) s (1 + 3 c x^2). With p = sigmoid(2u) = (1 + tanh u) / 2, 1 - tanh^2 u =
+// 4 p (1 - p), so it is p (1 + (1 - p) x (2 s + 6 s c x^2)): e^(-2u) as in
+// tessera_gelu_tanh_fast, then six FP32 operations. Beyond |x| = 10 the value is 1 or 0 to
+// fp32 precision; clamping there keeps x^3 finite.
 __device__ __forceinline__ float tessera_ep_dgelu_tanh(float x) {
-  const float s = 0.79788456080286536f;
-  const float t = tessera_ep_tanh(s * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * s * (1.0f + 3.0f * 0.044715f * x * x);
+  constexpr float s = 0.79788456080286536f, c = 0.044715f;
+  constexpr float k1 = -2.0f * s * 1.4426950408889634f, k3 = k1 * c;
+  const float xc = fminf(fmaxf(x, -10.0f), 10.0f);
+  const float x2 = xc * xc;
+  const float p = tessera_rcp(1.0f + tessera_ex2(xc * fmaf(k3, x2, k1)));
+  const float g = xc * fmaf(6.0f * s * c, x2, 2.0f * s);
+  return p * fmaf(1.0f - p, g, 1.0f);
 }
 __device__ __forceinline__ float tessera_ep_dsigmoid(float x) {
   const float s = tessera_ep_sigmoid(x);

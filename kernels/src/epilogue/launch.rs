@@ -942,8 +942,12 @@ impl TreeSm90 {
                 (Some(spec), true) => region_map("aux", args.aux, spec, st)?,
                 _ => None,
             };
-            let words = !bits_aux
-                || (args.ldaux % 32 == 0 && args.batch_aux % 32 == 0 && args.col0 % 32 == 0);
+            // The mask's words are gathered (output) or preloaded (input) a row of a pass
+            // at a time: rows and batches start on word boundaries, and so does the region.
+            let bits_in = self.tree.d.uses(Leaf::AuxInBits);
+            let words = (!bits_aux || (args.ldaux % 32 == 0 && args.batch_aux % 32 == 0))
+                && (!bits_in || (args.ld_aux_in % 32 == 0 && args.batch_aux_in % 32 == 0))
+                && (!(bits_aux || bits_in) || args.col0 % 32 == 0);
             // The inputs the kernel stages (as sm90_tree_source chose them): each must be a
             // tensor TMA can read, or the launch takes the scratch path.
             let mut staged = super::cuda::stageable_inputs(&self.tree, binding);
