@@ -694,7 +694,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // The preloads, a pass ahead (the first pass's here, then each pass loads the next
         // one's), when the binding's types are compiled in; with run-time types the elements
         // load their own operands.
-        TesseraSm90PassPre pre_next;
+        TesseraSm90PassPre pre_next{};
         if (kTesseraEpPre) {
           int r0, c0;
           tessera_sm90_pass_origin(0, tm, tn, cw, r0, c0);
