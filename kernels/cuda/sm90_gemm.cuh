@@ -223,6 +223,58 @@ __device__ __forceinline__ void tessera_sm90_store(const TesseraSm90Params& p, i
   }
 }
 
+// Registers [k0, k0 + kCount) of pass `pass` (m64 half pass / kPassesN, column block
+// pass % kPassesN) of a consumer's accumulators. In an unrolled pass loop the indices are
+// constants, so the copies are register names, not run-time selects.
+template <int kCount>
+__device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalves][kBN / 2],
+                                                       int pass, int k0, float (&v)[kCount]) {
+  constexpr int kPassesN = kBN / kEpiCols;
+#pragma unroll
+  for (int hh = 0; hh < kMHalves; ++hh) {
+#pragma unroll
+    for (int jj = 0; jj < kPassesN; ++jj) {
+      if (hh * kPassesN + jj == pass) {
+#pragma unroll
+        for (int k = 0; k < kCount; ++k) v[k] = acc[hh][jj * kEpiRegs + k0 + k];
+      }
+    }
+  }
+}
+
+// The TMA store of one pass of the fragment-order epilogues: this thread's packed values of D
+// (and, kAux, of aux) into the swizzled buffers at `bufs`, and one thread's TMA store of the
+// 64 x kEpiCols block at launch-relative (cb, row0) of batch b. Without aux the passes
+// alternate between kStoreBufs buffers; with aux a pass fills D's buffer and aux's. Only the
+// reuse of a buffer waits for the store that last read it. `freed()` runs after the first
+// barrier, when every thread of the warpgroup is past its shared-memory reads before the call.
+template <bool kAux, typename Freed>
+__device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int pass, int t, int cw,
+                                                        const unsigned (&dpk)[kEpiRegs / 2],
+                                                        const unsigned (&apk)[kEpiRegs / 2],
+                                                        const TesseraTmaMap* tma_d,
+                                                        const TesseraTmaMap* tma_aux, int cb,
+                                                        int row0, int b, Freed freed) {
+  const unsigned buf = bufs + (kAux ? 0 : pass % kStoreBufs) * kStoreBufBytes;
+  const unsigned abuf = bufs + kStoreBufBytes;
+  if (t == 0) tessera_bulk_wait_read<kAux ? 0 : kStoreBufs - 1>();
+  tessera_bar_sync(1 + cw, 128);
+  freed();
+#pragma unroll
+  for (int k = 0; k < kEpiRegs; k += 2) {
+    const unsigned off = 2 * tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k));
+    tessera_sts32(buf + off, dpk[k / 2]);
+    if (kAux) tessera_sts32(abuf + off, apk[k / 2]);
+  }
+  tessera_fence_proxy_async();
+  tessera_bar_sync(1 + cw, 128);
+  if (t == 0) {
+    tessera_tma_store_3d(tma_d, buf, cb, row0, b);
+    if (kAux) tessera_tma_store_3d(tma_aux, abuf, cb, row0, b);
+    tessera_bulk_commit();
+  }
+}
+
 #ifdef TESSERA_EPILOGUE_TREE
 // The generated epilogue over one thread's kIters column pairs of a 64 x kEpiCols block: rows
 // r + kRowsPerIter it, columns c and c + 1. kInside: the whole block is inside the launch and
@@ -713,16 +765,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
           const int cb = tn * kBN + j * kEpiCols;
           float v[kEpiRegs];
-#pragma unroll
-          for (int hh = 0; hh < kMHalves; ++hh) {
-#pragma unroll
-            for (int jj = 0; jj < kPassesN; ++jj) {
-              if (hh * kPassesN + jj == pass) {
-#pragma unroll
-                for (int k = 0; k < kEpiRegs; ++k) v[k] = acc[hh][jj * kEpiRegs + k];
-              }
-            }
-          }
+          tessera_sm90_pass_regs(acc, pass, 0, v);
           unsigned dpk[kPairs], apk[kPairs], wb[2];
           float cs[kPairs];
           if (j == 0) rs[0] = rs[1] = 0.0f;
@@ -743,31 +786,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           } else {
             tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
           }
-          const unsigned buf = bufs + (kTesseraEpAuxFull ? 0 : pass % kStoreBufs) * kStoreBufBytes;
-          const unsigned abuf = bufs + kStoreBufBytes;
-          // The stores that last read these buffers have read them.
-          if (t == 0) tessera_bulk_wait_read<kTesseraEpAuxFull ? 0 : kStoreBufs - 1>();
-          tessera_bar_sync(1 + cw, 128);
-          // Everyone has read this pass's staged inputs: their buffers take pass + kInBufs's.
-          if (kTesseraEpStaged > 0 && t == 0 && pass + kInBufs < kPasses) {
-            int r1, c1;
-            tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
-            tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
-                                           in_bars + 8 * (kInBufs * cw + slot), r1, c1, b);
-          }
-#pragma unroll
-          for (int k = 0; k < kEpiRegs; k += 2) {
-            const unsigned off = 2 * tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k));
-            tessera_sts32(buf + off, dpk[k / 2]);
-            if (kTesseraEpAuxFull) tessera_sts32(abuf + off, apk[k / 2]);
-          }
-          tessera_fence_proxy_async();
-          tessera_bar_sync(1 + cw, 128);
-          if (t == 0) {
-            tessera_tma_store_3d(&tma_d, buf, cb, row0, b);
-            if (kTesseraEpAuxFull) tessera_tma_store_3d(&tma_aux, abuf, cb, row0, b);
-            tessera_bulk_commit();
-          }
+          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, pass, t, cw, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+            // Everyone has read this pass's staged inputs: their buffers take pass + kInBufs's.
+            if (kTesseraEpStaged > 0 && t == 0 && pass + kInBufs < kPasses) {
+              int r1, c1;
+              tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
+              tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
+                                             in_bars + 8 * (kInBufs * cw + slot), r1, c1, b);
+            }
+          });
           const int b0 = lane & 1;
           if (kTesseraEpBits) {
             // Lane bit 0 picks the row slot: one exchange gives each lane its slot's bits of
@@ -859,7 +886,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             br1 = bias_t[64 * h + tessera_acc_row(t, 2)];
           }
           // The pass's results, packed: D's, and the pre-activation for aux.
-          unsigned dpk[kPairs], apk[kEpiAux ? kPairs : 1];
+          unsigned dpk[kPairs], apk[kPairs];
           // The pass's registers, in two halves to keep few of them live beside the
           // accumulators (named by compile-time indices: one predicated copy per pass). Register
           // k of any pass sits at (tessera_acc_row(t, k), tessera_acc_col(t, k)) of its block
@@ -868,16 +895,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           for (int q = 0; q < 2; ++q) {
             constexpr int kHalf = kEpiRegs / 2;
             float v[kHalf];
-#pragma unroll
-            for (int hh = 0; hh < kMHalves; ++hh) {
-#pragma unroll
-              for (int jj = 0; jj < kPassesN; ++jj) {
-                if (hh * kPassesN + jj == pass) {
-#pragma unroll
-                  for (int k = 0; k < kHalf; ++k) v[k] = acc[hh][jj * kEpiRegs + q * kHalf + k];
-                }
-              }
-            }
+            tessera_sm90_pass_regs(acc, pass, q * kHalf, v);
 #pragma unroll
             for (int kk = 0; kk < kHalf; kk += 2) {
               const int k = q * kHalf + kk;
@@ -899,24 +917,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct), tessera_activate(x1, kEpiAct), kEpiOut);
             }
           }
-          const unsigned buf = bufs + (kEpiAux ? 0 : pass % kStoreBufs) * kStoreBufBytes;
-          const unsigned abuf = bufs + kStoreBufBytes;
-          // The stores that last read these buffers have read them.
-          if (t == 0) tessera_bulk_wait_read<kEpiAux ? 0 : kStoreBufs - 1>();
-          tessera_bar_sync(1 + cw, 128);
-#pragma unroll
-          for (int k = 0; k < kEpiRegs; k += 2) {
-            const unsigned off = 2 * tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k));
-            tessera_sts32(buf + off, dpk[k / 2]);
-            if (kEpiAux) tessera_sts32(abuf + off, apk[k / 2]);
-          }
-          tessera_fence_proxy_async();
-          tessera_bar_sync(1 + cw, 128);
-          if (t == 0) {
-            tessera_tma_store_3d(&tma_d, buf, cb, row0, b);
-            if (kEpiAux) tessera_tma_store_3d(&tma_aux, abuf, cb, row0, b);
-            tessera_bulk_commit();
-          }
+          tessera_sm90_store_pass<kEpiAux>(bufs, pass, t, cw, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
         }
         continue;
       }

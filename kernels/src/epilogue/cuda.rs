@@ -835,16 +835,7 @@ pub fn sm90_tree_source(
     s.push_str(&epilogue_source(tree)?);
     s.push('\n');
     s.push_str(&abi_asserts());
-    // The inputs the fragment path stages through shared memory: the first of those the
-    // binding allows (stageable_inputs) that the plan has room for.
-    let staged = match binding {
-        Some(b) if plan.store.is_some() => {
-            let mut v = stageable_inputs(tree, b);
-            v.truncate(plan.staged_inputs.max(0) as usize);
-            v
-        }
-        _ => Vec::new(),
-    };
+    let staged = binding.map_or(Vec::new(), |b| staged_inputs(plan, tree, b));
     let _ = writeln!(
         s,
         "// the staged epilogue inputs\nconstexpr bool kTesseraEpStageC = {}, kTesseraEpStageR = {}, kTesseraEpStageX = {};",
@@ -867,6 +858,22 @@ pub enum StagedInput {
     Residual,
     /// aux_in (the full tensor, not a bit mask).
     AuxIn,
+}
+
+/// The inputs the Hopper kernel of `plan` with `tree`, compiled for `binding`, stages through
+/// shared memory on its fragment path: the first of [`stageable_inputs`] that the plan has
+/// room for (none without the TMA-store epilogue).
+pub fn staged_inputs(
+    plan: &crate::sm90::Sm90Plan,
+    tree: &EpilogueTree,
+    binding: &super::check::Binding,
+) -> Vec<StagedInput> {
+    if plan.store.is_none() {
+        return Vec::new();
+    }
+    let mut v = stageable_inputs(tree, binding);
+    v.truncate(plan.staged_inputs.max(0) as usize);
+    v
 }
 
 /// The inputs of `tree` under `binding` that can be staged, in the kernel's order: those the

@@ -750,6 +750,18 @@ pub struct TreeSm90 {
     tree: EpilogueTree,
     /// The binding's compiled-in part.
     statics: super::cuda::StaticTypes,
+    /// What the fragment path needs of a launch's tensors (fixed by the tree and the binding's
+    /// compiled-in part).
+    frag: FragNeeds,
+}
+
+/// The tensors the fragment path of a [`TreeSm90`] kernel stores by TMA, reads by TMA, or
+/// gathers a mask word at a time.
+struct FragNeeds {
+    full_aux: bool,
+    bits_out: bool,
+    bits_in: bool,
+    staged: Vec<StagedInput>,
 }
 
 impl TreeSm90 {
@@ -764,10 +776,19 @@ impl TreeSm90 {
     ) -> Result<TreeSm90> {
         refuse_col_major_d("TreeSm90::new", &plan.problem)?;
         let src = super::cuda::sm90_tree_source(plan, tree, Some(binding))?;
+        let sinks = tree.d.sinks();
         Ok(TreeSm90 {
             kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, &src)?,
             tree: tree.clone(),
             statics: super::cuda::StaticTypes::of(tree, binding),
+            frag: FragNeeds {
+                full_aux: sinks
+                    .iter()
+                    .any(|k| matches!(k, Sink::Aux(AuxFormat::Full(_)))),
+                bits_out: sinks.contains(&Sink::Aux(AuxFormat::Bits)),
+                bits_in: tree.d.uses(Leaf::AuxInBits),
+                staged: super::cuda::staged_inputs(plan, tree, binding),
+            },
         })
     }
 
@@ -818,7 +839,7 @@ impl TreeSm90 {
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
         use crate::problem::Major;
-        use crate::sm90::launch::{encode_tma, Sm90Params, TmaOperand};
+        use crate::sm90::launch::{encode_tma, tma_addressable, Sm90Params, TmaOperand};
         const OP: &str = "tree gemm (sm90)";
         let plan = self.kernel.plan();
         let p = &plan.problem;
@@ -905,11 +926,7 @@ impl TreeSm90 {
             |name: &'static str, ptr: u64, spec: &MatSpec, st: &crate::sm90::Sm90Store| {
                 let eb = spec.dtype.bytes() as u64;
                 let first = ptr + (rows.start * spec.ld + cols.start) as u64 * eb;
-                let ok = spec.dtype.bytes() == 2
-                    && first % 16 == 0
-                    && (spec.ld as u64 * eb) % 16 == 0
-                    && (p.batch == 1 || (spec.batch_stride as u64 * eb) % 16 == 0);
-                if !ok {
+                if eb != 2 || !tma_addressable(first, spec.ld, spec.batch_stride, p.batch, eb) {
                     return Ok(None);
                 }
                 encode_tma(
@@ -927,11 +944,12 @@ impl TreeSm90 {
                 )
                 .map(Some)
             };
-        let sinks = self.tree.d.sinks();
-        let full_aux = sinks
-            .iter()
-            .any(|k| matches!(k, Sink::Aux(AuxFormat::Full(_))));
-        let bits_aux = sinks.contains(&Sink::Aux(AuxFormat::Bits));
+        let FragNeeds {
+            full_aux,
+            bits_out,
+            bits_in,
+            ref staged,
+        } = self.frag;
         let mut flags = 0;
         let (mut tma_d, mut tma_aux) = (tma_a, tma_a);
         // The staged inputs' maps: C, the residual, aux_in (A's as placeholders).
@@ -944,14 +962,11 @@ impl TreeSm90 {
             };
             // The mask's words are gathered (output) or preloaded (input) a row of a pass
             // at a time: rows and batches start on word boundaries, and so does the region.
-            let bits_in = self.tree.d.uses(Leaf::AuxInBits);
-            let words = (!bits_aux || (args.ldaux % 32 == 0 && args.batch_aux % 32 == 0))
+            let words = (!bits_out || (args.ldaux % 32 == 0 && args.batch_aux % 32 == 0))
                 && (!bits_in || (args.ld_aux_in % 32 == 0 && args.batch_aux_in % 32 == 0))
-                && (!(bits_aux || bits_in) || args.col0 % 32 == 0);
-            // The inputs the kernel stages (as sm90_tree_source chose them): each must be a
-            // tensor TMA can read, or the launch takes the scratch path.
-            let mut staged = super::cuda::stageable_inputs(&self.tree, binding);
-            staged.truncate(plan.staged_inputs.max(0) as usize);
+                && (!(bits_out || bits_in) || args.col0 % 32 == 0);
+            // The inputs the kernel stages: each must be a tensor TMA can read, or the launch
+            // takes the scratch path.
             let mut inputs_ok = true;
             for input in staged {
                 let (slot, name, ptr, spec) = match input {

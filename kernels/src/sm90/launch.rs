@@ -43,6 +43,21 @@ pub struct TmaOperand {
     pub batch_stride: i64,
 }
 
+/// Whether a row-major tensor of `elem_bytes` elements at `ptr`, rows `ld` apart and batches
+/// `batch_stride` apart (`batch` of them), is one a tensor map can address: a 16-byte-aligned
+/// start and 16-byte multiples for its strides (what [`encode_tma`] would otherwise refuse).
+pub(crate) fn tma_addressable(
+    ptr: u64,
+    ld: i64,
+    batch_stride: i64,
+    batch: i64,
+    elem_bytes: u64,
+) -> bool {
+    ptr % 16 == 0
+        && (ld as u64 * elem_bytes) % 16 == 0
+        && (batch == 1 || (batch_stride as u64 * elem_bytes) % 16 == 0)
+}
+
 /// Encodes the 3-D tensor map `{k, rows, batch}` that loads `bx` boxes of `o`.
 ///
 /// Errors with [`KernelError::Misaligned`] when the address is not 16-byte aligned or a
@@ -430,9 +445,7 @@ impl Sm90Kernel {
         // and strides are what a tensor map takes (16-byte multiples).
         let eb = p.output.bytes() as u64;
         let tma_ok = |buf: &DeviceBuf, ld: i64, batch: i64| {
-            buf.ptr(rt) % 16 == 0
-                && (ld as u64 * eb) % 16 == 0
-                && (p.batch == 1 || (batch as u64 * eb) % 16 == 0)
+            tma_addressable(buf.ptr(rt), ld, batch, p.batch, eb)
         };
         let tma_store = self.plan.store.is_some()
             && tma_ok(args.d, s.ldd, s.batch_d)
