@@ -2,8 +2,38 @@
 # Experiments for one GPU visit (gpu-visit.sh runs this with EXP=1); their logs go to $OUT. Each
 # visit; docs/perf.md records what each one measured.
 set -u
-# The Hopper path on every standard shape (the LLM shapes too), the three epilogues, against
-# cuBLAS / cuBLASLt.
-echo "## bench gemm --path sm90 (all shapes)"
-timeout 300 ./tessera bench gemm --path sm90 --json "$OUT/bench_sm90_all.json" > "$OUT/bench_sm90_all.log" 2>&1
-grep -E "x[0-9]+x" "$OUT/bench_sm90_all.log" | head -32
+# AB=1 (with .gpu/tessera-old from gpu-pack.sh OLD=REV): this build and the old one, each
+# benchmark run alternately (new, old, new, old) so that both see the same machine states.
+if [ "${AB:-0}" = 1 ] && [ -x ./tessera-old ]; then
+  for round in 1 2; do
+    for v in new old; do
+      bin=./tessera; [ $v = old ] && bin=./tessera-old
+      echo "## $v, round $round: bench epilogues --quick --coord none"
+      timeout 240 $bin bench epilogues --quick --coord none --json "$OUT/ab_epi_${v}_$round.json" > "$OUT/ab_epi_${v}_$round.log" 2>&1
+      cat "$OUT/ab_epi_${v}_$round.log" | grep -vE "^(compiling|warm)"
+    done
+  done
+  for v in new old; do
+    bin=./tessera; [ $v = old ] && bin=./tessera-old
+    echo "## $v: bench gemm --path sm90 --quick"
+    timeout 200 $bin bench gemm --path sm90 --quick > "$OUT/ab_sm90_$v.log" 2>&1
+    grep -E "x[0-9]+x" "$OUT/ab_sm90_$v.log" | head -12
+  done
+fi
+# KSWEEP=1: the epilogue's own time, both schedules: fusions at small K (where the mainloop is
+# short) and at 4096, each against the plain GEMM in the same rounds.
+if [ "${KSWEEP:-0}" = 1 ]; then
+  for sched in cooperative pingpong; do
+    echo "## $sched: bench epilogues, K sweep"
+    timeout 240 ./tessera bench epilogues --coord none --schedule $sched --fusions relu_bias,gelu_bias,drelu,dgelu,relu_aux_bias \
+      --shapes 4096x4096x64,4096x4096x1024,4096x4096x4096 --json "$OUT/ksweep_$sched.json" > "$OUT/ksweep_$sched.log" 2>&1
+    grep -vE "^(compiling|warm)" "$OUT/ksweep_$sched.log"
+  done
+fi
+# ALL=1: the Hopper path on every standard shape (the LLM shapes too), the three epilogues,
+# against cuBLAS / cuBLASLt.
+if [ "${ALL:-0}" = 1 ]; then
+  echo "## bench gemm --path sm90 (all shapes)"
+  timeout 300 ./tessera bench gemm --path sm90 --json "$OUT/bench_sm90_all.json" > "$OUT/bench_sm90_all.log" 2>&1
+  grep -E "x[0-9]+x" "$OUT/bench_sm90_all.log" | head -32
+fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the release test binaries and the tessera tool with the `cuda` feature and copies
 # them (the test binaries that need a GPU or NVRTC; the rest run here), with gpu-visit.sh, into .gpu/ (git-ignored) for one visit to the GPU host, where
-# `bash .gpu/gpu-visit.sh` runs everything. See ../shared/GPU.md.
+# `bash .gpu/gpu-visit.sh` runs everything. See ../shared/GPU.md. With OLD=REV it also builds
+# the tessera tool of commit REV (in a worktree, its own target folder) as .gpu/tessera-old,
+# for gpu-exp.sh's interleaved comparison of two versions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/tests
@@ -17,4 +19,11 @@ for line in sys.stdin:
         shutil.copy(m["executable"], ".gpu/tests/" + m["target"]["name"])
 '
 cp target/release/tessera tools/gpu-visit.sh tools/gpu-exp.sh .gpu/
+if [ -n "${OLD:-}" ]; then
+  rm -rf target/old-src && git worktree prune
+  git worktree add --detach target/old-src "$OLD" >/dev/null
+  (cd target/old-src && CARGO_TARGET_DIR=../old cargo build --release --features cuda --bin tessera)
+  cp target/old/release/tessera .gpu/tessera-old
+  git worktree remove --force target/old-src
+fi
 du -sh .gpu

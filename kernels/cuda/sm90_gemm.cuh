@@ -243,13 +243,22 @@ __device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalv
 }
 
 // The TMA store of one pass of the fragment-order epilogues: this thread's packed values of D
-// (and, kAux, of aux) into the swizzled buffers at `bufs`, and one thread's TMA store of the
-// 64 x kEpiCols block at launch-relative (cb, row0) of batch b. Without aux the passes
-// alternate between kStoreBufs buffers; with aux a pass fills D's buffer and aux's. Only the
-// reuse of a buffer waits for the store that last read it. `freed()` runs after the first
-// barrier, when every thread of the warpgroup is past its shared-memory reads before the call.
+// (and, kAux, of aux) into the swizzled buffers at `bufs`, and the TMA store of this warp's
+// kWarpRows rows of the 64 x kEpiCols block at launch-relative (cb, row0) of batch b, by the
+// warp's first lane. Each warp writes and stores only its own rows (the plan checked the
+// accumulator gives them to it, and that they are the per-warp box's layout), so only the
+// warp synchronizes: no barrier across the warpgroup. Without aux the passes alternate
+// between kStoreBufs buffers; with aux a pass fills D's buffer and aux's. Only the reuse of a
+// buffer waits for the warp's store that last read it. `freed()` runs after the warp's first
+// synchronization, when every lane of the warp is past its shared-memory reads before the call.
+// That synchronization is a named barrier of the warp alone (1 + kConsumers + the consumer
+// warp's index): it waits for nothing outside the warp, like __syncwarp, but ptxas does not
+// move code across it, and with __syncwarp in its place the longer trees spill (ptxas
+// statistics of drelu_bgrad with C staged).
+constexpr int kEpiWarps = 64 / kWarpRows;  // warps of a consumer warpgroup, kWarpRows rows each
+static_assert(1 + kConsumers + kEpiWarps * kConsumers <= 16, "a named barrier per consumer warp");
 template <bool kAux, typename Freed>
-__device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int pass, int t, int cw,
+__device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int pass, int t,
                                                         const unsigned (&dpk)[kEpiRegs / 2],
                                                         const unsigned (&apk)[kEpiRegs / 2],
                                                         const TesseraTmaMap* tma_d,
@@ -257,8 +266,11 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int pass,
                                                         int row0, int b, Freed freed) {
   const unsigned buf = bufs + (kAux ? 0 : pass % kStoreBufs) * kStoreBufBytes;
   const unsigned abuf = bufs + kStoreBufBytes;
-  if (t == 0) tessera_bulk_wait_read<kAux ? 0 : kStoreBufs - 1>();
-  tessera_bar_sync(1 + cw, 128);
+  const int w = t / 32;
+  const bool lead = t % 32 == 0;
+  if (lead) tessera_bulk_wait_read<kAux ? 0 : kStoreBufs - 1>();
+  // The consumer warps are warps 4 and up (warps 0-3 are the producer warpgroup's).
+  tessera_bar_sync(1 + kConsumers + (int)(threadIdx.x / 32) - 4, 32);
   freed();
 #pragma unroll
   for (int k = 0; k < kEpiRegs; k += 2) {
@@ -267,10 +279,11 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int pass,
     if (kAux) tessera_sts32(abuf + off, apk[k / 2]);
   }
   tessera_fence_proxy_async();
-  tessera_bar_sync(1 + cw, 128);
-  if (t == 0) {
-    tessera_tma_store_3d(tma_d, buf, cb, row0, b);
-    if (kAux) tessera_tma_store_3d(tma_aux, abuf, cb, row0, b);
+  __syncwarp();
+  if (lead) {
+    const unsigned part = w * kWarpStoreBytes;
+    tessera_tma_store_3d(tma_d, buf + part, cb, row0 + kWarpRows * w, b);
+    if (kAux) tessera_tma_store_3d(tma_aux, abuf + part, cb, row0 + kWarpRows * w, b);
     tessera_bulk_commit();
   }
 }
@@ -362,25 +375,28 @@ __device__ __forceinline__ void tessera_sm90_pass_origin(int q, int tm, int tn, 
   cb = tn * kBN + (q % kPassesN) * kEpiCols;
 }
 
-// The staged inputs' blocks of the pass at (row0, cb) of batch b: loaded by TMA into the
-// buffers at `buf` (input i at buf + i kInBufs kStoreBufBytes), completing barrier `bar`, or
-// (kL2) only fetched into L2.
+// Warp w's rows of the staged inputs' blocks of the pass at (row0, cb) of batch b: loaded by
+// TMA into the buffers at `buf` (input i's block at buf + i kInBufs kStoreBufBytes, the warp's
+// rows kWarpStoreBytes w into it, the per-warp box of the store buffers), completing barrier
+// `bar`, or (kL2) only fetched into L2.
 template <bool kL2>
 __device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
                                                         const TesseraTmaMap* mr,
                                                         const TesseraTmaMap* mx, unsigned buf,
-                                                        unsigned bar, int row0, int cb, int b) {
-  if (!kL2) tessera_mbar_arrive_expect_tx(bar, kTesseraEpStaged * kStoreBufBytes);
+                                                        unsigned bar, int row0, int cb, int b,
+                                                        int w) {
+  if (!kL2) tessera_mbar_arrive_expect_tx(bar, kTesseraEpStaged * kWarpStoreBytes);
   const TesseraTmaMap* maps[3] = {mc, mr, mx};
   const bool on[3] = {kTesseraEpStageC, kTesseraEpStageR, kTesseraEpStageX};
+  const int row = row0 + kWarpRows * w;
   int i = 0;
 #pragma unroll
   for (int m = 0; m < 3; ++m) {
     if (!on[m]) continue;
     if (kL2) {
-      tessera_tma_prefetch_3d(maps[m], cb, row0, b);
+      tessera_tma_prefetch_3d(maps[m], cb, row, b);
     } else {
-      tessera_tma_load_3d(buf + i * kInBufs * kStoreBufBytes, maps[m], bar, cb, row0, b);
+      tessera_tma_load_3d(buf + i * kInBufs * kStoreBufBytes + w * kWarpStoreBytes, maps[m], bar, cb, row, b);
     }
     ++i;
   }
@@ -543,9 +559,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   // full[s] at bars + 8 s, empty[s] at bars + 8 (kStages + s), the ping-pong turns at
   // bars + 16 kStages + 8 w; then the epilogue scratch, kConsumers x 64 x kEpiPitch floats.
   const unsigned turns = bars + 16 * kStages;
-  // The staged inputs' barriers: in_bars + 8 (kInBufs cw + s), buffer s of consumer cw.
+  // The staged inputs' barriers: in_bars + 8 (kInBufs (kEpiWarps cw + w) + s), buffer s of
+  // warp w of consumer cw.
   const unsigned in_bars = turns + 16;
-  const unsigned scratch_base = in_bars + 8 * kInBufs * kConsumers;
+  const unsigned scratch_base = in_bars + 8 * kInBufs * kEpiWarps * kConsumers;
   // The TMA-store buffers share the scratch's bytes, aligned for their swizzle; the staged
   // inputs' buffers follow them.
   const unsigned store_base = (scratch_base + kStoreAlign - 1) & ~(kStoreAlign - 1);
@@ -563,7 +580,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     }
     tessera_mbar_init(turns, 1);
     tessera_mbar_init(turns + 8, 1);
-    for (int i = 0; i < kInBufs * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
+    for (int i = 0; i < kInBufs * kEpiWarps * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
     tessera_fence_barrier_init();
   }
   __syncthreads();
@@ -615,6 +632,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     tessera_setmaxnreg_inc<kConsumerRegs>();
     const int cw = wg - 1;
     const int lane = t % 32;
+    // This warp's staged-input barriers: in_bar + 8 s for buffer s.
+    const unsigned in_bar = in_bars + 8 * kInBufs * (kEpiWarps * cw + t / 32);
     float acc[kMHalves][kBN / 2];
     float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - raw)) + cw * 64 * kEpiPitch;
     // The bias of a tile: kBiasStage values (a column bias: the tile's kBN columns; a row
@@ -642,6 +661,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // ahead of a stage barrier; so wait until the other warpgroup has seen the last stage
         // of its tile arrive: every stage barrier is then at most one phase behind ours.
         tessera_mbar_wait(turns + 8 * cw, (unsigned)((cw == 1 ? local : local - 1) & 1));
+        // The turn is passed on once per tile, by warp 0, but waited for by every warp; and the
+        // warps of a warpgroup drift apart in the epilogue (each stores its own rows). So all
+        // four wait here before warp 0 can pass this tile's turn on: until then the other
+        // warpgroup cannot complete this barrier's next phase, which a warp still behind would
+        // take for this one (a parity wait tells only the current phase from the one before).
+        tessera_bar_sync(1 + cw, 128);
       }
       int b, tm, tn;
 #if TESSERA_SM90_CLUSTER > 1
@@ -652,8 +677,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #ifdef TESSERA_EPILOGUE_TREE
       // The staged inputs of this tile's first kInBufs passes, loaded while its mainloop
       // runs; the later passes' blocks fetched into L2, loaded two passes ahead.
-      if (kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t == 0) {
+      // Each warp's first lane loads (and prefetches) the warp's own rows.
+      if (kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0) {
         constexpr int kPasses = kMHalves * (kBN / kEpiCols);
+        const int w = t / 32;
 #pragma unroll 1
         for (int q = 0; q < kPasses; ++q) {
           int row0, cb;
@@ -662,9 +689,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           if (q < kInBufs) {
             tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
                                            in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
-                                           in_bars + 8 * (kInBufs * cw + slot), row0, cb, b);
+                                           in_bar + 8 * slot, row0, cb, b, w);
           } else {
-            tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b);
+            tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, w);
           }
         }
       }
@@ -777,7 +804,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
             // this warpgroup, and this tile's earlier passes on the slot.
             const int slot_uses = kPasses / kInBufs + (slot < kPasses % kInBufs ? 1 : 0);
-            tessera_mbar_wait(in_bars + 8 * (kInBufs * cw + slot),
+            tessera_mbar_wait(in_bar + 8 * slot,
                               (unsigned)((local * slot_uses + pass / kInBufs) & 1));
           }
           if (row0 + 64 <= p.m && cb + kEpiCols <= p.n) {
@@ -786,13 +813,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           } else {
             tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
           }
-          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, pass, t, cw, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
-            // Everyone has read this pass's staged inputs: their buffers take pass + kInBufs's.
-            if (kTesseraEpStaged > 0 && t == 0 && pass + kInBufs < kPasses) {
+          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+            // The warp has read its rows of this pass's staged inputs: they take those of
+            // pass + kInBufs.
+            if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kPasses) {
+              const int w = t / 32;
               int r1, c1;
               tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
               tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
-                                             in_bars + 8 * (kInBufs * cw + slot), r1, c1, b);
+                                             in_bar + 8 * slot, r1, c1, b, w);
             }
           });
           const int b0 = lane & 1;
@@ -917,7 +946,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct), tessera_activate(x1, kEpiAct), kEpiOut);
             }
           }
-          tessera_sm90_store_pass<kEpiAux>(bufs, pass, t, cw, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
+          tessera_sm90_store_pass<kEpiAux>(bufs, pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
         }
         continue;
       }

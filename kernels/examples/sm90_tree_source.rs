@@ -1,7 +1,8 @@
 //! Prints the complete source of the Hopper GEMM with a named fusion's tree epilogue, as the
 //! tree launcher compiles it for a bf16 binding at 4096^3 (types compiled in, room for `N`
-//! staged inputs): `sm90_tree_source FUSION [N]`, e.g. `sm90_tree_source dgelu 1`. An
-//! experiment helper, with `sm90_compile_file` for ptxas statistics and a CUBIN to disassemble.
+//! staged inputs, beta `BETA`, default 0): `sm90_tree_source FUSION [N [BETA]]`, e.g.
+//! `sm90_tree_source dgelu 1`. An experiment helper, with `sm90_compile_file` for ptxas
+//! statistics and a CUBIN to disassemble.
 use tessera_kernels::epilogue::{cuda::sm90_tree_source, Binding, Fusion};
 use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
 use tessera_kernels::{DType, GemmProblem};
@@ -13,7 +14,7 @@ fn main() {
         .get(1)
         .and_then(|a| Fusion::ALL.iter().find(|f| f.name() == a))
     else {
-        eprintln!("usage: sm90_tree_source FUSION [STAGED_INPUTS]; fusions: {names:?}");
+        eprintln!("usage: sm90_tree_source FUSION [STAGED_INPUTS [BETA]]; fusions: {names:?}");
         std::process::exit(1);
     };
     let staged = match args.get(2).map(|n| n.parse::<i64>()) {
@@ -24,13 +25,22 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let beta = match args.get(3).map(|n| n.parse::<f32>()) {
+        None => 0.0,
+        Some(Ok(x)) => x,
+        Some(Err(e)) => {
+            eprintln!("BETA `{}`: {e}", args[3]);
+            std::process::exit(1);
+        }
+    };
     let t = f.tree();
     let p = GemmProblem::new(4096, 4096, 4096);
     let opts = Sm90Options {
         epilogue_inputs: Some(staged),
         ..Sm90Options::default()
     };
-    let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+    let mut b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+    b.beta = beta;
     match Sm90Plan::with_options(&p, opts)
         .map_err(|e| e.to_string())
         .and_then(|plan| sm90_tree_source(&plan, &t, Some(&b)).map_err(|e| e.to_string()))

@@ -538,6 +538,95 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     }
 }
 
+/// Ping-pong over many one-k-tile tiles, launched repeatedly as the benchmark does: the
+/// epilogues (drelu reading a mask a word at a time, dgelu with aux_in staged) are long against
+/// the mainloop, so the warps of a consumer warpgroup, which store their own rows, drift apart;
+/// the turn the warpgroups pass each other must still be seen by every warp once per tile (a
+/// warp two phases behind would wait forever: the benchmark hung on drelu at 4096x4096x64
+/// before the kernel kept the warps together at each turn). D is compared with the float64
+/// evaluator after each batch of launches.
+#[test]
+fn pingpong_turns_hold_over_many_short_tiles() {
+    use tessera_kernels::epilogue::launch::TreeSm90;
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::sm90::Sm90Plan;
+    use tessera_kernels::{Arch, GemmProblem};
+    let Some(rt) = runtime() else { return };
+    if rt.arch() != Arch::Sm90a {
+        eprintln!(
+            "SKIPPED: ping-pong is a Hopper schedule; this device is {}",
+            rt.arch()
+        );
+        return;
+    }
+    let mut r = Rng::new(29);
+    let (m, n, k) = (4096i64, 4096i64, 64i64);
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let p = GemmProblem::new(m, n, k);
+    let s = GemmStrides::tight(&p);
+    let opts = Sm90Options {
+        tile: Some((128, 128)),
+        schedule: Some(Schedule::PingPong),
+        epilogue_inputs: Some(1),
+        ..Sm90Options::default()
+    };
+    let plan = Sm90Plan::with_options(&p, opts).unwrap();
+    let a = rounded(&mut r, mu * ku, DType::Bf16);
+    let b = rounded(&mut r, ku * nu, DType::Bf16);
+    let mut acc = vec![0f64; mu * nu];
+    for i in 0..m {
+        for j in 0..n {
+            acc[(i * n + j) as usize] = (0..k)
+                .map(|kk| a[s.a_index(&p, 0, i, kk)] as f64 * b[s.b_index(&p, 0, kk, j)] as f64)
+                .sum();
+        }
+    }
+    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
+    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    let aux_in = rounded(&mut r, mu * nu, DType::Bf16);
+    let aux64: Vec<f64> = aux_in.iter().map(|&x| x as f64).collect();
+    let aux_d = DeviceBuf::upload(&rt, DType::Bf16, &aux_in).unwrap();
+    // The mask: the bit patterns of random fp32 values, rows `ld` bits apart.
+    let ld = nu.div_ceil(128) * 128;
+    let mask = rounded(&mut r, mu * ld / 32, DType::F32);
+    let mask_d = DeviceBuf::upload(&rt, DType::F32, &mask).unwrap();
+    let bits: Vec<bool> = (0..mu * nu)
+        .map(|i| {
+            let bit = (i / nu) * ld + i % nu;
+            (mask[bit / 32].to_bits() >> (bit % 32)) & 1 == 1
+        })
+        .collect();
+    for f in [Fusion::DRelu, Fusion::DGelu] {
+        let t = f.tree();
+        let bind = Binding::for_tree(&t, m, n, k, 1, DType::Bf16);
+        // 1024 tiles on a CTA per SM: about 4 per consumer warpgroup and launch.
+        let g = TreeSm90::new(&rt, &plan, &t, &bind).unwrap();
+        let mut inp = EvalInputs::new(mu, nu, 1, &acc);
+        inp.aux_in = Some(&aux64);
+        inp.aux_in_bits = Some(&bits);
+        let want = evaluate(&t, &inp).unwrap();
+        for batch in 0..4 {
+            let d = DeviceBuf::poisoned(&rt, DType::Bf16, mu * nu).unwrap();
+            let bufs = EpBuffers {
+                d: Some(&d),
+                aux_in: Some(if f == Fusion::DRelu { &mask_d } else { &aux_d }),
+                ..EpBuffers::default()
+            };
+            for _ in 0..100 {
+                g.launch(&rt, &a_d, &b_d, &s, &bind, &bufs).unwrap();
+            }
+            rt.stream().synchronize().unwrap();
+            for (i, (gv, w)) in d.download(&rt).unwrap().iter().zip(&want.d).enumerate() {
+                let tol = DType::Bf16.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
+                assert!(
+                    (gv - w).abs() <= tol,
+                    "{f:?} batch {batch}: D[{i}] = {gv}, want {w}"
+                );
+            }
+        }
+    }
+}
+
 /// The named fusions' trees against cuBLASLt's epilogues of the same name: checks the
 /// column-major mapping (bias per output column, the mask's bit order, which operand BGRADA
 /// sums) on the device, independently of tessera's kernels.

@@ -940,7 +940,7 @@ impl TreeSm90 {
                         batch: p.batch,
                         batch_stride: spec.batch_stride,
                     },
-                    &st.tma,
+                    &st.warp_tma,
                 )
                 .map(Some)
             };

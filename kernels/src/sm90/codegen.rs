@@ -172,6 +172,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
                 "constexpr bool kEpiTmaStore = true; constexpr int kStoreBufs = {}; constexpr unsigned kStoreBufBytes = {}, kStoreAlign = {};",
                 st.buffers, st.tma.bytes, st.tma.align
             );
+            let _ = writeln!(
+                s,
+                "constexpr int kWarpRows = {}; constexpr unsigned kWarpStoreBytes = {}; // each warp stores its rows of a buffer",
+                st.warp_tma.outer, st.warp_tma.bytes
+            );
             let idx = modes_expr(&st.smem.layout, &["r", "c"]);
             let _ = writeln!(
                 s,
@@ -183,6 +188,10 @@ pub fn preamble(plan: &Sm90Plan) -> String {
             let _ = writeln!(
                 s,
                 "constexpr bool kEpiTmaStore = false; constexpr int kStoreBufs = 1; constexpr unsigned kStoreBufBytes = 0, kStoreAlign = 16;"
+            );
+            let _ = writeln!(
+                s,
+                "constexpr int kWarpRows = 16; constexpr unsigned kWarpStoreBytes = 0;"
             );
             let _ = writeln!(
                 s,

@@ -509,7 +509,7 @@ impl Sm90Kernel {
                         batch: p.batch,
                         batch_stride,
                     },
-                    &st.tma,
+                    &st.warp_tma,
                 )
             };
         let (tma_d, tma_aux) = match &self.plan.store {

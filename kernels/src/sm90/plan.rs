@@ -59,9 +59,10 @@ impl Sm90Operand {
 
 /// The epilogue's TMA store: each consumer warpgroup writes its finished 64 x [`EPI_COLS`]
 /// output blocks (after the epilogue, in the output type) into a swizzled shared-memory
-/// buffer, and one of its threads stores the block to D with a TMA bulk tensor store. The
-/// stores are asynchronous: they drain while the consumers go on (the next block, the next
-/// tile's mainloop); a buffer is reused once its store has read it.
+/// buffer, and each warp stores its own [`WARP_ROWS`] rows of the block to D with a TMA bulk
+/// tensor store (so the warps of a warpgroup never wait for each other). The stores are
+/// asynchronous: they drain while the consumers go on (the next block, the next tile's
+/// mainloop); a warp's part of a buffer is reused once that warp's store has read it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sm90Store {
     /// One buffer: the 64-byte swizzle atom of the output type tiled to 64 x [`EPI_COLS`]
@@ -69,6 +70,11 @@ pub struct Sm90Store {
     pub smem: SmemLayout,
     /// The TMA box that stores one buffer (and that writes exactly `smem`).
     pub tma: TmaBox,
+    /// The TMA box of one warp's rows of a buffer, [`WARP_ROWS`] x [`EPI_COLS`]: rows
+    /// `[WARP_ROWS w, WARP_ROWS (w + 1))` of `smem` are this box's layout at byte
+    /// `w * warp_tma.bytes` (checked element by element). The kernel's tensor maps of D, aux
+    /// and the staged epilogue inputs use this box.
+    pub warp_tma: TmaBox,
     /// Buffers per consumer warpgroup (store of one overlapping the filling of the next).
     pub buffers: i64,
     /// Shared-memory wavefronts of one warp's fragment store into a buffer (each lane one
@@ -80,8 +86,8 @@ impl fmt::Display for Sm90Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} buffers of {} B per consumer, each {}; TMA {}; fragment store {} wavefronts/ideal",
-            self.buffers, self.tma.bytes, self.smem, self.tma, self.conflicts
+            "{} buffers of {} B per consumer, each {}; TMA {}, per warp {}; fragment store {} wavefronts/ideal",
+            self.buffers, self.tma.bytes, self.smem, self.tma, self.warp_tma, self.conflicts
         )
     }
 }
@@ -94,6 +100,10 @@ pub const MAX_STAGED_INPUTS: i64 = 3;
 
 /// Buffers of the TMA-store epilogue per consumer warpgroup.
 pub const STORE_BUFFERS: i64 = 2;
+
+/// Rows of a TMA-store buffer that one warp owns and stores (the wgmma accumulator gives warp
+/// `w` of a warpgroup rows `[16 w, 16 w + 16)` of its 64; [`store_plan`] checks it).
+pub const WARP_ROWS: i64 = 16;
 
 /// The TMA-store epilogue of a plan with accumulator layout `acc` and 16-bit outputs: the
 /// buffer layout, its TMA box, and the bank-conflict check of the fragment store.
@@ -171,12 +181,70 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
             conflicts: conflicts.wavefronts - conflicts.ideal,
         });
     }
+    let warp_tma = warp_box(acc, &smem)?;
     Ok(Sm90Store {
         smem,
         tma,
+        warp_tma,
         buffers: STORE_BUFFERS,
         conflicts,
     })
+}
+
+/// The per-warp TMA box of the store buffer `smem` (64 x [`EPI_COLS`]) under accumulator layout
+/// `acc`: each warp of the warpgroup must hold exactly [`WARP_ROWS`] rows of every pass, rows
+/// `[WARP_ROWS w, WARP_ROWS (w + 1))` for warp `w`, and those rows of `smem` must be the
+/// [`WARP_ROWS`]-row swizzled layout at a byte offset aligned for its swizzle, so that a TMA
+/// store of that box from there writes exactly the warp's rows.
+fn warp_box(acc: &Layout, smem: &SmemLayout) -> Result<TmaBox> {
+    let op = "Sm90Plan store (per warp)";
+    let lerr = KernelError::layout;
+    let threads = acc.mode(0).map_err(lerr(op))?.size();
+    let per_thread = acc.mode(1).map_err(lerr(op))?.size();
+    for t in 0..threads {
+        for i in 0..per_thread {
+            let x = acc
+                .eval(&tessera_layout::IntTuple::flat([t, i]))
+                .map_err(lerr(op))?;
+            if (x % 64) / WARP_ROWS != t / 32 {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{acc}: register {i} of thread {t} (warp {}) is on row {}, outside the warp's {WARP_ROWS} rows", t / 32, x % 64),
+                ));
+            }
+        }
+    }
+    let part = SmemLayout::row_major_swizzled(op, 2, WARP_ROWS, EPI_COLS)?;
+    let bx = tma_box_for(&part, 2)?;
+    for w in 0..64 / WARP_ROWS {
+        let base = w * WARP_ROWS * EPI_COLS;
+        if (2 * base) % bx.align != 0 {
+            return Err(KernelError::invalid(
+                op,
+                format!(
+                    "warp {w}'s rows start at byte {}, not aligned to {} B for {}",
+                    2 * base,
+                    bx.align,
+                    bx.swizzle
+                ),
+            ));
+        }
+        for r in 0..WARP_ROWS {
+            for c in 0..EPI_COLS {
+                let (whole, own) = (
+                    smem.offset(w * WARP_ROWS + r, c)?,
+                    base + part.offset(r, c)?,
+                );
+                if whole != own {
+                    return Err(KernelError::invalid(
+                        op,
+                        format!("{smem}: row {} column {c} is at element {whole}, warp {w}'s box puts it at {own}", w * WARP_ROWS + r),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(bx)
 }
 
 /// Checks the form the tree epilogue's fragment path relies on (`tessera_sm90_tree_frag` in
@@ -585,7 +653,8 @@ impl Sm90Plan {
             smem_bytes: stages * stage
                 + 16 * stages
                 + 16
-                + 16 * consumers
+                // The staged inputs' barriers: one per buffer, warp and consumer.
+                + 8 * IN_BUFFERS * (64 / WARP_ROWS) * consumers
                 + epilogue_scratch_bytes
                 + bias_stage_bytes
                 + 1024,
