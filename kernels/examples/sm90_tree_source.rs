@@ -17,22 +17,8 @@ fn main() {
         eprintln!("usage: sm90_tree_source FUSION [STAGED_INPUTS [BETA]]; fusions: {names:?}");
         std::process::exit(1);
     };
-    let staged = match args.get(2).map(|n| n.parse::<i64>()) {
-        None => 0,
-        Some(Ok(n)) => n,
-        Some(Err(e)) => {
-            eprintln!("STAGED_INPUTS `{}`: {e}", args[2]);
-            std::process::exit(1);
-        }
-    };
-    let beta = match args.get(3).map(|n| n.parse::<f32>()) {
-        None => 0.0,
-        Some(Ok(x)) => x,
-        Some(Err(e)) => {
-            eprintln!("BETA `{}`: {e}", args[3]);
-            std::process::exit(1);
-        }
-    };
+    let staged: i64 = optional_arg(&args, 2, "STAGED_INPUTS", 0);
+    let beta: f32 = optional_arg(&args, 3, "BETA", 0.0);
     let t = f.tree();
     let p = GemmProblem::new(4096, 4096, 4096);
     let opts = Sm90Options {
@@ -48,6 +34,21 @@ fn main() {
         Ok(src) => print!("{src}"),
         Err(e) => {
             eprintln!("{e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Argument `i` parsed, or `default` when absent; a parse error ends the program.
+fn optional_arg<T: std::str::FromStr>(args: &[String], i: usize, name: &str, default: T) -> T
+where
+    T::Err: std::fmt::Display,
+{
+    match args.get(i).map(|a| a.parse::<T>()) {
+        None => default,
+        Some(Ok(x)) => x,
+        Some(Err(e)) => {
+            eprintln!("{name} `{}`: {e}", args[i]);
             std::process::exit(1);
         }
     }

@@ -57,6 +57,30 @@ fn rounded(r: &mut Rng, n: usize, t: DType) -> Vec<f32> {
     (0..n).map(|_| round_to(r.uniform(-2.0, 2.0), t)).collect()
 }
 
+/// The float64 product `A B` of `p` (`batch x M x N`, row-major), A and B read with `s`.
+fn accumulator(
+    p: &tessera_kernels::GemmProblem,
+    s: &tessera_kernels::reference::GemmStrides,
+    a: &[f32],
+    b: &[f32],
+) -> Vec<f64> {
+    let mut acc = Vec::with_capacity((p.batch * p.m * p.n) as usize);
+    for bi in 0..p.batch {
+        for i in 0..p.m {
+            for j in 0..p.n {
+                acc.push(
+                    (0..p.k)
+                        .map(|kk| {
+                            a[s.a_index(p, bi, i, kk)] as f64 * b[s.b_index(p, bi, kk, j)] as f64
+                        })
+                        .sum(),
+                );
+            }
+        }
+    }
+    acc
+}
+
 fn words(rt: &Runtime, buf: &DeviceBuf) -> Vec<u32> {
     buf.download_words(rt).unwrap()
 }
@@ -402,18 +426,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     }
     let a = rounded(&mut r, bu * mu * ku, DType::Bf16);
     let b = rounded(&mut r, bu * ku * nu, DType::Bf16);
-    let mut acc = vec![0f64; bu * mu * nu];
-    for bi in 0..nb {
-        for i in 0..m {
-            for j in 0..n {
-                acc[((bi * m + i) * n + j) as usize] = (0..k)
-                    .map(|kk| {
-                        a[s.a_index(&p, bi, i, kk)] as f64 * b[s.b_index(&p, bi, kk, j)] as f64
-                    })
-                    .sum();
-            }
-        }
-    }
+    let acc = accumulator(&p, &s, &a, &b);
     let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
     let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
     for (t, path, pad) in [
@@ -573,14 +586,7 @@ fn pingpong_turns_hold_over_many_short_tiles() {
     let plan = Sm90Plan::with_options(&p, opts).unwrap();
     let a = rounded(&mut r, mu * ku, DType::Bf16);
     let b = rounded(&mut r, ku * nu, DType::Bf16);
-    let mut acc = vec![0f64; mu * nu];
-    for i in 0..m {
-        for j in 0..n {
-            acc[(i * n + j) as usize] = (0..k)
-                .map(|kk| a[s.a_index(&p, 0, i, kk)] as f64 * b[s.b_index(&p, 0, kk, j)] as f64)
-                .sum();
-        }
-    }
+    let acc = accumulator(&p, &s, &a, &b);
     let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
     let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
     let aux_in = rounded(&mut r, mu * nu, DType::Bf16);
@@ -844,14 +850,7 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
     let b = rounded(&mut r, ku * nu, DType::Bf16);
     let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
     let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
-    let mut acc = vec![0f64; mu * nu];
-    for i in 0..m {
-        for j in 0..n {
-            acc[(i * n + j) as usize] = (0..k)
-                .map(|kk| a[s.a_index(&p, 0, i, kk)] as f64 * b[s.b_index(&p, 0, kk, j)] as f64)
-                .sum();
-        }
-    }
+    let acc = accumulator(&p, &s, &a, &b);
     // On the 128-row tile grid, and off it (rows and columns).
     // The sm80-class path, and on sm_90a the Hopper path's cooperative and ping-pong plans:
     // their interior 64 x 32 blocks decide hoisted predicates once (blocks on either side of

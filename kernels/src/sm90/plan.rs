@@ -146,6 +146,12 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
         for i in 0..per_thread {
             let (x, x0) = (at(i)?, at(i % regs)?);
             let row = x % 64;
+            if row / WARP_ROWS != t / 32 {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("{acc}: register {i} of thread {t} (warp {}) is on row {row}, outside the warp's {WARP_ROWS} rows (each warp stores its own)", t / 32),
+                ));
+            }
             if row != r0 && row != r2 {
                 return Err(KernelError::invalid(
                     op,
@@ -181,7 +187,7 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
             conflicts: conflicts.wavefronts - conflicts.ideal,
         });
     }
-    let warp_tma = warp_box(acc, &smem)?;
+    let warp_tma = warp_box(&smem)?;
     Ok(Sm90Store {
         smem,
         tma,
@@ -191,29 +197,12 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
     })
 }
 
-/// The per-warp TMA box of the store buffer `smem` (64 x [`EPI_COLS`]) under accumulator layout
-/// `acc`: each warp of the warpgroup must hold exactly [`WARP_ROWS`] rows of every pass, rows
-/// `[WARP_ROWS w, WARP_ROWS (w + 1))` for warp `w`, and those rows of `smem` must be the
-/// [`WARP_ROWS`]-row swizzled layout at a byte offset aligned for its swizzle, so that a TMA
-/// store of that box from there writes exactly the warp's rows.
-fn warp_box(acc: &Layout, smem: &SmemLayout) -> Result<TmaBox> {
+/// The per-warp TMA box of the store buffer `smem` (64 x [`EPI_COLS`]): rows
+/// `[WARP_ROWS w, WARP_ROWS (w + 1))` of `smem` must be the [`WARP_ROWS`]-row swizzled layout
+/// at a byte offset aligned for its swizzle, so that a TMA store of that box from there writes
+/// exactly those rows ([`store_plan`] checks that warp `w` holds exactly them).
+fn warp_box(smem: &SmemLayout) -> Result<TmaBox> {
     let op = "Sm90Plan store (per warp)";
-    let lerr = KernelError::layout;
-    let threads = acc.mode(0).map_err(lerr(op))?.size();
-    let per_thread = acc.mode(1).map_err(lerr(op))?.size();
-    for t in 0..threads {
-        for i in 0..per_thread {
-            let x = acc
-                .eval(&tessera_layout::IntTuple::flat([t, i]))
-                .map_err(lerr(op))?;
-            if (x % 64) / WARP_ROWS != t / 32 {
-                return Err(KernelError::invalid(
-                    op,
-                    format!("{acc}: register {i} of thread {t} (warp {}) is on row {}, outside the warp's {WARP_ROWS} rows", t / 32, x % 64),
-                ));
-            }
-        }
-    }
     let part = SmemLayout::row_major_swizzled(op, 2, WARP_ROWS, EPI_COLS)?;
     let bx = tma_box_for(&part, 2)?;
     for w in 0..64 / WARP_ROWS {
