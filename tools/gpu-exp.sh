@@ -37,3 +37,22 @@ if [ "${ALL:-0}" = 1 ]; then
   timeout 300 ./tessera bench gemm --path sm90 --json "$OUT/bench_sm90_all.json" > "$OUT/bench_sm90_all.log" 2>&1
   grep -E "x[0-9]+x" "$OUT/bench_sm90_all.log" | head -32
 fi
+# TL=1: the Hopper kernel's timeline (kernels/examples/sm90_timeline.rs), both schedules, three
+# epilogues, at K = 1024 and 4096: the per-tile waits, mainloop and epilogue, and how much of
+# each epilogue another warpgroup's mainloop covers. CTA 0's tiles are printed for TL_SHOW.
+if [ "${TL:-0}" = 1 ] && [ -x ./sm90_timeline ]; then
+  for shape in "4096 4096 1024" "4096 4096 4096"; do
+    for sched in cooperative pingpong; do
+      for e in ${TL_EPILOGUES:-none bias,relu bias,gelu_tanh,aux}; do
+        echo "## timeline $shape $sched $e"
+        f="$OUT/tl_${shape// /x}_${sched}_${e//,/-}.log"
+        timeout 60 ./sm90_timeline $shape --schedule $sched --epilogue $e > "$f" 2>&1
+        if [ "$sched $e $shape" = "${TL_SHOW:-pingpong bias,gelu_tanh,aux 4096 4096 1024}" ]; then
+          head -40 "$f"
+        else
+          head -3 "$f"
+        fi
+      done
+    done
+  done
+fi

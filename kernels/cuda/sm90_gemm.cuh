@@ -72,6 +72,32 @@ static_assert(kStageBias == (kEpiBias != 0), "a bias stage for a bias, none with
 #define TESSERA_SM90_CLUSTER_DIMS
 #endif
 
+// A debugging timeline (only when the source defines TESSERA_SM90_TIMELINE as the array's
+// length; kernels/examples/sm90_timeline.rs does): the SM's clock64 at the events of every
+// tile, per CTA and warpgroup, so that a reader can see whether the consumers' mainloops and
+// epilogues alternate. Entry ((cta * 3 + wg) * kTlTiles + tile) * 4 + event; the consumers'
+// events are 0 the tile's iteration begins (the previous epilogue is over), 1 the turn is
+// taken, 2 the first stage has arrived, 3 the mainloop's wgmma are done; the producer's 0 its
+// first empty-stage wait begins, 1 it ends, 2 the tile's last load is issued. A consumer's
+// last event 0 (no other event in its slot) is its loop's exit; tiles past kTlTiles - 1 share
+// the last slot. Without the macro the stamps compile to nothing.
+#ifdef TESSERA_SM90_TIMELINE
+constexpr int kTlTiles = 64;
+__device__ unsigned long long tessera_timeline[TESSERA_SM90_TIMELINE];
+__device__ __forceinline__ void tessera_tl(int wg, int tile, int event) {
+  const long long i = (((long long)blockIdx.x * 3 + wg) * kTlTiles + min(tile, kTlTiles - 1)) * 4 + event;
+  if (i < TESSERA_SM90_TIMELINE) tessera_timeline[i] = clock64();
+}
+#define TESSERA_TL(cond, wg, tile, event) \
+  do {                                     \
+    if (cond) tessera_tl(wg, tile, event); \
+  } while (0)
+#else
+#define TESSERA_TL(cond, wg, tile, event) \
+  do {                                     \
+  } while (0)
+#endif
+
 static_assert(kCluster == 1 || (kCluster == 2 && kShareA != kShareB && !kPingPong),
               "a pair of CTAs shares exactly one operand, cooperative schedule");
 static_assert(!kShareA || (kPartRowsA * kCluster == kBM && kPartBytesA % 1024 == 0),
@@ -148,9 +174,13 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
   constexpr unsigned short kMask = (unsigned short)((1u << kCluster) - 1);
   int stage = 0;
   unsigned phase = 0;
-  for (int tile = tessera_cluster_id_x(); tile < total; tile += tessera_cluster_count_x()) {
-    int b, tm, tn;
-    tessera_sm90_cta_tile(tile, rank, p, b, tm, tn);
+  const int first = tessera_cluster_id_x(), step = tessera_cluster_count_x();
+  int b = 0, tm = 0, tn = 0;
+  if (first < total) tessera_sm90_cta_tile(first, rank, p, b, tm, tn);
+  for (int tile = first; tile < total; tile += step) {
+    // The next tile decoded while this one's first stage is in flight (see the producer in
+    // tessera_gemm).
+    int nb = 0, ntm = 0, ntn = 0;
     for (int kt = 0; kt < k_tiles; ++kt) {
       const unsigned full = bars + 8 * stage;
       // Released by the consumers of every CTA of the cluster (the partner's producer writes
@@ -168,11 +198,15 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
         tessera_tma_load_3d_multicast(smem_b + stage * kStageBytesB + rank * kPartBytesB, &tma_b,
                                       full, kt * kBK, tn * kBN + rank * kPartRowsB, b, kMask);
       }
+      if (kt == 0 && tile + step < total) tessera_sm90_cta_tile(tile + step, rank, p, nb, ntm, ntn);
       if (++stage == kStages) {
         stage = 0;
         phase ^= 1;
       }
     }
+    b = nb;
+    tm = ntm;
+    tn = ntn;
   }
 }
 #endif
@@ -608,20 +642,34 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     if (t == 0) {
       int stage = 0;
       unsigned phase = 0;
-      for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
-        int b, tm, tn;
-        tessera_sm90_tile(tile, p, b, tm, tn);
+      int local = 0;
+      int b = 0, tm = 0, tn = 0;
+      if (blockIdx.x < total) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
+      for (int tile = blockIdx.x; tile < total; tile += gridDim.x, ++local) {
+        // The next tile's coordinates are worked out while this tile's first stage is in
+        // flight: decoding a tile (four integer divisions) takes this one thread about a
+        // thousand cycles, which, between the last load of a tile and the first of the next,
+        // left the ring short at every tile boundary (sm90_timeline: the ping-pong consumers'
+        // tensor cores idled about 1.2k cycles a tile).
+        int nb = 0, ntm = 0, ntn = 0;
         for (int kt = 0; kt < k_tiles; ++kt) {
           const unsigned full = bars + 8 * stage;
+          TESSERA_TL(kt == 0, 0, local, 0);
           tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+          TESSERA_TL(kt == 0, 0, local, 1);
           tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
           tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
           tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+          TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
+          if (kt == 0 && tile + (int)gridDim.x < total) tessera_sm90_tile(tile + gridDim.x, p, nb, ntm, ntn);
           if (++stage == kStages) {
             stage = 0;
             phase ^= 1;
           }
         }
+        b = nb;
+        tm = ntm;
+        tn = ntn;
       }
     }
 #endif
@@ -654,7 +702,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #else
       const int tile = blockIdx.x + n * gridDim.x;
 #endif
+      TESSERA_TL(t == 0, wg, local, 0);
       if (tile >= total) break;
+      // The tile's coordinates before the turn wait, which they do not depend on.
+      int b, tm, tn;
+#if TESSERA_SM90_CLUSTER > 1
+      tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
+#else
+      tessera_sm90_tile(tile, p, b, tm, tn);
+#endif
       if (kPingPong && (cw == 1 || local > 0)) {
         // A parity wait only tells the current phase from the one before. This warpgroup's
         // first stage of this tile is k_tiles stages past the other's, possibly several phases
@@ -668,12 +724,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // take for this one (a parity wait tells only the current phase from the one before).
         tessera_bar_sync(1 + cw, 128);
       }
-      int b, tm, tn;
-#if TESSERA_SM90_CLUSTER > 1
-      tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
-#else
-      tessera_sm90_tile(tile, p, b, tm, tn);
-#endif
+      TESSERA_TL(t == 0, wg, local, 1);
 #ifdef TESSERA_EPILOGUE_TREE
       // The staged inputs of this tile's first kInBufs passes, loaded while its mainloop
       // runs; the later passes' blocks fetched into L2, loaded two passes ahead.
@@ -715,6 +766,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       int prev = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         tessera_mbar_wait(bars + 8 * stage, phase);
+        TESSERA_TL(kt == 0 && t == 0, wg, local, 2);
         if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
         const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
         const unsigned b_addr = smem_b + stage * kStageBytesB;
@@ -742,6 +794,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         }
       }
       tessera_wgmma_wait<0>();
+      TESSERA_TL(t == 0, wg, local, 3);
       if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
       // (Ping-pong: the other warpgroup's turn was passed on when the last stage arrived.)
 #pragma unroll

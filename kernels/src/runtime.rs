@@ -349,6 +349,46 @@ impl Runtime {
         Ok(f)
     }
 
+    /// The module compiled from `source` (with this runtime's options), if
+    /// [`Runtime::function`] compiled it.
+    fn cached_module(&self, op: &'static str, source: &str) -> Result<Arc<CudaModule>> {
+        let key = cache_key(source, &nvrtc_options(self.arch, false), self.nvrtc);
+        let cache = self
+            .cache
+            .lock()
+            .map_err(|_| KernelError::invalid(op, "module cache lock poisoned"))?;
+        cache.get(&key).cloned().ok_or_else(|| {
+            KernelError::invalid(op, "no module compiled from this source (call function first)")
+        })
+    }
+
+    /// Sets the bytes of the device variable `symbol` (a `__device__` global) of the module
+    /// compiled from `source` to zero. For instrumented kernels (e.g. the Hopper kernel's
+    /// timeline, `TESSERA_SM90_TIMELINE`).
+    pub fn zero_global(&self, source: &str, symbol: &str) -> Result<()> {
+        let op = "Runtime::zero_global";
+        let m = self.cached_module(op, source)?;
+        let mut g = m
+            .get_global(symbol, &self.stream)
+            .map_err(driver_err("cuModuleGetGlobal"))?;
+        self.stream
+            .memset_zeros(&mut g)
+            .map_err(driver_err("cuMemsetD8Async"))?;
+        self.stream.synchronize().map_err(driver_err(op))
+    }
+
+    /// The bytes of the device variable `symbol` of the module compiled from `source`, read
+    /// after the stream's work so far.
+    pub fn read_global(&self, source: &str, symbol: &str) -> Result<Vec<u8>> {
+        let m = self.cached_module("Runtime::read_global", source)?;
+        let g = m
+            .get_global(symbol, &self.stream)
+            .map_err(driver_err("cuModuleGetGlobal"))?;
+        self.stream
+            .clone_dtoh(&g)
+            .map_err(driver_err("cuMemcpyDtoH (global)"))
+    }
+
     /// Modules compiled so far.
     pub fn cached_modules(&self) -> usize {
         self.cache.lock().map(|c| c.len()).unwrap_or(0)

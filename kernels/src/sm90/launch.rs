@@ -252,7 +252,7 @@ impl Sm90Kernel {
     /// Compiles `source` (the plan's kernel, or the plan's kernel with some other epilogue,
     /// e.g. [`crate::epilogue::cuda::sm90_tree_source`]) for the runtime's device, which must
     /// be sm_90a.
-    pub(crate) fn from_source(rt: &Runtime, plan: &Sm90Plan, source: &str) -> Result<Sm90Kernel> {
+    pub fn from_source(rt: &Runtime, plan: &Sm90Plan, source: &str) -> Result<Sm90Kernel> {
         if rt.arch() != Arch::Sm90a {
             return Err(KernelError::UnsupportedArch {
                 op: "Sm90Kernel::new",

@@ -1,0 +1,292 @@
+//! The timeline of one launch of the Hopper GEMM: whether the consumer warpgroups' mainloops
+//! keep the tensor cores busy, and whether (ping-pong) one's epilogue runs under the other's
+//! mainloop. `sm90_timeline M N K [--schedule cooperative|pingpong] [--epilogue LIST]
+//! [--tile BMxBN] [--stages S] [--cta C]`.
+//!
+//! The kernel is compiled with `TESSERA_SM90_TIMELINE` defined (see `sm90_gemm.cuh`): every
+//! consumer warpgroup's first thread writes the SM's clock at four events of each tile (its
+//! iteration begins, the turn is taken, the first stage has arrived, the last wgmma is done),
+//! and the producer at its first stage wait and its last load. The program launches it
+//! (warm-up first), reads the stamps back and prints, over all CTAs: the mean time a tile spends
+//! waiting for its turn, waiting for its first stage, in its mainloop and in its epilogue; the
+//! fraction of a CTA's span in which some consumer's mainloop runs (the tensor cores' share);
+//! and, for ping-pong, the fraction of each epilogue that another warpgroup's mainloop covers.
+//! Then CTA `C`'s (default 0) events, one line a tile. Times are in thousands of SM clocks.
+#[cfg(feature = "cuda")]
+fn main() {
+    if let Err(e) = timeline::run() {
+        eprintln!("sm90_timeline: {e}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn main() {
+    eprintln!("sm90_timeline needs the `cuda` feature");
+    std::process::exit(1);
+}
+
+#[cfg(feature = "cuda")]
+mod timeline {
+    use std::time::Instant;
+
+    use tessera_kernels::gemm::{DeviceBuf, GemmArgs};
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::rng::Rng;
+    use tessera_kernels::runtime::Runtime;
+    use tessera_kernels::sm90::codegen::cuda_source;
+    use tessera_kernels::sm90::launch::Sm90Kernel;
+    use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
+    use tessera_kernels::{BiasMode, DType, Epilogue, GemmProblem, Major};
+
+    /// Slots per (CTA, warpgroup) and events per slot, as in `sm90_gemm.cuh`.
+    const TILES: usize = 64;
+    const EVENTS: usize = 4;
+
+    /// One consumer tile: iteration start, turn taken, first stage in, mainloop done, and the
+    /// next iteration's start (the epilogue's end).
+    #[derive(Clone, Copy, Debug)]
+    struct Tile {
+        begin: u64,
+        turn: u64,
+        data: u64,
+        main_end: u64,
+        epi_end: u64,
+    }
+
+    type Res<T> = Result<T, String>;
+
+    fn arg<T: std::str::FromStr>(args: &[String], i: usize, name: &str) -> Res<T> {
+        args.get(i)
+            .ok_or_else(|| format!("missing {name}"))?
+            .parse()
+            .map_err(|_| format!("{name} `{}` is not a number", args[i]))
+    }
+
+    fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .map(String::as_str)
+    }
+
+    /// Total length of the union of intervals.
+    fn union_len(mut v: Vec<(u64, u64)>) -> u64 {
+        v.sort();
+        let (mut total, mut cur): (u64, Option<(u64, u64)>) = (0, None);
+        for (a, b) in v {
+            cur = match cur {
+                Some((s, e)) if a <= e => Some((s, e.max(b))),
+                Some((s, e)) => {
+                    total += e - s;
+                    Some((a, b))
+                }
+                None => Some((a, b)),
+            };
+        }
+        total + cur.map_or(0, |(s, e)| e - s)
+    }
+
+    /// Length of `x` covered by the union of `v`.
+    fn covered(x: (u64, u64), v: &[(u64, u64)]) -> u64 {
+        let clipped: Vec<(u64, u64)> = v
+            .iter()
+            .map(|&(a, b)| (a.max(x.0), b.min(x.1)))
+            .filter(|(a, b)| a < b)
+            .collect();
+        union_len(clipped)
+    }
+
+    pub fn run() -> Res<()> {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let (m, n, k): (i64, i64, i64) = (arg(&args, 0, "M")?, arg(&args, 1, "N")?, arg(&args, 2, "K")?);
+        let mut opts = Sm90Options::default();
+        let pingpong = match flag(&args, "--schedule") {
+            None | Some("cooperative") => false,
+            Some("pingpong") => true,
+            Some(s) => return Err(format!("--schedule `{s}`: cooperative or pingpong")),
+        };
+        if pingpong {
+            opts.schedule = Some(Schedule::PingPong);
+            opts.tile = Some((128, 128));
+        }
+        if let Some(t) = flag(&args, "--tile") {
+            let v: Vec<i64> = t.split('x').filter_map(|x| x.parse().ok()).collect();
+            if v.len() != 2 {
+                return Err(format!("--tile `{t}`: BMxBN"));
+            }
+            opts.tile = Some((v[0], v[1]));
+        }
+        if let Some(s) = flag(&args, "--stages") {
+            opts.stages = Some(s.parse().map_err(|_| format!("--stages `{s}`"))?);
+        }
+        let show: usize = flag(&args, "--cta").map_or(Ok(0), |s| s.parse().map_err(|_| format!("--cta `{s}`")))?;
+        let e = Epilogue::parse(flag(&args, "--epilogue").unwrap_or("none")).map_err(|e| e.to_string())?;
+
+        let rt = Runtime::new(0).map_err(|e| e.to_string())?;
+        let mut p = GemmProblem::new(m, n, k);
+        p.a_major = Major::Row;
+        p.b_major = Major::Col;
+        p.epilogue = e;
+        let plan = Sm90Plan::with_options(&p, opts).map_err(|e| e.to_string())?;
+        let sms = rt.sm_count() as usize;
+        let len = sms * 3 * TILES * EVENTS;
+        let source = format!("#define TESSERA_SM90_TIMELINE {len}\n{}", cuda_source(&plan));
+        let kernel = Sm90Kernel::from_source(&rt, &plan, &source).map_err(|e| e.to_string())?;
+        let grid = kernel.grid_ctas() as usize;
+
+        let mut rng = Rng::new(7);
+        let up = |rng: &mut Rng, len: i64| DeviceBuf::upload(&rt, DType::Bf16, &rng.vec(len as usize, -1.0, 1.0));
+        let x = up(&mut rng, m * k).map_err(|e| e.to_string())?;
+        let w = up(&mut rng, n * k).map_err(|e| e.to_string())?;
+        let bias_len = if e.bias == BiasMode::PerRow { m } else { n };
+        let bias = up(&mut rng, bias_len).map_err(|e| e.to_string())?;
+        let c = up(&mut rng, m * n).map_err(|e| e.to_string())?;
+        let d = DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
+        let aux = DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
+        let args = GemmArgs {
+            a: &x,
+            b: &w,
+            c: (e.beta != 0.0).then_some(&c),
+            d: &d,
+            bias: (e.bias != BiasMode::None).then_some(&bias),
+            aux: e.aux.then_some(&aux),
+            strides: GemmStrides::tight(&p),
+        };
+        let sync = || rt.stream().synchronize().map_err(|e| format!("{e:?}"));
+        for _ in 0..5 {
+            kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
+        }
+        sync()?;
+        let reps = 20;
+        let t0 = Instant::now();
+        for _ in 0..reps {
+            kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
+        }
+        sync()?;
+        let us = t0.elapsed().as_secs_f64() * 1e6 / reps as f64;
+        rt.zero_global(&source, "tessera_timeline").map_err(|e| e.to_string())?;
+        kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
+        sync()?;
+        let bytes = rt.read_global(&source, "tessera_timeline").map_err(|e| e.to_string())?;
+        let stamps: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            .collect();
+        let at = |cta: usize, wg: usize, slot: usize, ev: usize| stamps[((cta * 3 + wg) * TILES + slot) * EVENTS + ev];
+
+        println!(
+            "{} on {}: {m}x{n}x{k}, epilogue `{e}`, {:?} schedule, tile {}x{}, {} stages, grid {grid}; \
+             {us:.1} us a launch (host clock, {reps} launches)",
+            plan.kernel_name(),
+            rt.device_name(),
+            plan.schedule,
+            plan.cta_tile.0,
+            plan.cta_tile.1,
+            plan.stages
+        );
+        let consumers = plan.consumers as usize;
+        let (mut turn, mut data, mut main, mut epi, mut hidden, mut tiles) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut busy_frac = Vec::new();
+        let mut per_cta: Vec<Vec<Vec<Tile>>> = Vec::new();
+        for cta in 0..grid {
+            let mut cws = Vec::new();
+            for cw in 0..consumers {
+                let mut v = Vec::new();
+                for slot in 0..TILES - 1 {
+                    let ev: Vec<u64> = (0..EVENTS).map(|e| at(cta, cw + 1, slot, e)).collect();
+                    if ev[0] == 0 || ev[3] == 0 {
+                        break;
+                    }
+                    let next = at(cta, cw + 1, slot + 1, 0);
+                    v.push(Tile {
+                        begin: ev[0],
+                        turn: ev[1],
+                        data: ev[2],
+                        main_end: ev[3],
+                        epi_end: next,
+                    });
+                }
+                cws.push(v);
+            }
+            let all: Vec<&Tile> = cws.iter().flatten().collect();
+            let (Some(start), Some(end)) = (
+                all.iter().map(|t| t.begin).min(),
+                all.iter().map(|t| t.epi_end).max(),
+            ) else {
+                per_cta.push(cws);
+                continue;
+            };
+            let mains: Vec<(u64, u64)> = all.iter().map(|t| (t.data, t.main_end)).collect();
+            busy_frac.push(union_len(mains.clone()) as f64 / (end - start).max(1) as f64);
+            for (cw, v) in cws.iter().enumerate() {
+                let others: Vec<(u64, u64)> = cws
+                    .iter()
+                    .enumerate()
+                    .filter(|(o, _)| *o != cw)
+                    .flat_map(|(_, w)| w.iter().map(|t| (t.data, t.main_end)))
+                    .collect();
+                for t in v {
+                    turn += t.turn - t.begin;
+                    data += t.data - t.turn;
+                    main += t.main_end - t.data;
+                    epi += t.epi_end.saturating_sub(t.main_end);
+                    hidden += covered((t.main_end, t.epi_end), &others);
+                    tiles += 1;
+                }
+            }
+            per_cta.push(cws);
+        }
+        if tiles == 0 {
+            return Err("no stamps came back (was the kernel compiled with the timeline?)".into());
+        }
+        let kc = |x: u64| x as f64 / tiles as f64 / 1e3;
+        busy_frac.sort_by(f64::total_cmp);
+        println!(
+            "per tile (mean over {tiles} consumer tiles, kcycles): turn wait {:.2}, first-stage wait {:.2}, \
+             mainloop {:.2}, epilogue {:.2}; epilogue under another warpgroup's mainloop {:.1}%",
+            kc(turn),
+            kc(data),
+            kc(main),
+            kc(epi),
+            100.0 * hidden as f64 / epi.max(1) as f64
+        );
+        println!(
+            "a CTA's span with some mainloop running: median {:.1}%, min {:.1}%, max {:.1}%",
+            100.0 * busy_frac[busy_frac.len() / 2],
+            100.0 * busy_frac[0],
+            100.0 * busy_frac[busy_frac.len() - 1]
+        );
+        if let Some(cws) = per_cta.get(show) {
+            let base = cws.iter().flatten().map(|t| t.begin).min().unwrap_or(0);
+            let r = |x: u64| x.saturating_sub(base) as f64 / 1e3;
+            println!("CTA {show} (kcycles from its first stamp):");
+            for (cw, v) in cws.iter().enumerate() {
+                for (i, t) in v.iter().enumerate() {
+                    println!(
+                        "  wg{} tile {i:2}: begin {:8.2}  turn {:8.2}  data {:8.2}  main end {:8.2}  epi end {:8.2}",
+                        cw + 1,
+                        r(t.begin),
+                        r(t.turn),
+                        r(t.data),
+                        r(t.main_end),
+                        r(t.epi_end)
+                    );
+                }
+            }
+            for slot in 0..TILES - 1 {
+                let (a, b, c) = (at(show, 0, slot, 0), at(show, 0, slot, 1), at(show, 0, slot, 2));
+                if a == 0 {
+                    break;
+                }
+                println!(
+                    "  producer tile {slot:2}: first wait {:8.2} -> {:8.2}, last load {:8.2}",
+                    r(a),
+                    r(b),
+                    r(c)
+                );
+            }
+        }
+        Ok(())
+    }
+}
