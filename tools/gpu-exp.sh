@@ -4,20 +4,24 @@
 set -u
 # AB=1 (with .gpu/tessera-old from gpu-pack.sh OLD=REV): this build and the old one, each
 # benchmark run alternately (new, old, new, old) so that both see the same machine states.
+# AB_SCHEDULES (default cooperative) lists the schedules compared.
 if [ "${AB:-0}" = 1 ] && [ -x ./tessera-old ]; then
-  for round in 1 2; do
+  for sched in ${AB_SCHEDULES:-cooperative}; do
+    for round in 1 2; do
+      for v in new old; do
+        bin=./tessera; [ $v = old ] && bin=./tessera-old
+        echo "## $v, round $round: bench epilogues --quick --coord none --schedule $sched"
+        timeout 240 $bin bench epilogues --quick --coord none --schedule $sched \
+          --json "$OUT/ab_epi_${sched}_${v}_$round.json" > "$OUT/ab_epi_${sched}_${v}_$round.log" 2>&1
+        grep -vE "^(compiling|warm)" "$OUT/ab_epi_${sched}_${v}_$round.log"
+      done
+    done
     for v in new old; do
       bin=./tessera; [ $v = old ] && bin=./tessera-old
-      echo "## $v, round $round: bench epilogues --quick --coord none"
-      timeout 240 $bin bench epilogues --quick --coord none --json "$OUT/ab_epi_${v}_$round.json" > "$OUT/ab_epi_${v}_$round.log" 2>&1
-      cat "$OUT/ab_epi_${v}_$round.log" | grep -vE "^(compiling|warm)"
+      echo "## $v: bench gemm --path sm90 --quick --schedule $sched"
+      timeout 200 $bin bench gemm --path sm90 --quick --schedule $sched > "$OUT/ab_sm90_${sched}_$v.log" 2>&1
+      grep -E "x[0-9]+x" "$OUT/ab_sm90_${sched}_$v.log" | head -12
     done
-  done
-  for v in new old; do
-    bin=./tessera; [ $v = old ] && bin=./tessera-old
-    echo "## $v: bench gemm --path sm90 --quick"
-    timeout 200 $bin bench gemm --path sm90 --quick > "$OUT/ab_sm90_$v.log" 2>&1
-    grep -E "x[0-9]+x" "$OUT/ab_sm90_$v.log" | head -12
   done
 fi
 # KSWEEP=1: the epilogue's own time, both schedules: fusions at small K (where the mainloop is
@@ -37,17 +41,19 @@ if [ "${ALL:-0}" = 1 ]; then
   timeout 300 ./tessera bench gemm --path sm90 --json "$OUT/bench_sm90_all.json" > "$OUT/bench_sm90_all.log" 2>&1
   grep -E "x[0-9]+x" "$OUT/bench_sm90_all.log" | head -32
 fi
-# TL=1: the Hopper kernel's timeline (kernels/examples/sm90_timeline.rs), both schedules, three
+# TL=1: the Hopper kernel's timeline (kernels/examples/sm90_timeline.rs) for each schedule of
+# TL_CONFIGS (SCHEDULE or SCHEDULE:BMxBN; default cooperative and ping-pong 128x128), three
 # epilogues, at K = 1024 and 4096: the per-tile waits, mainloop and epilogue, and how much of
 # each epilogue another warpgroup's mainloop covers. CTA 0's tiles are printed for TL_SHOW.
 if [ "${TL:-0}" = 1 ] && [ -x ./sm90_timeline ]; then
   for shape in "4096 4096 1024" "4096 4096 4096"; do
-    for sched in cooperative pingpong; do
+    for conf in ${TL_CONFIGS:-cooperative pingpong}; do
+      sched=${conf%%:*}; tile=; [ "$conf" != "$sched" ] && tile="--tile ${conf#*:}"
       for e in ${TL_EPILOGUES:-none bias,relu bias,gelu_tanh,aux}; do
-        echo "## timeline $shape $sched $e"
-        f="$OUT/tl_${shape// /x}_${sched}_${e//,/-}.log"
-        timeout 60 ./sm90_timeline $shape --schedule $sched --epilogue $e > "$f" 2>&1
-        if [ "$sched $e $shape" = "${TL_SHOW:-pingpong bias,gelu_tanh,aux 4096 4096 1024}" ]; then
+        echo "## timeline $shape $conf $e"
+        f="$OUT/tl_${shape// /x}_${conf//:/-}_${e//,/-}.log"
+        timeout 60 ./sm90_timeline $shape --schedule $sched $tile --epilogue $e > "$f" 2>&1
+        if [ "$conf $e $shape" = "${TL_SHOW:-pingpong bias,gelu_tanh,aux 4096 4096 1024}" ]; then
           head -40 "$f"
         else
           head -3 "$f"

@@ -59,7 +59,8 @@ constexpr int kSm90FlagStorePair = 1;
 constexpr int kSm90FlagTmaStore = 2;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
-static_assert(kBM == 64 * kConsumers, "each consumer warpgroup owns 64 rows");
+static_assert(kBM == 64 * (kPingPong ? kMHalves : kConsumers),
+              "cooperative: each consumer warpgroup owns 64 rows; ping-pong: all kBM");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
 static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue chunks");
 static_assert(!kEpiTmaStore || !kEpiAux || kStoreBufs >= 2, "a TMA-store pass with aux fills two buffers");

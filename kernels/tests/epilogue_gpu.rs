@@ -400,7 +400,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     p.output = out;
     let s = GemmStrides::tight(&p);
     // The sm80-class kernel everywhere; on sm_90a also the Hopper kernel, cooperative 128x256
-    // (partial tiles in both directions) and ping-pong 128x128.
+    // (partial tiles in both directions) and ping-pong 128x128 and 64x256.
     let mut paths = vec![GemmPath::Sm80(Box::new(
         GemmPlan::new(&p, rt.arch()).unwrap(),
     ))];
@@ -414,15 +414,17 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         paths.push(GemmPath::Hopper(Box::new(
             Sm90Plan::with_options(&p, staged).unwrap(),
         )));
-        let pp = Sm90Options {
-            tile: Some((128, 128)),
-            schedule: Some(Schedule::PingPong),
-            epilogue_inputs: Some(1),
-            ..Sm90Options::default()
-        };
-        paths.push(GemmPath::Hopper(Box::new(
-            Sm90Plan::with_options(&p, pp).unwrap(),
-        )));
+        for tile in [(128, 128), (64, 256)] {
+            let pp = Sm90Options {
+                tile: Some(tile),
+                schedule: Some(Schedule::PingPong),
+                epilogue_inputs: Some(1),
+                ..Sm90Options::default()
+            };
+            paths.push(GemmPath::Hopper(Box::new(
+                Sm90Plan::with_options(&p, pp).unwrap(),
+            )));
+        }
     }
     let a = rounded(&mut r, bu * mu * ku, DType::Bf16);
     let b = rounded(&mut r, bu * ku * nu, DType::Bf16);
@@ -861,6 +863,11 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
         schedule: Some(Schedule::PingPong),
         ..Sm90Options::default()
     });
+    let pingpong64 = PathOptions::hopper(Sm90Options {
+        tile: Some((64, 256)),
+        schedule: Some(Schedule::PingPong),
+        ..Sm90Options::default()
+    });
     for (text, path) in [
         "select(row < 128, sigmoid(acc), tanh(acc))",
         "select(row < 100, sigmoid(acc), tanh(acc))",
@@ -873,6 +880,7 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
             (t, PathOptions::sm80()),
             (t, PathOptions::default()),
             (t, pingpong),
+            (t, pingpong64),
         ]
     })
     .filter(|&(_, path)| path.force_sm80 || hopper)

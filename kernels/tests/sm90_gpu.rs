@@ -140,35 +140,38 @@ fn sm90_shapes_tiles_and_schedules() {
         };
         failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, ctas, &mut rng));
     }
-    // The ping-pong schedule: ragged shapes, persistent grids of 1 and 3 CTAs (the two
-    // consumers alternate tiles and find their stages by counting), 2 to 5 stages.
-    let pp = |stages, group_m| Sm90Options {
-        tile: Some((128, 128)),
-        stages,
-        group_m,
-        schedule: Some(Schedule::PingPong),
-        ..Default::default()
-    };
-    for &(m, n, k) in &[
-        (1, 8, 8),
-        (129, 257, 72),
-        (1031, 1029, 1032),
-        (4100, 3000, 264),
-    ] {
-        let p = tn(m, n, k);
-        failures.extend(run(
-            &rt,
-            &p,
-            GemmStrides::tight(&p),
-            pp(None, None),
-            None,
-            &mut rng,
-        ));
-    }
-    let p = tn(1100, 1300, 328);
-    for (stages, group_m, ctas) in [(2, 3, None), (3, 1, Some(3)), (5, 2, Some(1))] {
-        let opts = pp(Some(stages), Some(group_m));
-        failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, ctas, &mut rng));
+    // The ping-pong schedule, 128 x 128 and 64 x 256 tiles: ragged shapes, persistent grids
+    // of 1 and 3 CTAs (the two consumers alternate tiles and find their stages by counting),
+    // 2 to 5 stages.
+    for tile in [(128, 128), (64, 256)] {
+        let pp = |stages, group_m| Sm90Options {
+            tile: Some(tile),
+            stages,
+            group_m,
+            schedule: Some(Schedule::PingPong),
+            ..Default::default()
+        };
+        for &(m, n, k) in &[
+            (1, 8, 8),
+            (129, 257, 72),
+            (1031, 1029, 1032),
+            (4100, 3000, 264),
+        ] {
+            let p = tn(m, n, k);
+            failures.extend(run(
+                &rt,
+                &p,
+                GemmStrides::tight(&p),
+                pp(None, None),
+                None,
+                &mut rng,
+            ));
+        }
+        let p = tn(1100, 1300, 328);
+        for (stages, group_m, ctas) in [(2, 3, None), (3, 1, Some(3)), (5, 2, Some(1))] {
+            let opts = pp(Some(stages), Some(group_m));
+            failures.extend(run(&rt, &p, GemmStrides::tight(&p), opts, ctas, &mut rng));
+        }
     }
     assert!(
         failures.is_empty(),
@@ -208,8 +211,9 @@ fn sm90_every_epilogue_and_type() {
                         None,
                         &mut rng,
                     ));
+                    // Ping-pong, both tile heights (one each way, by aux).
                     let opts = Sm90Options {
-                        tile: Some((128, 128)),
+                        tile: Some(if aux { (64, 256) } else { (128, 128) }),
                         schedule: Some(Schedule::PingPong),
                         ..Default::default()
                     };

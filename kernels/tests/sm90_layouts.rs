@@ -166,6 +166,7 @@ fn planner_limits() {
     for (tile, schedule) in [
         ((128, 256), None),
         ((128, 128), Some(Schedule::PingPong)),
+        ((64, 256), Some(Schedule::PingPong)),
         ((64, 64), None),
         ((128, 192), None),
     ] {
@@ -196,7 +197,7 @@ fn planner_limits() {
             ..Default::default()
         },
         Sm90Options {
-            tile: Some((64, 128)),
+            tile: Some((128, 192)),
             schedule: Some(Schedule::PingPong),
             ..Default::default()
         },
@@ -502,6 +503,7 @@ fn each_warp_stores_its_own_rows_with_the_per_warp_box() {
     for (tile, schedule) in [
         ((128, 256), None),
         ((128, 128), Some(Schedule::PingPong)),
+        ((64, 256), Some(Schedule::PingPong)),
         ((64, 64), None),
     ] {
         let opts = Sm90Options {

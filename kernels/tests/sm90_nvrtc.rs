@@ -37,21 +37,23 @@ fn variants() -> BTreeMap<String, String> {
             .expect("plan");
             out.insert(plan.kernel_name(), cuda_source(&plan));
         }
-        // The ping-pong schedule, plain and with the heaviest epilogue.
-        for epilogue in [
-            Epilogue::default(),
-            Epilogue::parse("c,rowbias,gelu,aux").expect("epilogue"),
-        ] {
-            let mut p = GemmProblem::new(4096, 4096, 4096);
-            p.input = input;
-            p.epilogue = epilogue;
-            let opts = Sm90Options {
-                tile: Some((128, 128)),
-                schedule: Some(Schedule::PingPong),
-                ..Default::default()
-            };
-            let plan = Sm90Plan::with_options(&p, opts).expect("plan");
-            out.insert(plan.kernel_name(), cuda_source(&plan));
+        // The ping-pong schedule (both tile heights), plain and with the heaviest epilogue.
+        for tile in [(128, 128), (64, 256)] {
+            for epilogue in [
+                Epilogue::default(),
+                Epilogue::parse("c,rowbias,gelu,aux").expect("epilogue"),
+            ] {
+                let mut p = GemmProblem::new(4096, 4096, 4096);
+                p.input = input;
+                p.epilogue = epilogue;
+                let opts = Sm90Options {
+                    tile: Some(tile),
+                    schedule: Some(Schedule::PingPong),
+                    ..Default::default()
+                };
+                let plan = Sm90Plan::with_options(&p, opts).expect("plan");
+                out.insert(plan.kernel_name(), cuda_source(&plan));
+            }
         }
     }
     // The epilogue is compiled in: every activation x bias x aux x C, and each output type.
@@ -148,8 +150,8 @@ fn every_sm90_variant_compiles_for_sm90a() {
     let jobs: Vec<(String, String)> = variants().into_iter().collect();
     assert_eq!(
         jobs.len(),
-        12 + 4 + 23 + 2,
-        "2 types x (6 tiles + 2 ping-pong), 24 epilogues (one is the plain 4096 plan), 2 output types"
+        12 + 8 + 23 + 2,
+        "2 types x (6 tiles + 4 ping-pong), 24 epilogues (one is the plain 4096 plan), 2 output types"
     );
     compile_all(&jobs);
 }

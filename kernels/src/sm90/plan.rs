@@ -382,7 +382,7 @@ pub struct Sm90Plan {
     pub consumers: i64,
     /// How the consumers share the CTA's tiles.
     pub schedule: Schedule,
-    /// m64 wgmma per k16 step per consumer (1 cooperative, 2 ping-pong).
+    /// m64 wgmma per k16 step per consumer (1 cooperative; ping-pong BM / 64).
     pub m_halves: i64,
     /// Threads per CTA: `128 * (consumers + 1)`.
     pub threads: i64,
@@ -501,15 +501,18 @@ impl Sm90Plan {
         let schedule = opts.schedule.unwrap_or_default();
         let (consumers, m_halves) = match schedule {
             Schedule::Cooperative => (bm / 64, 1),
-            Schedule::PingPong => {
-                if bm != 128 || bn > 128 {
+            // A ping-pong consumer holds its whole tile: 64 x BN (one m64 wgmma per k16
+            // step) or 128 x BN (two), at most 128 accumulators per thread either way.
+            Schedule::PingPong => match (bm, bn) {
+                (64, _) => (2, 1),
+                (128, bn) if bn <= 128 => (2, 2),
+                _ => {
                     return Err(KernelError::invalid(
                         op,
-                        format!("tile {bm}x{bn}: ping-pong takes BM = 128 and BN <= 128 (accumulators of 128 x BN per warpgroup)"),
-                    ));
+                        format!("tile {bm}x{bn}: ping-pong takes BM = 64, or BM = 128 with BN <= 128 (a warpgroup's accumulators hold BM x BN)"),
+                    ))
                 }
-                (2, 2)
-            }
+            },
         };
         let e = problem.input.bytes();
         let mut a = operand("A", bm, e)?;
