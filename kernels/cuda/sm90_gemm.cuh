@@ -282,9 +282,12 @@ __device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalv
 // kWarpRows rows of the 64 x kEpiCols block at launch-relative (cb, row0) of batch b, by the
 // warp's first lane. Each warp writes and stores only its own rows (the plan checked the
 // accumulator gives them to it, and that they are the per-warp box's layout), so only the
-// warp synchronizes: no barrier across the warpgroup. Without aux the passes alternate
-// between kStoreBufs buffers; with aux a pass fills D's buffer and aux's. Only the reuse of a
-// buffer waits for the warp's store that last read it. `freed()` runs after the warp's first
+// warp synchronizes: no barrier across the warpgroup. The kStoreBufs buffers are a ring, one
+// per store (a pass with aux fills D's buffer and the next for aux): `slot`, the ring position
+// of the warp's next store, runs on over passes and tiles, and each store is a bulk group of
+// its own, so before a pass writes its buffers the warp waits only until the stores that
+// last used them (kStoreBufs back) have read them: kStoreBufs - outputs stores stay in
+// flight while the pass is filled. `freed()` runs after the warp's first
 // synchronization, when every lane of the warp is past its shared-memory reads before the call.
 // That synchronization is a named barrier of the warp alone (1 + kConsumers + the consumer
 // warp's index): it waits for nothing outside the warp, like __syncwarp, but ptxas does not
@@ -293,17 +296,23 @@ __device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalv
 constexpr int kEpiWarps = 64 / kWarpRows;  // warps of a consumer warpgroup, kWarpRows rows each
 static_assert(1 + kConsumers + kEpiWarps * kConsumers <= 16, "a named barrier per consumer warp");
 template <bool kAux, typename Freed>
-__device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int pass, int t,
+__device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot, int t,
                                                         const unsigned (&dpk)[kEpiRegs / 2],
                                                         const unsigned (&apk)[kEpiRegs / 2],
                                                         const TesseraTmaMap* tma_d,
                                                         const TesseraTmaMap* tma_aux, int cb,
                                                         int row0, int b, Freed freed) {
-  const unsigned buf = bufs + (kAux ? 0 : pass % kStoreBufs) * kStoreBufBytes;
-  const unsigned abuf = bufs + kStoreBufBytes;
+  constexpr int kOuts = kAux ? 2 : 1;
+  // (Instantiated, unused, by plans without the TMA-store epilogue: one dummy buffer.)
+  static_assert(!kEpiTmaStore || kStoreBufs >= kOuts, "a pass's stores each take a buffer");
+  constexpr int kInFlight = kStoreBufs > kOuts ? kStoreBufs - kOuts : 0;
+  const int aslot = slot + 1 == kStoreBufs ? 0 : slot + 1;
+  const unsigned buf = bufs + slot * kStoreBufBytes;
+  const unsigned abuf = bufs + aslot * kStoreBufBytes;
+  slot = kAux ? (aslot + 1 == kStoreBufs ? 0 : aslot + 1) : aslot;
   const int w = t / 32;
   const bool lead = t % 32 == 0;
-  if (lead) tessera_bulk_wait_read<kAux ? 0 : kStoreBufs - 1>();
+  if (lead) tessera_bulk_wait_read<kInFlight>();
   // The consumer warps are warps 4 and up (warps 0-3 are the producer warpgroup's).
   tessera_bar_sync(1 + kConsumers + (int)(threadIdx.x / 32) - 4, 32);
   freed();
@@ -318,8 +327,11 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int pass,
   if (lead) {
     const unsigned part = w * kWarpStoreBytes;
     tessera_tma_store_3d(tma_d, buf + part, cb, row0 + kWarpRows * w, b);
-    if (kAux) tessera_tma_store_3d(tma_aux, abuf + part, cb, row0 + kWarpRows * w, b);
     tessera_bulk_commit();
+    if (kAux) {
+      tessera_tma_store_3d(tma_aux, abuf + part, cb, row0 + kWarpRows * w, b);
+      tessera_bulk_commit();
+    }
   }
 }
 
@@ -696,6 +708,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kBiasLen;
     const int step = kPingPong ? 2 : 1;
     int local = 0;  // tiles this warpgroup has started
+    int store_slot = 0;  // the TMA-store ring's next buffer (tessera_sm90_store_pass)
     for (int n = kPingPong ? cw : 0;; n += step, ++local) {
 #if TESSERA_SM90_CLUSTER > 1
       // The cluster's n-th cluster tile; both CTAs of the cluster take it together.
@@ -867,7 +880,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           } else {
             tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
           }
-          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
             // The warp has read its rows of this pass's staged inputs: they take those of
             // pass + kInBufs.
             if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kPasses) {
@@ -944,10 +957,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block is finished
         // in registers (the fragment's own rows and columns) and packed in the output type,
         // then written into a swizzled shared-memory buffer; one thread stores the buffer with
-        // TMA, which clips the block to D. Without aux the passes alternate between kStoreBufs
-        // buffers; with aux each pass fills two, D's and aux's (the pre-activation), stored
-        // with their own tensor maps. Nothing waits for the stores but the reuse of a buffer,
-        // and that wait comes after the pass's arithmetic.
+        // TMA, which clips the block to D. The passes take buffers of a ring of kStoreBufs;
+        // with aux each pass fills two, D's and aux's (the pre-activation), stored with their
+        // own tensor maps. Nothing waits for the stores but the reuse of a buffer, and that
+        // wait comes after the pass's arithmetic.
         constexpr int kPassesN = kBN / kEpiCols;
         constexpr int kPairs = kEpiRegs / 2;
         const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
@@ -1000,7 +1013,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct), tessera_activate(x1, kEpiAct), kEpiOut);
             }
           }
-          tessera_sm90_store_pass<kEpiAux>(bufs, pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
+          tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
         }
         continue;
       }

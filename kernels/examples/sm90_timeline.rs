@@ -99,7 +99,11 @@ mod timeline {
 
     pub fn run() -> Res<()> {
         let args: Vec<String> = std::env::args().skip(1).collect();
-        let (m, n, k): (i64, i64, i64) = (arg(&args, 0, "M")?, arg(&args, 1, "N")?, arg(&args, 2, "K")?);
+        let (m, n, k): (i64, i64, i64) = (
+            arg(&args, 0, "M")?,
+            arg(&args, 1, "N")?,
+            arg(&args, 2, "K")?,
+        );
         let mut opts = Sm90Options::default();
         let pingpong = match flag(&args, "--schedule") {
             None | Some("cooperative") => false,
@@ -120,8 +124,10 @@ mod timeline {
         if let Some(s) = flag(&args, "--stages") {
             opts.stages = Some(s.parse().map_err(|_| format!("--stages `{s}`"))?);
         }
-        let show: usize = flag(&args, "--cta").map_or(Ok(0), |s| s.parse().map_err(|_| format!("--cta `{s}`")))?;
-        let e = Epilogue::parse(flag(&args, "--epilogue").unwrap_or("none")).map_err(|e| e.to_string())?;
+        let show: usize = flag(&args, "--cta")
+            .map_or(Ok(0), |s| s.parse().map_err(|_| format!("--cta `{s}`")))?;
+        let e = Epilogue::parse(flag(&args, "--epilogue").unwrap_or("none"))
+            .map_err(|e| e.to_string())?;
 
         let rt = Runtime::new(0).map_err(|e| e.to_string())?;
         let mut p = GemmProblem::new(m, n, k);
@@ -131,19 +137,26 @@ mod timeline {
         let plan = Sm90Plan::with_options(&p, opts).map_err(|e| e.to_string())?;
         let sms = rt.sm_count() as usize;
         let len = sms * 3 * TILES * EVENTS;
-        let source = format!("#define TESSERA_SM90_TIMELINE {len}\n{}", cuda_source(&plan));
+        let source = format!(
+            "#define TESSERA_SM90_TIMELINE {len}\n{}",
+            cuda_source(&plan)
+        );
         let kernel = Sm90Kernel::from_source(&rt, &plan, &source).map_err(|e| e.to_string())?;
         let grid = kernel.grid_ctas() as usize;
 
         let mut rng = Rng::new(7);
-        let up = |rng: &mut Rng, len: i64| DeviceBuf::upload(&rt, DType::Bf16, &rng.vec(len as usize, -1.0, 1.0));
+        let up = |rng: &mut Rng, len: i64| {
+            DeviceBuf::upload(&rt, DType::Bf16, &rng.vec(len as usize, -1.0, 1.0))
+        };
         let x = up(&mut rng, m * k).map_err(|e| e.to_string())?;
         let w = up(&mut rng, n * k).map_err(|e| e.to_string())?;
         let bias_len = if e.bias == BiasMode::PerRow { m } else { n };
         let bias = up(&mut rng, bias_len).map_err(|e| e.to_string())?;
         let c = up(&mut rng, m * n).map_err(|e| e.to_string())?;
-        let d = DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
-        let aux = DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
+        let d =
+            DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
+        let aux =
+            DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
         let args = GemmArgs {
             a: &x,
             b: &w,
@@ -165,15 +178,20 @@ mod timeline {
         }
         sync()?;
         let us = t0.elapsed().as_secs_f64() * 1e6 / reps as f64;
-        rt.zero_global(&source, "tessera_timeline").map_err(|e| e.to_string())?;
+        rt.zero_global(&source, "tessera_timeline")
+            .map_err(|e| e.to_string())?;
         kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
         sync()?;
-        let bytes = rt.read_global(&source, "tessera_timeline").map_err(|e| e.to_string())?;
+        let bytes = rt
+            .read_global(&source, "tessera_timeline")
+            .map_err(|e| e.to_string())?;
         let stamps: Vec<u64> = bytes
             .chunks_exact(8)
             .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
             .collect();
-        let at = |cta: usize, wg: usize, slot: usize, ev: usize| stamps[((cta * 3 + wg) * TILES + slot) * EVENTS + ev];
+        let at = |cta: usize, wg: usize, slot: usize, ev: usize| {
+            stamps[((cta * 3 + wg) * TILES + slot) * EVENTS + ev]
+        };
 
         println!(
             "{} on {}: {m}x{n}x{k}, epilogue `{e}`, {:?} schedule, tile {}x{}, {} stages, grid {grid}; \
@@ -186,7 +204,8 @@ mod timeline {
             plan.stages
         );
         let consumers = plan.consumers as usize;
-        let (mut turn, mut data, mut main, mut epi, mut hidden, mut tiles) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut turn, mut data, mut main, mut epi, mut hidden, mut tiles) =
+            (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
         let mut busy_frac = Vec::new();
         let mut per_cta: Vec<Vec<Vec<Tile>>> = Vec::new();
         for cta in 0..grid {
@@ -275,7 +294,11 @@ mod timeline {
                 }
             }
             for slot in 0..TILES - 1 {
-                let (a, b, c) = (at(show, 0, slot, 0), at(show, 0, slot, 1), at(show, 0, slot, 2));
+                let (a, b, c) = (
+                    at(show, 0, slot, 0),
+                    at(show, 0, slot, 1),
+                    at(show, 0, slot, 2),
+                );
                 if a == 0 {
                     break;
                 }

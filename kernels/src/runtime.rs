@@ -358,7 +358,10 @@ impl Runtime {
             .lock()
             .map_err(|_| KernelError::invalid(op, "module cache lock poisoned"))?;
         cache.get(&key).cloned().ok_or_else(|| {
-            KernelError::invalid(op, "no module compiled from this source (call function first)")
+            KernelError::invalid(
+                op,
+                "no module compiled from this source (call function first)",
+            )
         })
     }
 
