@@ -99,7 +99,23 @@ __device__ __forceinline__ void tessera_tl(int wg, int tile, int event) {
   do {                                     \
     if (cond) tessera_tl(wg, tile, event); \
   } while (0)
+// The TMA-store passes of each consumer's warp 0: entry ((cta * 2 + cw) * kTlPasses + seq) * 4
+// + event, seq the warpgroup's running pass number; events 0 the pass's values are computed
+// (tessera_sm90_store_pass is entered), 1 its buffers are free, 2 they are written and fenced,
+// 3 the TMA stores are issued.
+constexpr int kTlPasses = 512;
+constexpr long long kTlPassLen = (long long)(TESSERA_SM90_TIMELINE) / (3 * kTlTiles * 4) * 2 * kTlPasses * 4;
+__device__ unsigned long long tessera_timeline_pass[kTlPassLen];
+__device__ __forceinline__ void tessera_tlp(int seq, int event) {
+  const int cw = threadIdx.x / 128 - 1;
+  const long long i = (((long long)blockIdx.x * 2 + cw) * kTlPasses + seq) * 4 + event;
+  if (threadIdx.x % 128 == 0 && seq < kTlPasses && i < kTlPassLen) tessera_timeline_pass[i] = clock64();
+}
+#define TESSERA_TLP(seq, event) tessera_tlp(seq, event)
 #else
+#define TESSERA_TLP(seq, event) \
+  do {                          \
+  } while (0)
 #define TESSERA_TL(cond, wg, tile, event) \
   do {                                     \
   } while (0)
@@ -302,7 +318,7 @@ __device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalv
 constexpr int kEpiWarps = 64 / kWarpRows;  // warps of a consumer warpgroup, kWarpRows rows each
 static_assert(1 + kConsumers + kEpiWarps * kConsumers <= 16, "a named barrier per consumer warp");
 template <bool kAux, typename Freed>
-__device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot, int t,
+__device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot, int seq, int t,
                                                         const unsigned (&dpk)[kEpiRegs / 2],
                                                         const unsigned (&apk)[kEpiRegs / 2],
                                                         const TesseraTmaMap* tma_d,
@@ -318,9 +334,11 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
   slot = kAux ? (aslot + 1 == kStoreBufs ? 0 : aslot + 1) : aslot;
   const int w = t / 32;
   const bool lead = t % 32 == 0;
+  TESSERA_TLP(seq, 0);
   if (lead) tessera_bulk_wait_read<kInFlight>();
   // The consumer warps are warps 4 and up (warps 0-3 are the producer warpgroup's).
   tessera_bar_sync(1 + kConsumers + (int)(threadIdx.x / 32) - 4, 32);
+  TESSERA_TLP(seq, 1);
   freed();
 #pragma unroll
   for (int k = 0; k < kEpiRegs; k += 2) {
@@ -330,6 +348,7 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
   }
   tessera_fence_proxy_async();
   __syncwarp();
+  TESSERA_TLP(seq, 2);
   if (lead) {
     const unsigned part = w * kWarpStoreBytes;
     tessera_tma_store_3d(tma_d, buf + part, cb, row0 + kWarpRows * w, b);
@@ -339,6 +358,7 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
       tessera_bulk_commit();
     }
   }
+  TESSERA_TLP(seq, 3);
 }
 
 #ifdef TESSERA_EPILOGUE_TREE
@@ -886,7 +906,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           } else {
             tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
           }
-          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, local * kPasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
             // The warp has read its rows of this pass's staged inputs: they take those of
             // pass + kInBufs.
             if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kPasses) {
@@ -1019,7 +1039,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct, kEpiCoarse), tessera_activate(x1, kEpiAct, kEpiCoarse), kEpiOut);
             }
           }
-          tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
+          tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, local * kMHalves * kPassesN + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
         }
         continue;
       }

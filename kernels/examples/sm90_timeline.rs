@@ -42,6 +42,8 @@ mod timeline {
     /// Slots per (CTA, warpgroup) and events per slot, as in `sm90_gemm.cuh`.
     const TILES: usize = 64;
     const EVENTS: usize = 4;
+    /// Pass slots per (CTA, consumer), as `kTlPasses` in `sm90_gemm.cuh`.
+    const PASSES: usize = 512;
 
     /// One consumer tile: iteration start, turn taken, first stage in, mainloop done, and the
     /// next iteration's start (the epilogue's end).
@@ -258,6 +260,65 @@ mod timeline {
         }
         if tiles == 0 {
             return Err("no stamps came back (was the kernel compiled with the timeline?)".into());
+        }
+        // The TMA-store passes (warp 0 of each consumer; plans with the TMA-store epilogue).
+        let pbytes = rt
+            .read_global(&source, "tessera_timeline_pass")
+            .map_err(|e| e.to_string())?;
+        let ps: Vec<u64> = pbytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            .collect();
+        let passes_per_tile = {
+            let (bm, bn, _) = plan.cta_tile;
+            let rows = if plan.schedule == Schedule::PingPong {
+                bm
+            } else {
+                64
+            };
+            (rows / 64 * bn / 32) as usize
+        };
+        let (mut first, mut math, mut wait, mut fill, mut issue, mut n_first, mut n_pass) =
+            (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        for (cta, cws) in per_cta.iter().enumerate() {
+            for (cw, v) in cws.iter().enumerate() {
+                for (local, t) in v.iter().enumerate() {
+                    let mut prev_end = t.main_end;
+                    for pass in 0..passes_per_tile {
+                        let seq = local * passes_per_tile + pass;
+                        if seq >= PASSES {
+                            break;
+                        }
+                        let e = |ev: usize| ps[((cta * 2 + cw) * PASSES + seq) * 4 + ev];
+                        if e(0) == 0 || e(3) == 0 {
+                            break;
+                        }
+                        if pass == 0 {
+                            first += e(0).saturating_sub(prev_end);
+                            n_first += 1;
+                        } else {
+                            math += e(0).saturating_sub(prev_end);
+                        }
+                        wait += e(1) - e(0);
+                        fill += e(2) - e(1);
+                        issue += e(3) - e(2);
+                        n_pass += 1;
+                        prev_end = e(3);
+                    }
+                }
+            }
+        }
+        if n_pass > 0 {
+            let per = |x: u64, n: u64| x as f64 / n.max(1) as f64;
+            println!(
+                "TMA-store passes (warp 0, mean cycles over {n_pass}): values of the first pass {:.0} \
+                 (after the mainloop), of the others {:.0}; buffer wait {:.0}, write + fence {:.0}, store issue {:.0}",
+                per(first, n_first),
+                per(math, n_pass - n_first),
+                per(wait, n_pass),
+                per(fill, n_pass),
+                per(issue, n_pass)
+            );
         }
         let kc = |x: u64| x as f64 / tiles as f64 / 1e3;
         busy_frac.sort_by(f64::total_cmp);
