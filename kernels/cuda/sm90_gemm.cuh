@@ -655,17 +655,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     tessera_mbar_init(turns + 8, 1);
     for (int i = 0; i < kInBufs * kEpiWarps * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
     tessera_fence_barrier_init();
-    // The tensor maps the CTA uses, into the descriptor cache while the barriers settle.
-    tessera_prefetch_tensormap(&tma_a);
-    tessera_prefetch_tensormap(&tma_b);
-    if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
-      tessera_prefetch_tensormap(&tma_d);
-#ifdef TESSERA_EPILOGUE_TREE
-      if (kTesseraEpAuxFull) tessera_prefetch_tensormap(&tma_aux);
-#else
-      if (kEpiAux) tessera_prefetch_tensormap(&tma_aux);
-#endif
-    }
   }
   __syncthreads();
 #if TESSERA_SM90_CLUSTER > 1

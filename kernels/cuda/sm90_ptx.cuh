@@ -72,11 +72,6 @@ __device__ __forceinline__ void tessera_tma_store_3d(const TesseraTmaMap* map, u
                ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
-// Fetches the tensor map `map` (a __grid_constant__ parameter) into the descriptor cache, so
-// that the first TMA operation on it does not wait for the fetch.
-__device__ __forceinline__ void tessera_prefetch_tensormap(const TesseraTmaMap* map) {
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
-}
 __device__ __forceinline__ void tessera_bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
