@@ -735,22 +735,32 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     const int step = kPingPong ? 2 : 1;
     int local = 0;  // tiles this warpgroup has started
     int store_slot = 0;  // the TMA-store ring's next buffer (tessera_sm90_store_pass)
-    for (int n = kPingPong ? cw : 0;; n += step, ++local) {
+    // The n-th tile of this CTA (with a cluster: the cluster's n-th cluster tile, which both
+    // CTAs take together) and its (batch, tile row, tile column).
+    auto tile_of = [&](int n) {
 #if TESSERA_SM90_CLUSTER > 1
-      // The cluster's n-th cluster tile; both CTAs of the cluster take it together.
-      const int tile = tessera_cluster_id_x() + n * tessera_cluster_count_x();
+      return (int)(tessera_cluster_id_x() + n * tessera_cluster_count_x());
 #else
-      const int tile = blockIdx.x + n * gridDim.x;
+      return (int)(blockIdx.x + n * gridDim.x);
 #endif
-      TESSERA_TL(t == 0, wg, local, 0);
-      if (tile >= total) break;
-      // The tile's coordinates before the turn wait, which they do not depend on.
-      int b, tm, tn;
+    };
+    auto decode = [&](int tile, int& b, int& tm, int& tn) {
 #if TESSERA_SM90_CLUSTER > 1
       tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
 #else
       tessera_sm90_tile(tile, p, b, tm, tn);
 #endif
+    };
+    // A tile's coordinates are decoded during the previous tile's mainloop (the first tile's
+    // here): the four integer divisions take about 500 cycles, which at the top of the loop
+    // the timeline showed between every epilogue and the next mainloop.
+    int nb = 0, ntm = 0, ntn = 0;
+    if (tile_of(kPingPong ? cw : 0) < total) decode(tile_of(kPingPong ? cw : 0), nb, ntm, ntn);
+    for (int n = kPingPong ? cw : 0;; n += step, ++local) {
+      const int tile = tile_of(n);
+      TESSERA_TL(t == 0, wg, local, 0);
+      if (tile >= total) break;
+      const int b = nb, tm = ntm, tn = ntn;
       if (kPingPong && (cw == 1 || local > 0)) {
         // A parity wait only tells the current phase from the one before. This warpgroup's
         // first stage of this tile is k_tiles stages past the other's, possibly several phases
@@ -822,6 +832,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
         }
         tessera_wgmma_commit();
+        // The next tile's coordinates, while this k-tile's wgmma run.
+        if (kt == 0 && tile_of(n + step) < total) decode(tile_of(n + step), nb, ntm, ntn);
         if (kt > 0) {
           // The group of the previous stage is done: hand that stage back to the producer.
           tessera_wgmma_wait<1>();
