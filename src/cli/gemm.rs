@@ -69,7 +69,7 @@ pub struct KernelArgs {
     #[arg(long)]
     pub tma_store: Option<String>,
     /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (default:
-    /// both on every tile) or `pingpong` (alternate tiles, BN at most 128).
+    /// both on every tile) or `pingpong` (alternate tiles; BM 64, or BM 128 with BN at most 128).
     #[arg(long)]
     pub schedule: Option<String>,
     /// Hopper path: tile rows per group of the persistent tile order (default 8): a group
@@ -834,13 +834,28 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             "the first epilogue must be the plain GEMM (`none`): fused rows are compared with it",
         );
     }
-    let plan = match plan_options(&cl.tile, cl.stages) {
-        Ok(o) => o,
-        Err(e) => return fail(e),
-    };
+    // `--tile` reads BMxBNxBK on the sm80-class path and BMxBN[x64] on the Hopper path: the
+    // options of the path that runs must parse (both may, before the device is known).
+    let sm80_plan = plan_options(&cl.tile, cl.stages);
+    let sm90_opts = sm90_options(&cl);
+    match (choice, &sm80_plan, &sm90_opts) {
+        (PathChoice::Sm80, Err(e), _) | (PathChoice::Sm90, _, Err(e)) => return fail(e),
+        (PathChoice::Auto, Err(e), Err(_)) => return fail(e),
+        _ => {}
+    }
     let rt = match Runtime::new(0) {
         Ok(rt) => rt,
         Err(e) => return fail(e),
+    };
+    let hopper = match choice {
+        PathChoice::Sm80 => false,
+        PathChoice::Sm90 => true,
+        PathChoice::Auto => rt.arch() == Arch::Sm90a,
+    };
+    let plan = match (hopper, sm80_plan) {
+        (true, _) => Default::default(),
+        (false, Ok(o)) => o,
+        (false, Err(e)) => return fail(e),
     };
     let cfg = BenchConfig {
         shapes,
@@ -886,13 +901,8 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             r.ours_range.1
         )
     };
-    let hopper = match choice {
-        PathChoice::Sm80 => false,
-        PathChoice::Sm90 => true,
-        PathChoice::Auto => rt.arch() == Arch::Sm90a,
-    };
     let result = if hopper {
-        let opts = match sm90_options(&cl) {
+        let opts = match sm90_opts {
             Ok(o) => o,
             Err(e) => return fail(e),
         };
