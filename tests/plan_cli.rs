@@ -37,7 +37,7 @@ fn cluster_is_shown_and_emitted() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(out.contains("_c2a_ts_sm_90a"), "{out}");
     assert!(
-        out.contains("D store      TMA from smem: 2 buffers of 4096 B per consumer"),
+        out.contains("D store      TMA from smem: 4 buffers of 4096 B per consumer"),
         "{out}"
     );
     assert!(
