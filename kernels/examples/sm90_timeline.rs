@@ -72,6 +72,15 @@ mod timeline {
             .map(String::as_str)
     }
 
+    /// The stamps of the device array `symbol` of the module compiled from `source`.
+    fn read_u64(rt: &Runtime, source: &str, symbol: &str) -> Res<Vec<u64>> {
+        let bytes = rt.read_global(source, symbol).map_err(|e| e.to_string())?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            .collect())
+    }
+
     /// Total length of the union of intervals.
     fn union_len(mut v: Vec<(u64, u64)>) -> u64 {
         v.sort();
@@ -180,17 +189,12 @@ mod timeline {
         }
         sync()?;
         let us = t0.elapsed().as_secs_f64() * 1e6 / reps as f64;
-        rt.zero_global(&source, "tessera_timeline")
-            .map_err(|e| e.to_string())?;
+        for g in ["tessera_timeline", "tessera_timeline_pass"] {
+            rt.zero_global(&source, g).map_err(|e| e.to_string())?;
+        }
         kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
         sync()?;
-        let bytes = rt
-            .read_global(&source, "tessera_timeline")
-            .map_err(|e| e.to_string())?;
-        let stamps: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            .collect();
+        let stamps = read_u64(&rt, &source, "tessera_timeline")?;
         let at = |cta: usize, wg: usize, slot: usize, ev: usize| {
             stamps[((cta * 3 + wg) * TILES + slot) * EVENTS + ev]
         };
@@ -262,13 +266,7 @@ mod timeline {
             return Err("no stamps came back (was the kernel compiled with the timeline?)".into());
         }
         // The TMA-store passes (warp 0 of each consumer; plans with the TMA-store epilogue).
-        let pbytes = rt
-            .read_global(&source, "tessera_timeline_pass")
-            .map_err(|e| e.to_string())?;
-        let ps: Vec<u64> = pbytes
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            .collect();
+        let ps = read_u64(&rt, &source, "tessera_timeline_pass")?;
         let passes_per_tile = {
             let (bm, bn, _) = plan.cta_tile;
             let rows = if plan.schedule == Schedule::PingPong {
