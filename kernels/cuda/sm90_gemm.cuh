@@ -66,9 +66,9 @@ static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue 
 static_assert(!kEpiTmaStore || !kEpiAux || kStoreBufs >= 2, "a TMA-store pass with aux fills two buffers");
 // A bf16 D keeps 8 significant bits: GELU (tanh) may then take tanh from the hardware's one
 // special-function operation (tanh.approx, error about 2^-11 of tanh: at most |x| 2^-12 in
-// D), as the sm80-class path does, instead of ex2 and rcp (two). The epilogue's arithmetic is
-// bound by that unit's throughput (16 results a clock per SM), so this halves GELU's cost.
-// fp16 (11 bits) and fp32 outputs keep the exact form.
+// D), as the sm80-class path does, instead of ex2 and rcp (two); that unit does 16 results a
+// clock per SM. Measured: GELU rows 1-2 points cheaper (docs/perf.md, session 9), and D then
+// matches cuBLASLt's GELU to about 1e-9. fp16 (11 bits) and fp32 outputs keep the exact form.
 constexpr bool kEpiCoarse = kEpiOut == 0;
 // The plan stages a tile's bias exactly when the epilogue has one (tree kernels: neither).
 constexpr bool kStageBias = kBiasStage > 0;
@@ -309,7 +309,8 @@ __device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalv
 // of the warp's next store, runs on over passes and tiles, and each store is a bulk group of
 // its own, so before a pass writes its buffers the warp waits only until the stores that
 // last used them (kStoreBufs back) have read them: kStoreBufs - outputs stores stay in
-// flight while the pass is filled. `freed()` runs after the warp's first
+// flight while the pass is filled. `seq`, the warpgroup's running pass number, only names
+// the pass in the debugging timeline. `freed()` runs after the warp's first
 // synchronization, when every lane of the warp is past its shared-memory reads before the call.
 // That synchronization is a named barrier of the warp alone (1 + kConsumers + the consumer
 // warp's index): it waits for nothing outside the warp, like __syncwarp, but ptxas does not
