@@ -341,18 +341,11 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
   tessera_bar_sync(1 + kConsumers + (int)(threadIdx.x / 32) - 4, 32);
   TESSERA_TLP(seq, 1);
   freed();
-  // Each word (register pair) of the warp is an 8 x 8 block of the pass, so stmatrix writes
-  // four per instruction: lane l names row l % 8 of block 4 q + l / 8, whose origin is that
-  // word's coordinates at the warp's lane 0 (the planner checked the fragment's form, the
-  // rows' 16 bytes and that a block's rows take 8 bank groups).
-  static_assert(kEpiRegs % 8 == 0, "stmatrix.x4 takes four words");
-  const int l = t % 32;
 #pragma unroll
-  for (int q = 0; q < kEpiRegs / 8; ++q) {
-    const int m = 4 * q + l / 8;
-    const unsigned off = 2 * tessera_store_off(tessera_acc_row(t & ~31, 2 * m) + (l & 7), tessera_acc_col(t & ~31, 2 * m));
-    tessera_stmatrix_x4(buf + off, dpk[4 * q], dpk[4 * q + 1], dpk[4 * q + 2], dpk[4 * q + 3]);
-    if (kAux) tessera_stmatrix_x4(abuf + off, apk[4 * q], apk[4 * q + 1], apk[4 * q + 2], apk[4 * q + 3]);
+  for (int k = 0; k < kEpiRegs; k += 2) {
+    const unsigned off = 2 * tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k));
+    tessera_sts32(buf + off, dpk[k / 2]);
+    if (kAux) tessera_sts32(abuf + off, apk[k / 2]);
   }
   tessera_fence_proxy_async();
   __syncwarp();

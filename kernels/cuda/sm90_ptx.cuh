@@ -72,15 +72,6 @@ __device__ __forceinline__ void tessera_tma_store_3d(const TesseraTmaMap* map, u
                ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
-// Four 8 x 8 blocks of 16-bit values from the mma fragment (register i: this lane's pair of
-// block i, row lane / 4, columns 2 (lane % 4) and + 1) into shared memory: lane l gives the
-// address of row l % 8 of block l / 8 (16 bytes, 16-byte aligned).
-__device__ __forceinline__ void tessera_stmatrix_x4(unsigned addr, unsigned r0, unsigned r1,
-                                                    unsigned r2, unsigned r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-               : "memory");
-}
 __device__ __forceinline__ void tessera_bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
@@ -94,6 +85,9 @@ __device__ __forceinline__ void tessera_bulk_wait() {
 }
 __device__ __forceinline__ void tessera_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void tessera_sts32(unsigned addr, unsigned v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
 // wgmma brackets: a fence before the first wgmma that touches registers written otherwise,

@@ -174,67 +174,6 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
             }
         }
     }
-    // The kernel writes a pass into the buffer with stmatrix.m8n8.x4: each word (register pair
-    // 2p, 2p + 1) of a warp is one 8 x 8 block, lane l holding row l / 4, columns 2 (l % 4) and
-    // 2 (l % 4) + 1 of it, and lane l names the buffer address of row l % 8 of the x4's block
-    // l / 8, found from the block's origin (the word's coordinates at the warp's lane 0). So:
-    // every word of the first pass has that form; each block row is 8 consecutive elements of
-    // the swizzled buffer, 16-byte aligned; and the 8 rows of a block fall in 8 different
-    // 16-byte bank groups (one wavefront per block).
-    let sw = smem.swizzled(op)?;
-    let addr = |r: i64, c: i64| -> Result<i64> {
-        sw.eval(&tessera_layout::IntTuple::flat([r, c]))
-            .map_err(KernelError::swizzle(op))
-    };
-    for w in 0..threads / 32 {
-        for p in 0..regs / 2 {
-            let word = |l: i64, k: i64| -> Result<(i64, i64)> {
-                let x = acc
-                    .eval(&tessera_layout::IntTuple::flat([32 * w + l, 2 * p + k]))
-                    .map_err(lerr(op))?;
-                Ok((x % 64, x / 64))
-            };
-            let (r0, c0) = word(0, 0)?;
-            for l in 0..32 {
-                let want = (r0 + l / 4, c0 + 2 * (l % 4));
-                if word(l, 0)? != want || word(l, 1)? != (want.0, want.1 + 1) {
-                    return Err(KernelError::invalid(
-                        op,
-                        format!("{acc}: word {p} of lane {l} of warp {w} is not row {}, columns {} and {} of an 8 x 8 block (stmatrix's fragment)", want.0, want.1, want.1 + 1),
-                    ));
-                }
-            }
-            let mut groups = Vec::new();
-            for r in r0..r0 + 8 {
-                let a = addr(r, c0)?;
-                for v in 1..8 {
-                    if addr(r, c0 + v)? != a + v {
-                        return Err(KernelError::invalid(
-                            op,
-                            format!("{smem}: row {r}, columns {c0}..{} are not consecutive (stmatrix writes 16 bytes)", c0 + 8),
-                        ));
-                    }
-                }
-                if (2 * a) % 16 != 0 {
-                    return Err(KernelError::invalid(
-                        op,
-                        format!("{smem}: row {r}, column {c0} is not 16-byte aligned (stmatrix)"),
-                    ));
-                }
-                groups.push((2 * a / 16) % 8);
-            }
-            groups.sort_unstable();
-            groups.dedup();
-            if groups.len() != 8 {
-                return Err(KernelError::BankConflicts {
-                    op,
-                    layout: smem.to_string(),
-                    access: format!("stmatrix block at row {r0}, column {c0}"),
-                    conflicts: 8 - groups.len() as i64,
-                });
-            }
-        }
-    }
     let lanes = composition(
         &acc.mode(0).map_err(lerr(op))?,
         &Layout::int(32, 1).map_err(lerr(op))?,
