@@ -178,3 +178,22 @@ fn column_major_d_is_planned_transposed() {
         text(&o.stderr)
     );
 }
+
+/// Ping-pong takes a 64-row tile with BN up to 256 (one m64nBNk16 per k16 step).
+#[test]
+fn pingpong_takes_a_64_row_tile() {
+    let o = plan(&[
+        "--path",
+        "sm90",
+        "--schedule",
+        "pingpong",
+        "--tile",
+        "64x256",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(out.contains("_64x256x64_"), "{out}");
+    assert!(out.contains("_pp2_"), "{out}");
+    assert!(out.contains("m64n256k16"), "{out}");
+    assert!(out.contains("PingPong"), "{out}");
+}
