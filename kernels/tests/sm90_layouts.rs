@@ -576,3 +576,55 @@ fn tma_store_is_planned_only_where_it_applies() {
     p.output = DType::F32;
     assert!(Sm90Plan::new(&p).unwrap().store.is_none());
 }
+
+/// The TMA-store ring takes only what the stages leave: every default plan keeps between 2
+/// and 4 buffers and fits the device, and a plan below the 6-stage cap could not take one
+/// more stage (so the extra buffers never cost one).
+#[test]
+fn the_store_ring_never_costs_a_stage() {
+    let budget = tessera_kernels::Arch::Sm90a.smem_per_block_optin();
+    let mut checked = 0;
+    for (tile, schedule) in [
+        ((128, 256), None),
+        ((128, 128), None),
+        ((64, 256), None),
+        ((128, 192), None),
+        ((128, 96), None),
+        ((128, 128), Some(Schedule::PingPong)),
+        ((64, 256), Some(Schedule::PingPong)),
+    ] {
+        for epi in ["none", "bias", "bias,gelu_tanh,aux", "rowbias,relu,aux"] {
+            for staged in [0, 1, 3] {
+                let mut p = GemmProblem::new(4096, 4096, 4096);
+                p.epilogue = Epilogue::parse(epi).unwrap();
+                let opts = Sm90Options {
+                    tile: Some(tile),
+                    schedule,
+                    epilogue_inputs: Some(staged),
+                    ..Default::default()
+                };
+                let Ok(plan) = Sm90Plan::with_options(&p, opts) else {
+                    continue; // staged inputs that do not fit are refused, not shrunk
+                };
+                let st = plan
+                    .store
+                    .as_ref()
+                    .expect("a 16-bit D without C stores by TMA");
+                assert!((2..=4).contains(&st.buffers), "{plan}");
+                assert!(plan.smem_bytes <= budget, "{plan}");
+                if plan.stages < 6 {
+                    let more = Sm90Options {
+                        stages: Some(plan.stages + 1),
+                        ..opts
+                    };
+                    assert!(
+                        Sm90Plan::with_options(&p, more).is_err(),
+                        "{plan}: one more stage fits beside the minimum store buffers"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 7 * 4, "{checked} plans checked");
+}
