@@ -755,9 +755,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     // A tile's coordinates are decoded at the end of the previous tile's mainloop (the first
     // tile's here): the four integer divisions take about 500 cycles, which at the top of the
     // loop the timeline showed between every cooperative epilogue and the next mainloop.
+    const int n0 = kPingPong ? cw : 0;
     int nb = 0, ntm = 0, ntn = 0;
-    if (tile_of(kPingPong ? cw : 0) < total) decode(tile_of(kPingPong ? cw : 0), nb, ntm, ntn);
-    for (int n = kPingPong ? cw : 0;; n += step, ++local) {
+    if (tile_of(n0) < total) decode(tile_of(n0), nb, ntm, ntn);
+    for (int n = n0;; n += step, ++local) {
       const int tile = tile_of(n);
       TESSERA_TL(t == 0, wg, local, 0);
       if (tile >= total) break;

@@ -36,6 +36,7 @@ mod timeline {
     use tessera_kernels::runtime::Runtime;
     use tessera_kernels::sm90::codegen::cuda_source;
     use tessera_kernels::sm90::launch::Sm90Kernel;
+    use tessera_kernels::sm90::plan::EPI_COLS;
     use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
     use tessera_kernels::{BiasMode, DType, Epilogue, GemmProblem, Major};
 
@@ -267,15 +268,8 @@ mod timeline {
         }
         // The TMA-store passes (warp 0 of each consumer; plans with the TMA-store epilogue).
         let ps = read_u64(&rt, &source, "tessera_timeline_pass")?;
-        let passes_per_tile = {
-            let (bm, bn, _) = plan.cta_tile;
-            let rows = if plan.schedule == Schedule::PingPong {
-                bm
-            } else {
-                64
-            };
-            (rows / 64 * bn / 32) as usize
-        };
+        // A consumer's passes per tile: its m64 halves times the tile's column blocks.
+        let passes_per_tile = (plan.m_halves * plan.cta_tile.1 / EPI_COLS) as usize;
         let (mut first, mut math, mut wait, mut fill, mut issue, mut n_first, mut n_pass) =
             (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
         for (cta, cws) in per_cta.iter().enumerate() {

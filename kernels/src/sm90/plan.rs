@@ -101,9 +101,10 @@ pub const MAX_STAGED_INPUTS: i64 = 3;
 /// Buffers of the TMA-store epilogue per consumer warpgroup, at least: a pass with aux fills
 /// two. The planner adds buffers, up to [`MAX_STORE_BUFFERS`], while they fit beside the
 /// stages it chose: the buffers form a ring, one per TMA store, and a pass waits only for
-/// the stores `buffers - outputs` back to have read theirs, so more buffers let more stores
-/// run while the next passes compute (with two and aux, every pass waited for the one
-/// before; sm90_timeline measured the epilogue at ~9.7k cycles a 128 x 128 tile).
+/// the stores `buffers - outputs` back to have read theirs, so more stores may be in flight
+/// while the next passes compute. (Measured: no change in the epilogue's length against two
+/// buffers, docs/perf.md session 9; the ring's running position also keeps a tile with an
+/// odd number of passes from reusing a buffer its last store may still read.)
 pub const STORE_BUFFERS: i64 = 2;
 
 /// The most TMA-store buffers per consumer warpgroup.
@@ -608,15 +609,16 @@ impl Sm90Plan {
             ));
         }
         let fp32_scratch = consumers * 64 * EPI_PITCH * 4;
-        let scratch_bytes = |store: &Option<Sm90Store>| match store {
+        // The epilogue's bytes with `buffers` store buffers per consumer.
+        let scratch_bytes = |buffers: i64| match &store {
             Some(st) => {
-                let bufs = consumers * (st.buffers + staged_inputs * IN_BUFFERS) * st.tma.bytes;
+                let bufs = consumers * (buffers + staged_inputs * IN_BUFFERS) * st.tma.bytes;
                 fp32_scratch.max(bufs + st.tma.align - 16)
             }
             None => fp32_scratch,
         };
         let room = budget - 1024 - barriers - bias_stage_bytes;
-        let fit = (room - scratch_bytes(&store)) / stage;
+        let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
         let stages = opts.stages.unwrap_or(fit.min(6));
         if stages < 2 || stages > fit {
             return Err(KernelError::UnsupportedArch {
@@ -626,20 +628,12 @@ impl Sm90Plan {
             });
         }
         // More store buffers in what the stages leave (never fewer stages for them).
-        let mut store = store;
-        while let Some(st) = store.as_mut() {
-            if st.buffers == MAX_STORE_BUFFERS {
-                break;
-            }
-            st.buffers += 1;
-            if stages * stage + scratch_bytes(&store) > room {
-                if let Some(st) = store.as_mut() {
-                    st.buffers -= 1;
-                }
-                break;
-            }
+        let mut buffers = STORE_BUFFERS;
+        while buffers < MAX_STORE_BUFFERS && stages * stage + scratch_bytes(buffers + 1) <= room {
+            buffers += 1;
         }
-        let epilogue_scratch_bytes = scratch_bytes(&store);
+        let epilogue_scratch_bytes = scratch_bytes(buffers);
+        let store = store.map(|st| Sm90Store { buffers, ..st });
         let group_m = opts.group_m.unwrap_or(8);
         if group_m < 1 {
             return Err(KernelError::invalid(
