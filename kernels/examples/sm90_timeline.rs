@@ -1,7 +1,9 @@
 //! The timeline of one launch of the Hopper GEMM: whether the consumer warpgroups' mainloops
 //! keep the tensor cores busy, and whether (ping-pong) one's epilogue runs under the other's
 //! mainloop. `sm90_timeline M N K [--schedule cooperative|pingpong] [--epilogue LIST]
-//! [--tile BMxBN] [--stages S] [--cta C]`.
+//! [--tile BMxBN] [--stages S] [--cta C] [--define NAME[=VALUE]]...`; each `--define` adds a
+//! macro to the compiled source (for experiments guarded by `#ifdef` in a working copy of the
+//! kernel).
 //!
 //! The kernel is compiled with `TESSERA_SM90_TIMELINE` defined (see `sm90_gemm.cuh`): every
 //! consumer warpgroup's first thread writes the SM's clock at four events of each tile (its
@@ -149,8 +151,16 @@ mod timeline {
         let plan = Sm90Plan::with_options(&p, opts).map_err(|e| e.to_string())?;
         let sms = rt.sm_count() as usize;
         let len = sms * 3 * TILES * EVENTS;
+        // `--define NAME` (repeatable): more macros for the compiled source.
+        let defines: String = args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| *a == "--define")
+            .filter_map(|(i, _)| args.get(i + 1))
+            .map(|d| format!("#define {}\n", d.replacen('=', " ", 1)))
+            .collect();
         let source = format!(
-            "#define TESSERA_SM90_TIMELINE {len}\n{}",
+            "{defines}#define TESSERA_SM90_TIMELINE {len}\n{}",
             cuda_source(&plan)
         );
         let kernel = Sm90Kernel::from_source(&rt, &plan, &source).map_err(|e| e.to_string())?;
