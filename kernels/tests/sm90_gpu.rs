@@ -388,6 +388,28 @@ fn sm90_tma_store_epilogue() {
             case(&p, GemmStrides::tight(&p), opts, Some(3), true);
         }
     }
+    // Tiles of an odd number of 32-column passes (BN 96, 160, 224), plain and with aux (two
+    // stores a pass), several tiles per CTA: the store ring's position runs on across tiles,
+    // so a tile never reuses a buffer its last store may still read.
+    for tile in [(128, 96), (128, 160), (128, 224)] {
+        for e in [
+            Epilogue::default(),
+            Epilogue {
+                act: Activation::GeluTanh,
+                bias: BiasMode::PerCol,
+                aux: true,
+                ..Epilogue::default()
+            },
+        ] {
+            let mut p = tn(329, 712, 136);
+            p.epilogue = e;
+            let opts = Sm90Options {
+                tile: Some(tile),
+                ..Default::default()
+            };
+            case(&p, GemmStrides::tight(&p), opts, Some(3), true);
+        }
+    }
     // Batches with padded rows and batch strides (multiples of 8 elements): the padding
     // stays poisoned; fp16 output.
     let mut p = tn(200, 136, 72);
