@@ -68,11 +68,15 @@ mod timeline {
             .map_err(|_| format!("{name} `{}` is not a number", args[i]))
     }
 
-    fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map(String::as_str)
+    /// The values of every `name VALUE` pair of `args`, in order.
+    fn flags<'a>(args: &'a [String], name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        args.windows(2)
+            .filter(move |w| w[0] == name)
+            .map(|w| w[1].as_str())
+    }
+
+    fn flag<'a>(args: &'a [String], name: &'a str) -> Option<&'a str> {
+        flags(args, name).next()
     }
 
     /// The stamps of the device array `symbol` of the module compiled from `source`.
@@ -151,12 +155,8 @@ mod timeline {
         let plan = Sm90Plan::with_options(&p, opts).map_err(|e| e.to_string())?;
         let sms = rt.sm_count() as usize;
         let len = sms * 3 * TILES * EVENTS;
-        // `--define NAME` (repeatable): more macros for the compiled source.
-        let defines: String = args
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| *a == "--define")
-            .filter_map(|(i, _)| args.get(i + 1))
+        // `--define NAME[=VALUE]` (repeatable): more macros for the compiled source.
+        let defines: String = flags(&args, "--define")
             .map(|d| format!("#define {}\n", d.replacen('=', " ", 1)))
             .collect();
         let source = format!(

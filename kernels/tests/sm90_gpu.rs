@@ -393,12 +393,10 @@ fn sm90_tma_store_epilogue() {
     // so a tile never reuses a buffer its last store may still read.
     for tile in [(128, 96), (128, 160), (128, 224)] {
         for e in [
-            Epilogue::default(),
+            epilogues[0],
             Epilogue {
-                act: Activation::GeluTanh,
-                bias: BiasMode::PerCol,
                 aux: true,
-                ..Epilogue::default()
+                ..epilogues[1]
             },
         ] {
             let mut p = tn(329, 712, 136);
