@@ -476,11 +476,14 @@ __device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
   }
 }
 
-// Per-pass preloads of the fragment path: the aux_in mask words of this thread's 2 rows of a
-// pass (bits cb .. cb + 31; the launch takes this path with a mask input only when the words
-// are so aligned), zero past D, loaded a pass ahead of their use, when the binding's types are
-// compiled in. (Preloading a bias's values the same way measured slower than loading them per
-// element: relu_aux_bias +13% -> +20% over the plain GEMM at 4096^3, docs/perf.md.)
+// The aux_in mask words of the fragment path: for each pass, the words of this thread's 2
+// rows (bits cb .. cb + 31; the launch takes this path with a mask input only when the words
+// are so aligned), zero past D. They are loaded before the tile's mainloop, split over the 4
+// lanes of a quad (which share their rows): lane l loads passes l % 4, l % 4 + 4, ..., and a
+// pass takes its two words from its lane of the quad. (Loaded a pass ahead, their L2 latency
+// still showed: drelu's passes took 475 cycles against 117 for a plain tree, docs/perf.md,
+// session 11. Preloading a bias's values a pass ahead measured slower than loading them per
+// element; bias vectors are now staged per tile in shared memory.)
 #ifdef TESSERA_EP_DT_STATIC
 constexpr bool kTesseraEpPre = true;
 #else
@@ -489,23 +492,51 @@ constexpr bool kTesseraEpPre = false;
 struct TesseraSm90PassPre {
   unsigned xw[2];
 };
+// Words held per lane: 2 rows of every fourth pass.
+constexpr int kTesseraEpTileWords = 2 * ((kMHalves * (kBN / kEpiCols) + 3) / 4);
 
-__device__ __forceinline__ void tessera_sm90_preload(const TesseraEpArgs& a,
-                                                     const TesseraSm90Params& p, int b, int row0,
-                                                     int cb, int t, TesseraSm90PassPre& q) {
+__device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a,
+                                                          const TesseraSm90Params& p, int b, int tm,
+                                                          int tn, int cw, int t,
+                                                          unsigned (&w)[kTesseraEpTileWords]) {
   if (!kTesseraEpPre || !kTesseraEpBitsIn) return;
+  constexpr int kPasses = kMHalves * (kBN / kEpiCols);
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int row = row0 + tessera_acc_row(t, 2 * i);
-    unsigned w = 0u;
-    if (row < p.m) {
-      const unsigned* wp = static_cast<const unsigned*>(a.aux_in) +
-                           (tessera_ep_at(a.batch_aux_in, a.ld_aux_in, b, a.row0 + row, a.col0 + cb) >> 5);
-      asm("ld.global.nc.u32 %0, [%1];" : "=r"(w) : "l"(wp));
+  for (int s = 0; s < kTesseraEpTileWords / 2; ++s) {
+    const int q = (t & 3) + 4 * s;
+    int row0 = 0, cb = 0;
+    tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int row = row0 + tessera_acc_row(t, 2 * i);
+      unsigned x = 0u;
+      if (q < kPasses && row < p.m && cb < p.n) {
+        const unsigned* wp = static_cast<const unsigned*>(a.aux_in) +
+                             (tessera_ep_at(a.batch_aux_in, a.ld_aux_in, b, a.row0 + row, a.col0 + cb) >> 5);
+        asm("ld.global.nc.u32 %0, [%1];" : "=r"(x) : "l"(wp));
+      }
+      w[2 * s + i] = x;
     }
-    q.xw[i] = w;
   }
 }
+
+// Pass `pass`'s words (tessera_sm90_preload_tile) from the lane of the quad that loaded them;
+// every lane of the warp takes part.
+__device__ __forceinline__ TesseraSm90PassPre tessera_sm90_pass_words(
+    const unsigned (&w)[kTesseraEpTileWords], int pass, int lane) {
+  TesseraSm90PassPre q{};
+  if (kTesseraEpPre && kTesseraEpBitsIn) {
+    const int src = (lane & ~3) | (pass & 3);
+    q.xw[0] = __shfl_sync(0xffffffffu, w[2 * (pass / 4)], src);
+    q.xw[1] = __shfl_sync(0xffffffffu, w[2 * (pass / 4) + 1], src);
+  }
+  return q;
+}
+
+// The bias vectors a tree's kernel stages per tile: those the plan has room for and the tree
+// reads (bias_col's kTesseraVecCols values first, then bias_row's).
+constexpr int kTesseraVecRows = kTesseraEpBiasRow ? kVecRowStage : 0;
+constexpr int kTesseraVecCols = kTesseraEpBiasCol ? kVecColStage : 0;
 
 // The fragment path of the tree epilogue (TMA-store plans): one pass, the warpgroup's
 // 64 x kEpiCols block at launch-relative (row0, cb), computed where the accumulators are.
@@ -527,7 +558,8 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
                                                        float (&rs)[2], float (&cs)[kEpiRegs / 2],
                                                        unsigned (&wb)[2],
                                                        const unsigned char* in,
-                                                       const TesseraSm90PassPre& pre) {
+                                                       const TesseraSm90PassPre& pre,
+                                                       const float* vc, const float* vr) {
   // The input loads may move above earlier stores, but only within a group of kGroup pairs
   // (as in tessera_sm90_tree_iterations: all of a pass's loads beside the accumulators spill).
   constexpr int kGroup = 4;
@@ -541,6 +573,10 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   cta.staged_r = kTesseraEpStageR;
   cta.staged_x = kTesseraEpStageX;
   cta.staged_xb = kTesseraEpPre && kTesseraEpBitsIn;
+  // The bias vectors' values come from the tile's vector stage: this pass's columns at vc,
+  // this m64 half's rows at vr.
+  cta.staged_bc = kTesseraVecCols > 0;
+  cta.staged_br = kTesseraVecRows > 0;
   constexpr int kSlotR = int(kTesseraEpStageC), kSlotX = int(kTesseraEpStageC) + int(kTesseraEpStageR);
   wb[0] = wb[1] = 0u;
 #pragma unroll
@@ -575,6 +611,8 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
         if (kTesseraEpStageR) cta.in_r = half(kSlotR);
         if (kTesseraEpStageX) cta.in_x = half(kSlotX);
         if (kTesseraEpPre && kTesseraEpBitsIn) cta.in_xw = pre.xw[(k / 2) % 2];
+        if (kTesseraVecCols > 0) cta.in_bc = vc[cc + e];
+        if (kTesseraVecRows > 0) cta.in_br = vr[tessera_acc_row(t, k)];
         const float d = tessera_ep_element<kCase>(g, cta, b, row, col + e, v[k + e]);
         (e == 0 ? d0 : d1) = d;
         (e == 0 ? x0 : x1) = cta.aux_val;
@@ -643,6 +681,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   const unsigned in_base = store_base + kConsumers * kStoreBufs * kStoreBufBytes;
   // Then the bias stage: per consumer warpgroup, two buffers of kBiasStage floats.
   const unsigned bias_base = scratch_base + kEpiRegionBytes;
+  // Then a tree epilogue's vector stage: per consumer warpgroup, two buffers of kVecColStage
+  // bias_col values followed by kVecRowStage bias_row values.
+  const unsigned vec_base = bias_base + (kBiasStage > 0 ? kConsumers * 2 * kBiasStage * 4 : 0);
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
@@ -733,6 +774,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     constexpr int kBiasLen = kBiasStage > 0 ? kBiasStage : 1;
     constexpr int kBiasPer = (kBiasLen + 127) / 128;
     float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kBiasLen;
+    // A tree epilogue's bias vectors, likewise (the fragment path): kVecPer values a thread,
+    // loaded before the tile's mainloop, written to buffer (local & 1) of vec_s after it, read
+    // after a barrier of the warpgroup. (Loaded per element, their L2 latency was most of a
+    // biased tree epilogue's time: docs/perf.md, session 11.)
+#ifdef TESSERA_EPILOGUE_TREE
+    constexpr int kVecRows = kTesseraVecRows, kVecCols = kTesseraVecCols;
+#else
+    constexpr int kVecRows = 0, kVecCols = 0;
+#endif
+    constexpr int kVecLen = kVecRows + kVecCols;
+    constexpr int kVecBuf = kVecLen > 0 ? kVecLen : 1;
+    constexpr int kVecPer = (kVecBuf + 127) / 128;
+    float* vec_s = reinterpret_cast<float*>(tessera_smem_raw + (vec_base - raw)) + cw * 2 * kVecBuf;
+    (void)vec_s;
     const int step = kPingPong ? 2 : 1;
     int local = 0;  // tiles this warpgroup has started
     int store_slot = 0;  // the TMA-store ring's next buffer (tessera_sm90_store_pass)
@@ -796,6 +851,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           } else {
             tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, w);
           }
+        }
+      }
+      // The mask words of an aux_in_bits input, for every pass of the tile.
+      unsigned tile_words[kTesseraEpTileWords];
+      tessera_sm90_preload_tile(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+      float vec_in[kVecPer];
+      if (kVecLen > 0) {
+        const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
+#pragma unroll
+        for (int i = 0; i < kVecPer; ++i) {
+          const int e = t + 128 * i;
+          float v = 0.0f;
+          if (e < kVecCols) {
+            const int col = tn * kBN + e;
+            if (col < p.n) v = tessera_ep_ld(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
+          } else if (e < kVecLen) {
+            const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kVecCols);
+            if (row < p.m) v = tessera_ep_ld(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
+          }
+          vec_in[i] = v;
         }
       }
 #endif
@@ -879,23 +954,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         constexpr int kPasses = kMHalves * kPassesN;
         TesseraEpCta cta{};
         float rs[2] = {0.0f, 0.0f};
+        // This tile's vector stage: written, then read by every warp of the warpgroup.
+        float* vec_t = vec_s + (local & 1) * kVecBuf;
+        if (kVecLen > 0) {
+#pragma unroll
+          for (int i = 0; i < kVecPer; ++i) {
+            if (t + 128 * i < kVecLen) vec_t[t + 128 * i] = vec_in[i];
+          }
+          tessera_bar_sync(1 + cw, 128);
+        }
         // The preloads, a pass ahead (the first pass's here, then each pass loads the next
         // one's), when the binding's types are compiled in; with run-time types the elements
         // load their own operands.
-        TesseraSm90PassPre pre_next{};
-        if (kTesseraEpPre) {
-          int r0, c0;
-          tessera_sm90_pass_origin(0, tm, tn, cw, r0, c0);
-          tessera_sm90_preload(ea, p, b, r0, c0, t, pre_next);
-        }
 #pragma unroll
         for (int pass = 0; pass < kPasses; ++pass) {
-          const TesseraSm90PassPre pre = pre_next;
-          if (kTesseraEpPre && pass + 1 < kPasses) {
-            int r1, c1;
-            tessera_sm90_pass_origin(pass + 1, tm, tn, cw, r1, c1);
-            tessera_sm90_preload(ea, p, b, r1, c1, t, pre_next);
-          }
+          const TesseraSm90PassPre pre = tessera_sm90_pass_words(tile_words, pass, lane);
           const int h = pass / kPassesN;
           const int j = pass % kPassesN;
           const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
@@ -916,11 +989,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             tessera_mbar_wait(in_bar + 8 * slot,
                               (unsigned)((local * slot_uses + pass / kInBufs) & 1));
           }
+          const float* vc = vec_t + j * kEpiCols;
+          const float* vr = vec_t + kVecCols + (kPingPong ? 64 * h : 0);
           if (row0 + 64 <= p.m && cb + kEpiCols <= p.n) {
             const int sc = tessera_ep_block_case(ea, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
-            tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
+            tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
           } else {
-            tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre);
+            tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
           }
           tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, local * kPasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
             // The warp has read its rows of this pass's staged inputs: they take those of

@@ -1,7 +1,8 @@
 //! The timeline of one launch of the Hopper GEMM: whether the consumer warpgroups' mainloops
 //! keep the tensor cores busy, and whether (ping-pong) one's epilogue runs under the other's
 //! mainloop. `sm90_timeline M N K [--schedule cooperative|pingpong] [--epilogue LIST]
-//! [--tile BMxBN] [--stages S] [--cta C] [--define NAME[=VALUE]]...`; each `--define` adds a
+//! [--tree TEXT] [--tile BMxBN] [--stages S] [--cta C] [--define NAME[=VALUE]]...`; `--tree` runs a
+//! tree epilogue (`parse_epilogue`: the generated fragment path) instead; each `--define` adds a
 //! macro to the compiled source (for experiments guarded by `#ifdef` in a working copy of the
 //! kernel).
 //!
@@ -32,6 +33,9 @@ fn main() {
 mod timeline {
     use std::time::Instant;
 
+    use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_options};
+    use tessera_kernels::epilogue::launch::{EpBuffers, TreeSm90};
+    use tessera_kernels::epilogue::{parse_epilogue, Binding};
     use tessera_kernels::gemm::{DeviceBuf, GemmArgs};
     use tessera_kernels::reference::GemmStrides;
     use tessera_kernels::rng::Rng;
@@ -144,27 +148,48 @@ mod timeline {
         }
         let show: usize = flag(&args, "--cta")
             .map_or(Ok(0), |s| s.parse().map_err(|_| format!("--cta `{s}`")))?;
-        let e = Epilogue::parse(flag(&args, "--epilogue").unwrap_or("none"))
-            .map_err(|e| e.to_string())?;
+        // `--tree TEXT`: a tree epilogue (the generated fragment path), as `bench epilogues`
+        // runs it (its staged inputs planned in); else `--epilogue LIST`, the fused v1 one.
+        let tree = flag(&args, "--tree")
+            .map(|t| parse_epilogue(t).map_err(|e| format!("--tree `{t}`: {e}")))
+            .transpose()?;
+        let e = match &tree {
+            Some(_) => Epilogue::default(),
+            None => Epilogue::parse(flag(&args, "--epilogue").unwrap_or("none"))
+                .map_err(|e| e.to_string())?,
+        };
+        let shown = match &tree {
+            Some(t) => format!("tree `{t}`"),
+            None => format!("epilogue `{e}`"),
+        };
 
         let rt = Runtime::new(0).map_err(|e| e.to_string())?;
         let mut p = GemmProblem::new(m, n, k);
         p.a_major = Major::Row;
         p.b_major = Major::Col;
         p.epilogue = e;
-        let plan = Sm90Plan::with_options(&p, opts).map_err(|e| e.to_string())?;
+        let binding = tree
+            .as_ref()
+            .map(|t| Binding::for_tree(t, m, n, k, 1, DType::Bf16));
+        // A tree's plan as `bench epilogues` makes it: with its staged inputs and vectors
+        // where they fit.
+        let plan = match (&tree, &binding) {
+            (Some(t), Some(b)) => Sm90Plan::with_options(&p, tree_sm90_options(t, b, opts))
+                .or_else(|_| Sm90Plan::with_options(&p, opts)),
+            _ => Sm90Plan::with_options(&p, opts),
+        }
+        .map_err(|e| e.to_string())?;
         let sms = rt.sm_count() as usize;
         let len = sms * 3 * TILES * EVENTS;
         // `--define NAME[=VALUE]` (repeatable): more macros for the compiled source.
         let defines: String = flags(&args, "--define")
             .map(|d| format!("#define {}\n", d.replacen('=', " ", 1)))
             .collect();
-        let source = format!(
-            "{defines}#define TESSERA_SM90_TIMELINE {len}\n{}",
-            cuda_source(&plan)
-        );
-        let kernel = Sm90Kernel::from_source(&rt, &plan, &source).map_err(|e| e.to_string())?;
-        let grid = kernel.grid_ctas() as usize;
+        let body = match (&tree, &binding) {
+            (Some(t), Some(b)) => sm90_tree_source(&plan, t, Some(b)).map_err(|e| e.to_string())?,
+            _ => cuda_source(&plan),
+        };
+        let source = format!("{defines}#define TESSERA_SM90_TIMELINE {len}\n{body}");
 
         let mut rng = Rng::new(7);
         let up = |rng: &mut Rng, len: i64| {
@@ -173,37 +198,81 @@ mod timeline {
         let x = up(&mut rng, m * k).map_err(|e| e.to_string())?;
         let w = up(&mut rng, n * k).map_err(|e| e.to_string())?;
         let bias_len = if e.bias == BiasMode::PerRow { m } else { n };
-        let bias = up(&mut rng, bias_len).map_err(|e| e.to_string())?;
+        let bias = up(&mut rng, bias_len.max(m).max(n)).map_err(|e| e.to_string())?;
         let c = up(&mut rng, m * n).map_err(|e| e.to_string())?;
         let d =
             DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
-        let aux =
-            DeviceBuf::poisoned(&rt, DType::Bf16, (m * n) as usize).map_err(|e| e.to_string())?;
-        let args = GemmArgs {
-            a: &x,
-            b: &w,
-            c: (e.beta != 0.0).then_some(&c),
-            d: &d,
-            bias: (e.bias != BiasMode::None).then_some(&bias),
-            aux: e.aux.then_some(&aux),
-            strides: GemmStrides::tight(&p),
+        let aux = up(&mut rng, m * n).map_err(|e| e.to_string())?;
+        // A bit mask's rows are whole words (as `Binding::for_tree` lays them out).
+        let words = m as usize * (n as usize).div_ceil(32) + 1;
+        let bits =
+            DeviceBuf::upload(&rt, DType::F32, &vec![0.0; words]).map_err(|e| e.to_string())?;
+        let grad = DeviceBuf::upload(&rt, DType::F32, &vec![0.0; m.max(n) as usize])
+            .map_err(|e| e.to_string())?;
+        let strides = GemmStrides::tight(&p);
+        let (mut launch, grid): (Box<dyn FnMut() -> Res<()>>, usize) = match (&tree, &binding) {
+            (Some(_), Some(b)) => {
+                let tk = TreeSm90::from_source(&rt, &plan, tree.as_ref().unwrap(), b, &source)
+                    .map_err(|e| e.to_string())?;
+                let uses_bits = b.aux.is_some_and(|a| a.bits) || b.aux_in_bits.is_some();
+                let grid = tk.grid_ctas() as usize;
+                let (rt, x, w, d, aux, bits, bias, grad, b) =
+                    (&rt, &x, &w, &d, &aux, &bits, &bias, &grad, b.clone());
+                let f = Box::new(move || {
+                    let bufs = EpBuffers {
+                        d: Some(d),
+                        aux_in: Some(if b.aux_in_bits.is_some() { bits } else { aux }),
+                        aux: Some(if uses_bits { bits } else { aux }),
+                        bias_col: Some(bias),
+                        bias_row: Some(bias),
+                        bgrad_col: Some(grad),
+                        bgrad_row: Some(grad),
+                        ..EpBuffers::default()
+                    };
+                    tk.launch(rt, x, w, &strides, &b, &bufs)
+                        .map_err(|e| e.to_string())
+                });
+                (f, grid)
+            }
+            _ => {
+                let kernel =
+                    Sm90Kernel::from_source(&rt, &plan, &source).map_err(|e| e.to_string())?;
+                let grid = kernel.grid_ctas() as usize;
+                let (rt, x, w, c, d, aux, bias, e) = (&rt, &x, &w, &c, &d, &aux, &bias, &e);
+                let f = Box::new(move || {
+                    let args = GemmArgs {
+                        a: x,
+                        b: w,
+                        c: (e.beta != 0.0).then_some(c),
+                        d,
+                        bias: (e.bias != BiasMode::None).then_some(bias),
+                        aux: e.aux.then_some(aux),
+                        strides,
+                    };
+                    kernel
+                        .launch(rt, &args)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                });
+                (f, grid)
+            }
         };
         let sync = || rt.stream().synchronize().map_err(|e| format!("{e:?}"));
         for _ in 0..5 {
-            kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
+            launch()?;
         }
         sync()?;
         let reps = 20;
         let t0 = Instant::now();
         for _ in 0..reps {
-            kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
+            launch()?;
         }
         sync()?;
         let us = t0.elapsed().as_secs_f64() * 1e6 / reps as f64;
         for g in ["tessera_timeline", "tessera_timeline_pass"] {
             rt.zero_global(&source, g).map_err(|e| e.to_string())?;
         }
-        kernel.launch(&rt, &args).map_err(|e| e.to_string())?;
+        launch()?;
         sync()?;
         let stamps = read_u64(&rt, &source, "tessera_timeline")?;
         let at = |cta: usize, wg: usize, slot: usize, ev: usize| {
@@ -211,7 +280,7 @@ mod timeline {
         };
 
         println!(
-            "{} on {}: {m}x{n}x{k}, epilogue `{e}`, {:?} schedule, tile {}x{}, {} stages, grid {grid}; \
+            "{} on {}: {m}x{n}x{k}, {shown}, {:?} schedule, tile {}x{}, {} stages, grid {grid}; \
              {us:.1} us a launch (host clock, {reps} launches)",
             plan.kernel_name(),
             rt.device_name(),

@@ -406,9 +406,11 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     ))];
     if rt.arch() == Arch::Sm90a {
         paths.push(GemmPath::Hopper(Box::new(Sm90Plan::new(&p).unwrap())));
-        // With aux_in staged through shared memory (the trees that read it).
+        // With aux_in staged through shared memory (the trees that read it), and the bias
+        // vectors staged per tile (the trees that read them).
         let staged = Sm90Options {
             epilogue_inputs: Some(1),
+            epilogue_vectors: (true, true),
             ..Sm90Options::default()
         };
         paths.push(GemmPath::Hopper(Box::new(
@@ -419,6 +421,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
                 tile: Some(tile),
                 schedule: Some(Schedule::PingPong),
                 epilogue_inputs: Some(1),
+                epilogue_vectors: (true, true),
                 ..Sm90Options::default()
             };
             paths.push(GemmPath::Hopper(Box::new(
@@ -438,6 +441,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         parse_epilogue("select(row < 100, sigmoid(acc), tanh(acc + bias_col))").unwrap(),
         parse_epilogue("bgrad_row(acc * dsigmoid(aux_in)) + bgrad_col(relu(acc + bias_col))")
             .unwrap(),
+        parse_epilogue("relu(acc + bias_row) * 0.5 + bias_col").unwrap(),
     ]
     .iter()
     .flat_map(|t| paths.iter().map(move |path| (t.clone(), path)))
@@ -451,8 +455,10 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         bind.d.ld = ldd as i64;
         bind.d.batch_stride = (mu * ldd) as i64;
         let bias = rounded(&mut r, nu, out);
+        let bias_row = rounded(&mut r, mu, out);
         let aux_in = rounded(&mut r, bu * mu * nu, out);
         let bias_d = DeviceBuf::upload(&rt, out, &bias).unwrap();
+        let bias_row_d = DeviceBuf::upload(&rt, out, &bias_row).unwrap();
         let aux_in_d = DeviceBuf::upload(&rt, out, &aux_in).unwrap();
         let d = DeviceBuf::poisoned(&rt, out, bu * mu * ldd).unwrap();
         let aux_d = bind.aux.map(|sp| {
@@ -474,6 +480,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
             aux_in: Some(&aux_in_d),
             aux: aux_d.as_ref(),
             bias_col: Some(&bias_d),
+            bias_row: Some(&bias_row_d),
             bgrad_col: Some(&gc),
             bgrad_row: Some(&gr),
             ..EpBuffers::default()
@@ -486,13 +493,15 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         g.launch(&rt, &a_d, &b_d, &s, &bind, &bufs)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         rt.stream().synchronize().unwrap();
-        let (bias64, aux64): (Vec<f64>, Vec<f64>) = (
+        let (bias64, bias_row64, aux64): (Vec<f64>, Vec<f64>, Vec<f64>) = (
             bias.iter().map(|&x| x as f64).collect(),
+            bias_row.iter().map(|&x| x as f64).collect(),
             aux_in.iter().map(|&x| x as f64).collect(),
         );
         let mut inp = EvalInputs::new(mu, nu, bu, &acc);
         inp.alpha = 0.5;
         inp.bias_col = Some(&bias64);
+        inp.bias_row = Some(&bias_row64);
         inp.aux_in = Some(&aux64);
         let want = evaluate(&t, &inp).unwrap();
         let got = d.download(&rt).unwrap();

@@ -141,11 +141,13 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
         return;
     }
     let p = GemmProblem::new(4096, 4096, 4096);
-    // Room for every input the fragment path stages (C, the residual, aux_in).
+    // Room for every input the fragment path stages (C, the residual, aux_in), and both
+    // bias vectors staged per tile.
     let coop = Sm90Plan::with_options(
         &p,
         Sm90Options {
             epilogue_inputs: Some(3),
+            epilogue_vectors: (true, true),
             ..Sm90Options::default()
         },
     )
@@ -155,10 +157,15 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
         Sm90Options {
             tile: Some((128, 128)),
             schedule: Some(Schedule::PingPong),
+            epilogue_vectors: (true, true),
             ..Sm90Options::default()
         },
     )
     .unwrap();
+    assert_eq!(
+        (coop.vector_stage, pingpong.vector_stage),
+        ((64, 256), (128, 128))
+    );
     // Negative control: a tree epilogue whose hook is broken does not compile.
     let src = sm90_tree_source(&coop, &Fusion::Bias.tree(), None).unwrap();
     assert!(src.contains("#ifdef TESSERA_EPILOGUE_TREE"));

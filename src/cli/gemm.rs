@@ -153,6 +153,7 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
         schedule,
         group_m: cl.group_m,
         epilogue_inputs: None,
+        epilogue_vectors: (false, false),
     })
 }
 
@@ -426,6 +427,13 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
                 if b.c.is_some() {
                     b.beta = 0.5;
                 }
+                // The plan it runs: with the inputs and bias vectors its fragment path
+                // stages, where they fit.
+                let plan = sm90_options(&pa.kernel)
+                    .ok()
+                    .map(|o| tessera_kernels::epilogue::cuda::tree_sm90_options(t, &b, o))
+                    .and_then(|o| Sm90Plan::with_options(&p, o).ok())
+                    .map_or(plan, Box::new);
                 tree_src(tessera_kernels::epilogue::cuda::sm90_tree_source(
                     &plan,
                     t,

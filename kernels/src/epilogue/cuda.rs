@@ -173,11 +173,11 @@ impl Gen {
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::BiasRow => {
-                        "tessera_ep_ld(a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW)"
+                        "tessera_ep_in(cta.staged_br, cta.in_br, a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW)"
                             .to_string()
                     }
                     Leaf::BiasCol => {
-                        "tessera_ep_ld(a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL)"
+                        "tessera_ep_in(cta.staged_bc, cta.in_bc, a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL)"
                             .to_string()
                     }
                     Leaf::Coord(Coord::Row) => "static_cast<long long>(row)".to_string(),
@@ -408,6 +408,14 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
         s,
         "constexpr bool kTesseraEpBitsIn = {};",
         tree.d.uses(Leaf::AuxInBits)
+    );
+    // Which bias vectors the tree reads (a kernel may stage them per tile: the Hopper
+    // fragment path).
+    let _ = writeln!(
+        s,
+        "constexpr bool kTesseraEpBiasRow = {}, kTesseraEpBiasCol = {};",
+        tree.d.uses(Leaf::BiasRow),
+        tree.d.uses(Leaf::BiasCol)
     );
     let _ = writeln!(
         s,
@@ -874,6 +882,48 @@ pub fn staged_inputs(
     let mut v = stageable_inputs(tree, binding);
     v.truncate(plan.staged_inputs.max(0) as usize);
     v
+}
+
+/// The Hopper options a tree epilogue's kernel is planned with: `opts`, and where it leaves
+/// them unset (and the TMA-store epilogue is not turned off), room for the inputs the fragment
+/// path can stage ([`stageable_inputs`]) and for the tree's bias vectors, staged per tile
+/// ([`crate::sm90::Sm90Plan::vector_stage`]). A caller plans with these first and falls back
+/// to `opts` when they do not fit.
+///
+/// ```
+/// use tessera_kernels::epilogue::cuda::tree_sm90_options;
+/// use tessera_kernels::epilogue::{parse_epilogue, Binding};
+/// use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+/// use tessera_kernels::{DType, GemmProblem, Major};
+/// let t = parse_epilogue("relu(acc + bias_col + residual)").unwrap();
+/// let b = Binding::for_tree(&t, 512, 512, 256, 1, DType::Bf16);
+/// let o = tree_sm90_options(&t, &b, Sm90Options::default());
+/// assert_eq!((o.epilogue_inputs, o.epilogue_vectors), (Some(1), (false, true)));
+/// let mut p = GemmProblem::new(512, 512, 256);
+/// p.b_major = Major::Col;
+/// let plan = Sm90Plan::with_options(&p, o).unwrap();
+/// assert_eq!(plan.vector_stage, (0, plan.cta_tile.1));
+/// ```
+pub fn tree_sm90_options(
+    tree: &EpilogueTree,
+    binding: &super::check::Binding,
+    opts: crate::sm90::Sm90Options,
+) -> crate::sm90::Sm90Options {
+    let mut o = opts;
+    if o.tma_store == Some(false) {
+        return o;
+    }
+    if o.epilogue_inputs.is_none() {
+        let n = stageable_inputs(tree, binding).len() as i64;
+        if n > 0 {
+            o.epilogue_inputs = Some(n);
+        }
+    }
+    o.epilogue_vectors = (
+        o.epilogue_vectors.0 || tree.d.uses(Leaf::BiasRow),
+        o.epilogue_vectors.1 || tree.d.uses(Leaf::BiasCol),
+    );
+    o
 }
 
 /// The inputs of `tree` under `binding` that can be staged, in the kernel's order: those the

@@ -62,6 +62,10 @@ struct TesseraEpCta {
   // each row's word of a block once).
   bool staged_xb;
   unsigned in_xw;
+  // Bias vectors the kernel staged (the Hopper fragment path reads a tile's bias_row and
+  // bias_col values from shared memory): when set, the element's value, in place of a load.
+  bool staged_br, staged_bc;
+  float in_br, in_bc;
 };
 
 __device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long long ld, int b,

@@ -774,11 +774,25 @@ impl TreeSm90 {
         tree: &EpilogueTree,
         binding: &Binding,
     ) -> Result<TreeSm90> {
-        refuse_col_major_d("TreeSm90::new", &plan.problem)?;
         let src = super::cuda::sm90_tree_source(plan, tree, Some(binding))?;
+        TreeSm90::from_source(rt, plan, tree, binding, &src)
+    }
+
+    /// As [`TreeSm90::new`], compiling `source`: [`super::cuda::sm90_tree_source`]'s text for
+    /// the same plan, tree and binding, with more `#define`s in front of it (an instrumented
+    /// build, e.g. the per-tile timeline of `sm90_gemm.cuh`).
+    pub fn from_source(
+        rt: &Runtime,
+        plan: &crate::sm90::Sm90Plan,
+        tree: &EpilogueTree,
+        binding: &Binding,
+        source: &str,
+    ) -> Result<TreeSm90> {
+        refuse_col_major_d("TreeSm90::new", &plan.problem)?;
+        let src = source;
         let sinks = tree.d.sinks();
         Ok(TreeSm90 {
-            kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, &src)?,
+            kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, src)?,
             tree: tree.clone(),
             statics: super::cuda::StaticTypes::of(tree, binding),
             frag: FragNeeds {
@@ -800,6 +814,11 @@ impl TreeSm90 {
     /// Caps the persistent grid at `n` CTAs (at least 1).
     pub fn set_max_ctas(&mut self, n: i64) {
         self.kernel.set_max_ctas(n);
+    }
+
+    /// CTAs in the persistent grid of a launch.
+    pub fn grid_ctas(&self) -> i64 {
+        self.kernel.grid_ctas()
     }
 
     /// Registers per thread and local (spill) bytes of the compiled kernel.
@@ -1169,16 +1188,13 @@ impl TreeKernel {
         if let Some(f) = TreeFused::plan(rt, problem, tree, binding, path)? {
             return Ok(TreeKernel::Fused(Box::new(f)));
         }
-        // On the Hopper path, room for the inputs the fragment path can stage, when the plan
-        // has that path (else, or when they do not fit, the plan without).
+        // On the Hopper path, room for the inputs and bias vectors the fragment path stages,
+        // when the plan has that path (else, or when they do not fit, the plan without).
         let mut staged = path;
-        if staged.sm90.epilogue_inputs.is_none() && staged.sm90.tma_store != Some(false) {
-            let n = super::cuda::stageable_inputs(tree, binding).len() as i64;
-            if n > 0 {
-                staged.sm90.epilogue_inputs = Some(n);
-                if let Ok(p) = crate::sm90::plan_path(problem, rt.arch(), staged) {
-                    return TreeKernel::new(rt, &p, tree, binding);
-                }
+        staged.sm90 = super::cuda::tree_sm90_options(tree, binding, path.sm90);
+        if staged.sm90 != path.sm90 {
+            if let Ok(p) = crate::sm90::plan_path(problem, rt.arch(), staged) {
+                return TreeKernel::new(rt, &p, tree, binding);
             }
         }
         let path = crate::sm90::plan_path(problem, rt.arch(), path)?;

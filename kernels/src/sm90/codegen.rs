@@ -98,6 +98,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         "constexpr int kBiasStage = {}; // bias values of a tile staged per consumer and buffer (2 buffers)",
         plan.bias_stage_bytes / (plan.consumers * 2 * 4)
     );
+    let _ = writeln!(
+        s,
+        "constexpr int kVecRowStage = {}, kVecColStage = {}; // a tree epilogue's bias_row / bias_col values of a tile staged per consumer and buffer (2 buffers)",
+        plan.vector_stage.0, plan.vector_stage.1
+    );
     for o in [&plan.a, &plan.b] {
         let x = o.name;
         let _ = writeln!(s, "// {x}: smem {} (atom {})", o.smem, o.smem.atom);

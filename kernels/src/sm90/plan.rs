@@ -329,6 +329,10 @@ pub struct Sm90Options {
     /// Full 16-bit input tensors the tree epilogue stages through shared memory
     /// ([`Sm90Plan::staged_inputs`]); needs the TMA-store epilogue. Default 0.
     pub epilogue_inputs: Option<i64>,
+    /// Whether the tree epilogue's `bias_row` and `bias_col` vectors are staged per tile in
+    /// shared memory ([`Sm90Plan::vector_stage`]); plans without the TMA-store epilogue stage
+    /// neither. Default `(false, false)`.
+    pub epilogue_vectors: (bool, bool),
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -433,9 +437,15 @@ pub struct Sm90Plan {
     /// before the tile's mainloop and writes it into the buffer after it, so the epilogue's
     /// bias reads wait for shared memory, not for L2.
     pub bias_stage_bytes: i64,
+    /// The tree epilogue's bias vectors staged per tile (the fragment path;
+    /// [`Sm90Options::epilogue_vectors`]): fp32 values per consumer warpgroup and buffer,
+    /// `(rows, cols)`: the warpgroup's `64 * m_halves` rows of `bias_row`, the tile's BN
+    /// columns of `bias_col`, or 0. As with [`Sm90Plan::bias_stage_bytes`], two buffers per
+    /// consumer (alternate tiles), loaded before the tile's mainloop and written after it.
+    pub vector_stage: (i64, i64),
     /// Dynamic shared memory: the stages, the barriers (two per stage, two ping-pong turns and
     /// two per consumer for the staged inputs),
-    /// the epilogue scratch, the bias stage, and 1024 bytes of alignment slack.
+    /// the epilogue scratch, the bias stage, the vector stage, and 1024 bytes of alignment slack.
     pub smem_bytes: i64,
 }
 
@@ -617,7 +627,19 @@ impl Sm90Plan {
             }
             None => fp32_scratch,
         };
-        let room = budget - 1024 - barriers - bias_stage_bytes;
+        let vector_stage = match store {
+            Some(_) => (
+                if opts.epilogue_vectors.0 {
+                    64 * m_halves
+                } else {
+                    0
+                },
+                if opts.epilogue_vectors.1 { bn } else { 0 },
+            ),
+            None => (0, 0),
+        };
+        let vector_stage_bytes = consumers * 2 * (vector_stage.0 + vector_stage.1) * 4;
+        let room = budget - 1024 - barriers - bias_stage_bytes - vector_stage_bytes;
         let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
         let stages = opts.stages.unwrap_or(fit.min(6));
         if stages < 2 || stages > fit {
@@ -660,6 +682,7 @@ impl Sm90Plan {
             store,
             staged_inputs,
             bias_stage_bytes,
+            vector_stage,
             smem_bytes: stages * stage
                 + 16 * stages
                 + 16
@@ -667,6 +690,7 @@ impl Sm90Plan {
                 + 8 * IN_BUFFERS * (64 / WARP_ROWS) * consumers
                 + epilogue_scratch_bytes
                 + bias_stage_bytes
+                + vector_stage_bytes
                 + 1024,
         })
     }
@@ -878,6 +902,13 @@ impl fmt::Display for Sm90Plan {
                 f,
                 "  D store      from registers through the fp32 scratch (st.global)"
             )?,
+        }
+        if self.staged_inputs > 0 || self.vector_stage != (0, 0) {
+            writeln!(
+                f,
+                "  tree stage   {} input(s) by TMA, {} buffers per consumer; bias vectors per tile: {} rows, {} columns (fp32, 2 buffers per consumer)",
+                self.staged_inputs, IN_BUFFERS, self.vector_stage.0, self.vector_stage.1
+            )?;
         }
         writeln!(
             f,
