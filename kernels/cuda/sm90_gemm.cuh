@@ -537,6 +537,17 @@ __device__ __forceinline__ TesseraSm90PassPre tessera_sm90_pass_words(
 // reads (bias_col's kTesseraVecCols values first, then bias_row's).
 constexpr int kTesseraVecRows = kTesseraEpBiasRow ? kVecRowStage : 0;
 constexpr int kTesseraVecCols = kTesseraEpBiasCol ? kVecColStage : 0;
+// Whether the fragment path's elements load nothing from global memory: every input the tree
+// reads is staged (C only where it is read), its mask words preloaded, its bias vectors staged.
+#ifdef TESSERA_EP_DT_STATIC
+constexpr bool kTesseraEpCLoads = kTesseraEpLeafC && !kTesseraEpStageC && TESSERA_EP_READ_C;
+#else
+constexpr bool kTesseraEpCLoads = kTesseraEpLeafC && !kTesseraEpStageC;
+#endif
+constexpr bool kTesseraEpNoLoads =
+    !kTesseraEpCLoads && (!kTesseraEpLeafR || kTesseraEpStageR) && (!kTesseraEpLeafX || kTesseraEpStageX) &&
+    (!kTesseraEpBitsIn || kTesseraEpPre) && (!kTesseraEpBiasRow || kTesseraVecRows > 0) &&
+    (!kTesseraEpBiasCol || kTesseraVecCols > 0);
 
 // The fragment path of the tree epilogue (TMA-store plans): one pass, the warpgroup's
 // 64 x kEpiCols block at launch-relative (row0, cb), computed where the accumulators are.
@@ -562,7 +573,10 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
                                                        const float* vc, const float* vr) {
   // The input loads may move above earlier stores, but only within a group of kGroup pairs
   // (as in tessera_sm90_tree_iterations: all of a pass's loads beside the accumulators spill).
-  constexpr int kGroup = 4;
+  // A tree whose every input is staged or preloaded loads nothing here: one group, which
+  // leaves the compiler free to interleave the pass's elements (the group boundaries also
+  // bound its scheduling: dgelu's passes waited on each group's latency).
+  constexpr int kGroup = kTesseraEpNoLoads ? kEpiRegs / 2 : 4;
   TesseraEpArgs g = a;
   // The launch takes this path with a bit mask only when its words can be gathered.
   cta.word_bits = kTesseraEpBits;
@@ -586,7 +600,9 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
     if ((k / 2) % kGroup == 0) tessera_ep_opaque_inputs(g);
     const int cc = tessera_acc_col(t, k);
     const int row = row0 + tessera_acc_row(t, k);
-    const int col = cb + cc;
+    // Even (fragment_pass_form: cc is 2 (lane % 4) + 8 (k / 4), cb a multiple of kEpiCols);
+    // said so, the compiler knows the parity of col + e (a mask bit's place in its pair).
+    const int col = (cb + cc) & ~1;
     cta.reg_row = 0.0f;
     cta.reg_col0 = 0.0f;
     cta.reg_col1 = 0.0f;
@@ -623,8 +639,12 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
     rs[(k / 2) % 2] += cta.reg_row;
     cs[2 * (k / 4)] += cta.reg_col0;
     cs[2 * (k / 4) + 1] += cta.reg_col1;
-    wb[(k / 2) % 2] |= cta.bits << cc;
+    // Column cc of the pass is 2 (lane % 4) + 8 (k / 4) (fragment_pass_form): the constant
+    // part here, the lane's after the loop.
+    wb[(k / 2) % 2] |= cta.bits << (8 * (k / 4));
   }
+  wb[0] <<= 2 * (t & 3);
+  wb[1] <<= 2 * (t & 3);
 }
 
 // tessera_sm90_tree_frag for a block inside the launch, in case `sc` of tessera_ep_block_case.
@@ -954,6 +974,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         constexpr int kPasses = kMHalves * kPassesN;
         TesseraEpCta cta{};
         float rs[2] = {0.0f, 0.0f};
+        // An output mask's rows: per m64 half, the first word of the tile's columns in the row
+        // of the slot lane bit 0 picks (the row this lane stores, when lane bit 1 is clear);
+        // null past M. (The launch takes this path only when rows, batches and the region
+        // start on word boundaries.)
+        unsigned* mask_rows[kMHalves];
+#pragma unroll
+        for (int h = 0; h < kMHalves; ++h) {
+          const int row = tm * kBM + (kPingPong ? 64 * h : 64 * cw) + tessera_acc_row(t, 2 * (lane & 1));
+          mask_rows[h] = kTesseraEpBits && row < p.m
+                             ? static_cast<unsigned*>(ea.aux) +
+                                   (tessera_ep_at(ea.batch_aux, ea.ldaux, b, ea.row0 + row, ea.col0 + tn * kBN) >> 5)
+                             : nullptr;
+        }
         // This tile's vector stage: written, then read by every warp of the warpgroup.
         float* vec_t = vec_s + (local & 1) * kVecBuf;
         if (kVecLen > 0) {
@@ -997,6 +1030,28 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           } else {
             tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
           }
+          if (kTesseraEpBits) {
+            // The pass's mask words, before its stores (the exchanges' latency then overlaps
+            // the store pass). Lane bit 0 picks the row slot: one exchange gives each lane its
+            // slot's bits of the lane pair, a second those of the quad; the lanes with bit 1
+            // clear store the row's word.
+            const int s0 = lane & 1;
+            unsigned w = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
+            w |= __shfl_xor_sync(0xffffffffu, w, 2);
+            const int valid = min(32, p.n - cb);
+            unsigned* wp = mask_rows[h];
+            if ((lane & 2) == 0 && wp != nullptr && valid > 0) {
+              wp += j;
+              if (valid == 32) {
+                *wp = w;
+              } else {
+                // The row's last, partial word: only its own bits.
+                const unsigned mask = (1u << valid) - 1u;
+                atomicAnd(wp, ~mask);
+                atomicOr(wp, w & mask);
+              }
+            }
+          }
           tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, local * kPasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
             // The warp has read its rows of this pass's staged inputs: they take those of
             // pass + kInBufs.
@@ -1009,26 +1064,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             }
           });
           const int b0 = lane & 1;
-          if (kTesseraEpBits) {
-            // Lane bit 0 picks the row slot: one exchange gives each lane its slot's bits of
-            // the lane pair, a second those of the quad.
-            unsigned w = (b0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, b0 ? wb[0] : wb[1], 1);
-            w |= __shfl_xor_sync(0xffffffffu, w, 2);
-            const int row = row0 + tessera_acc_row(t, 2 * b0);
-            const int valid = min(32, p.n - cb);
-            if ((lane & 2) == 0 && row < p.m && valid > 0) {
-              unsigned* wp = static_cast<unsigned*>(ea.aux) +
-                             (tessera_ep_at(ea.batch_aux, ea.ldaux, b, ea.row0 + row, ea.col0 + cb) >> 5);
-              if (valid == 32) {
-                *wp = w;
-              } else {
-                // The row's last, partial word: only its own bits.
-                const unsigned mask = (1u << valid) - 1u;
-                atomicAnd(wp, ~mask);
-                atomicOr(wp, w & mask);
-              }
-            }
-          }
           if (kTesseraEpColSum) {
             // Column slot s of every lane with the same lane % 4 is the same column: halve
             // the slots per exchange (lane bits 4, 3, 2), each lane keeping the half its bit

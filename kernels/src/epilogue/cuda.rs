@@ -169,7 +169,7 @@ impl Gen {
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::AuxInBits => format!(
-                        "tessera_ep_in_bit(cta.staged_xb, cta.in_xw, a.aux_in, {})",
+                        "tessera_ep_in_bit(cta.staged_xb, cta.in_xw, lcol, a.aux_in, {})",
                         at("batch_aux_in", "ld_aux_in")
                     ),
                     Leaf::BiasRow => {
@@ -243,7 +243,18 @@ impl Gen {
                     }
                 } else {
                     let (x, y) = (as_value(xa), as_value(xb));
+                    // beta * C: no term at all where C is not read (beta == 0), as in BLAS,
+                    // rather than 0 * beta (which the compiler cannot drop: beta might be inf);
+                    // -0 is what x + (-0) leaves as x, so the sum folds away too.
+                    let beta_c = matches!(
+                        (&**a, &**b),
+                        (Expr::Leaf(Leaf::Beta), Expr::Leaf(Leaf::C))
+                            | (Expr::Leaf(Leaf::C), Expr::Leaf(Leaf::Beta))
+                    );
                     match op {
+                        BinaryOp::Mul if beta_c => {
+                            format!("(TESSERA_EP_READ_C ? {x} * {y} : -0.0f)")
+                        }
                         BinaryOp::Add => format!("{x} + {y}"),
                         BinaryOp::Sub => format!("{x} - {y}"),
                         BinaryOp::Mul => format!("{x} * {y}"),
@@ -409,13 +420,20 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
         "constexpr bool kTesseraEpBitsIn = {};",
         tree.d.uses(Leaf::AuxInBits)
     );
-    // Which bias vectors the tree reads (a kernel may stage them per tile: the Hopper
+    // Which bias vectors and full inputs the tree reads (a kernel may stage them: the Hopper
     // fragment path).
     let _ = writeln!(
         s,
         "constexpr bool kTesseraEpBiasRow = {}, kTesseraEpBiasCol = {};",
         tree.d.uses(Leaf::BiasRow),
         tree.d.uses(Leaf::BiasCol)
+    );
+    let _ = writeln!(
+        s,
+        "constexpr bool kTesseraEpLeafC = {}, kTesseraEpLeafR = {}, kTesseraEpLeafX = {};",
+        tree.d.uses(Leaf::C),
+        tree.d.uses(Leaf::Residual),
+        tree.d.uses(Leaf::AuxIn)
     );
     let _ = writeln!(
         s,

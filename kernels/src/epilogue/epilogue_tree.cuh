@@ -101,10 +101,13 @@ __device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bi
   return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
 }
 
-// An aux_in mask bit: from the word the kernel preloaded (the one holding bit `bit`), or a load.
-__device__ __forceinline__ float tessera_ep_in_bit(bool staged, unsigned w, const void* p,
-                                                   long long bit) {
-  if (staged) return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
+// An aux_in mask bit: from the word the kernel preloaded (the one holding bit `bit`, whose
+// first bit is launch-relative column lcol & ~31: the kernel preloads only so aligned words),
+// or a load.
+__device__ __forceinline__ float tessera_ep_in_bit(bool staged, unsigned w, int lcol,
+                                                   const void* p, long long bit) {
+  // The staged word holds the element's bits of launch-relative columns lcol & ~31 on.
+  if (staged) return ((w >> (lcol & 31)) & 1u) ? 1.0f : 0.0f;
   return tessera_ep_load_bit(p, bit);
 }
 
