@@ -853,46 +853,50 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       }
       TESSERA_TL(t == 0, wg, local, 1);
 #ifdef TESSERA_EPILOGUE_TREE
-      // The staged inputs of this tile's first kInBufs passes, loaded while its mainloop
-      // runs; the later passes' blocks fetched into L2, loaded two passes ahead.
-      // Each warp's first lane loads (and prefetches) the warp's own rows.
-      if (kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0) {
-        constexpr int kPasses = kMHalves * (kBN / kEpiCols);
-        const int w = t / 32;
-#pragma unroll 1
-        for (int q = 0; q < kPasses; ++q) {
-          int row0, cb;
-          tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
-          const int slot = q % kInBufs;
-          if (q < kInBufs) {
-            tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
-                                           in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
-                                           in_bar + 8 * slot, row0, cb, b, w);
-          } else {
-            tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, w);
-          }
+      // The tile's epilogue inputs, fetched while its mainloop runs, from the mainloop's first
+      // k-tiles after each one's wgmma are issued (at the top of the tile, the staged inputs'
+      // eight TMA issues of a 128 x 256 tile, ~150 cycles each, held the first wgmma back:
+      // sm90_timeline's first-stage wait was 2.3 kc a tile with dgelu against 0.8 plain).
+      // Staged inputs: pass q's blocks loaded (q < kInBufs) or fetched into L2 (the later
+      // passes, which the epilogue loads two passes ahead), one pass per k-tile, by each
+      // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
+      constexpr int kTilePasses = kMHalves * (kBN / kEpiCols);
+      const bool stage_in = kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0;
+      auto stage_tile_pass = [&](int q) {
+        int row0, cb;
+        tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
+        const int slot = q % kInBufs;
+        if (q < kInBufs) {
+          tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
+                                         in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
+                                         in_bar + 8 * slot, row0, cb, b, t / 32);
+        } else {
+          tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
         }
-      }
-      // The mask words of an aux_in_bits input, for every pass of the tile.
+      };
+      // The mask words of an aux_in_bits input for every pass, and the vector stage's values
+      // (loaded with the first k-tile).
       unsigned tile_words[kTesseraEpTileWords];
-      tessera_sm90_preload_tile(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
       float vec_in[kVecPer];
-      if (kVecLen > 0) {
-        const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
+      auto load_tile_vectors = [&] {
+        tessera_sm90_preload_tile(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+        if (kVecLen > 0) {
+          const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
 #pragma unroll
-        for (int i = 0; i < kVecPer; ++i) {
-          const int e = t + 128 * i;
-          float v = 0.0f;
-          if (e < kVecCols) {
-            const int col = tn * kBN + e;
-            if (col < p.n) v = tessera_ep_ld(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
-          } else if (e < kVecLen) {
-            const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kVecCols);
-            if (row < p.m) v = tessera_ep_ld(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
+          for (int i = 0; i < kVecPer; ++i) {
+            const int e = t + 128 * i;
+            float v = 0.0f;
+            if (e < kVecCols) {
+              const int col = tn * kBN + e;
+              if (col < p.n) v = tessera_ep_ld(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
+            } else if (e < kVecLen) {
+              const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kVecCols);
+              if (row < p.m) v = tessera_ep_ld(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
+            }
+            vec_in[i] = v;
           }
-          vec_in[i] = v;
         }
-      }
+      };
 #endif
 #ifndef TESSERA_EPILOGUE_TREE
       float bias_in[kBiasPer];
@@ -929,6 +933,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
         }
         tessera_wgmma_commit();
+#ifdef TESSERA_EPILOGUE_TREE
+        if (kt == 0) load_tile_vectors();
+        if (stage_in && kt < kTilePasses) stage_tile_pass(kt);
+#endif
         // The next tile's coordinates, while the last k-tile's wgmma run: the warp would wait
         // for them next anyway. (During the first k-tile the decode held back the second
         // k-tile's wgmma: ping-pong's mainloop took 3% longer.)
@@ -946,6 +954,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       }
       tessera_wgmma_wait<0>();
       TESSERA_TL(t == 0, wg, local, 3);
+#ifdef TESSERA_EPILOGUE_TREE
+      if (k_tiles == 0) load_tile_vectors();
+      if (stage_in) {
+#pragma unroll 1
+        for (int q = k_tiles; q < kTilePasses; ++q) stage_tile_pass(q);
+      }
+#endif
       if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
       // (Ping-pong: the other warpgroup's turn was passed on when the last stage arrived.)
 #pragma unroll
