@@ -495,12 +495,16 @@ struct TesseraSm90PassPre {
 // Words held per lane: 2 rows of every fourth pass.
 constexpr int kTesseraEpTileWords = 2 * ((kMHalves * (kBN / kEpiCols) + 3) / 4);
 
+template <bool kL2>
 __device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a,
                                                           const TesseraSm90Params& p, int b, int tm,
                                                           int tn, int cw, int t,
                                                           unsigned (&w)[kTesseraEpTileWords]) {
   if (!kTesseraEpPre || !kTesseraEpBitsIn) return;
   constexpr int kPasses = kMHalves * (kBN / kEpiCols);
+  // The loads' addresses are computed afresh, not kept from the prefetch (which held them in
+  // registers through the mainloop: the trees with C staged spilled).
+  if (!kL2) asm volatile("" : "+r"(t));
 #pragma unroll
   for (int s = 0; s < kTesseraEpTileWords / 2; ++s) {
     const int q = (t & 3) + 4 * s;
@@ -513,9 +517,13 @@ __device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a
       if (q < kPasses && row < p.m && cb < p.n) {
         const unsigned* wp = static_cast<const unsigned*>(a.aux_in) +
                              (tessera_ep_at(a.batch_aux_in, a.ld_aux_in, b, a.row0 + row, a.col0 + cb) >> 5);
-        asm("ld.global.nc.u32 %0, [%1];" : "=r"(x) : "l"(wp));
+        if (kL2) {
+          asm volatile("prefetch.global.L2 [%0];" ::"l"(wp));
+        } else {
+          asm("ld.global.nc.u32 %0, [%1];" : "=r"(x) : "l"(wp));
+        }
       }
-      w[2 * s + i] = x;
+      if (!kL2) w[2 * s + i] = x;
     }
   }
 }
@@ -874,12 +882,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
         }
       };
-      // The mask words of an aux_in_bits input for every pass, and the vector stage's values
-      // (loaded with the first k-tile).
-      unsigned tile_words[kTesseraEpTileWords];
+      // The vector stage's values, loaded with the first k-tile (at the top of the tile they
+      // held relu_aux_bias's first wgmma back: first-stage wait 1.36 against 0.91 kc).
       float vec_in[kVecPer];
       auto load_tile_vectors = [&] {
-        tessera_sm90_preload_tile(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
         if (kVecLen > 0) {
           const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
 #pragma unroll
@@ -910,6 +916,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         }
       }
 #endif
+#ifdef TESSERA_EPILOGUE_TREE
+      // The mask words of an aux_in_bits input for every pass: fetched into L2 here, loaded
+      // with the second k-tile, after its wgmma. (Loaded from DRAM with the first k-tile,
+      // drelu's mainloop took 69.3 kc a tile against 65.5: the next k-tile's wgmma fence
+      // seems to wait for the warp's outstanding loads. Loaded here, the trees with C staged
+      // spilled.)
+      unsigned tile_words[kTesseraEpTileWords];
+      tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+#endif
       // This tile's first k-tile is the (n k_tiles)-th the producer loaded.
       const unsigned long long g0 = (unsigned long long)n * k_tiles;
       int stage = (int)(g0 % kStages);
@@ -918,6 +933,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       for (int kt = 0; kt < k_tiles; ++kt) {
         tessera_mbar_wait(bars + 8 * stage, phase);
         TESSERA_TL(kt == 0 && t == 0, wg, local, 2);
+
         if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
         const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
         const unsigned b_addr = smem_b + stage * kStageBytesB;
@@ -935,6 +951,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         tessera_wgmma_commit();
 #ifdef TESSERA_EPILOGUE_TREE
         if (kt == 0) load_tile_vectors();
+        if (kt == (k_tiles > 1 ? 1 : 0)) tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
         if (stage_in && kt < kTilePasses) stage_tile_pass(kt);
 #endif
         // The next tile's coordinates, while the last k-tile's wgmma run: the warp would wait
@@ -955,7 +972,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       tessera_wgmma_wait<0>();
       TESSERA_TL(t == 0, wg, local, 3);
 #ifdef TESSERA_EPILOGUE_TREE
-      if (k_tiles == 0) load_tile_vectors();
+      if (k_tiles == 0) {
+        tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+        load_tile_vectors();
+      }
       if (stage_in) {
 #pragma unroll 1
         for (int q = k_tiles; q < kTilePasses; ++q) stage_tile_pass(q);

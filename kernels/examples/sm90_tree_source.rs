@@ -1,9 +1,11 @@
 //! Prints the complete source of the Hopper GEMM with a named fusion's tree epilogue, as the
 //! tree launcher compiles it for a bf16 binding at 4096^3 (types compiled in, room for `N`
-//! staged inputs, beta `BETA`, default 0): `sm90_tree_source FUSION [N [BETA]]`, e.g.
+//! staged inputs, default the launcher's choice, beta `BETA`, default 0; bias vectors staged
+//! as the launcher stages them): `sm90_tree_source FUSION [N [BETA]]`, e.g.
 //! `sm90_tree_source dgelu 1`. An experiment helper, with `sm90_compile_file` for ptxas
 //! statistics and a CUBIN to disassemble.
-use tessera_kernels::epilogue::{cuda::sm90_tree_source, Binding, Fusion};
+use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_options};
+use tessera_kernels::epilogue::{Binding, Fusion};
 use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
 use tessera_kernels::{DType, GemmProblem};
 
@@ -17,16 +19,20 @@ fn main() {
         eprintln!("usage: sm90_tree_source FUSION [STAGED_INPUTS [BETA]]; fusions: {names:?}");
         std::process::exit(1);
     };
-    let staged: i64 = optional_arg(&args, 2, "STAGED_INPUTS", 0);
+    let staged: i64 = optional_arg(&args, 2, "STAGED_INPUTS", -1);
     let beta: f32 = optional_arg(&args, 3, "BETA", 0.0);
     let t = f.tree();
     let p = GemmProblem::new(4096, 4096, 4096);
-    let opts = Sm90Options {
-        epilogue_inputs: Some(staged),
-        ..Sm90Options::default()
-    };
     let mut b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
     b.beta = beta;
+    let opts = tree_sm90_options(
+        &t,
+        &b,
+        Sm90Options {
+            epilogue_inputs: (staged >= 0).then_some(staged),
+            ..Sm90Options::default()
+        },
+    );
     match Sm90Plan::with_options(&p, opts)
         .map_err(|e| e.to_string())
         .and_then(|plan| sm90_tree_source(&plan, &t, Some(&b)).map_err(|e| e.to_string()))
