@@ -1065,28 +1065,34 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           } else {
             tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
           }
+          // The pass's mask word (an output bit mask): gathered before the pass's stores, so
+          // that the exchanges' latency overlaps the store pass, and stored after them (stored
+          // before, its global store held the pass's async-proxy fence back: write + fence 228
+          // cycles a pass against 202, sm90_timeline, relu_aux_bias). Lane
+          // bit 0 picks the row slot: one exchange gives each lane its slot's bits of the
+          // lane pair, a second those of the quad; the lanes with bit 1 clear store the row's
+          // word.
+          unsigned mask_word = 0u;
           if (kTesseraEpBits) {
-            // The pass's mask words, before its stores (the exchanges' latency then overlaps
-            // the store pass). Lane bit 0 picks the row slot: one exchange gives each lane its
-            // slot's bits of the lane pair, a second those of the quad; the lanes with bit 1
-            // clear store the row's word.
             const int s0 = lane & 1;
-            unsigned w = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
-            w |= __shfl_xor_sync(0xffffffffu, w, 2);
+            mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
+            mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
+          }
+          auto store_mask_word = [&] {
             const int valid = min(32, p.n - cb);
             unsigned* wp = mask_rows[h];
             if ((lane & 2) == 0 && wp != nullptr && valid > 0) {
               wp += j;
               if (valid == 32) {
-                *wp = w;
+                *wp = mask_word;
               } else {
                 // The row's last, partial word: only its own bits.
                 const unsigned mask = (1u << valid) - 1u;
                 atomicAnd(wp, ~mask);
-                atomicOr(wp, w & mask);
+                atomicOr(wp, mask_word & mask);
               }
             }
-          }
+          };
           tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, local * kPasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
             // The warp has read its rows of this pass's staged inputs: they take those of
             // pass + kInBufs.
@@ -1098,6 +1104,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
                                              in_bar + 8 * slot, r1, c1, b, w);
             }
           });
+          if (kTesseraEpBits) store_mask_word();
           const int b0 = lane & 1;
           if (kTesseraEpColSum) {
             // Column slot s of every lane with the same lane % 4 is the same column: halve
