@@ -455,7 +455,12 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         bind.d.ld = ldd as i64;
         bind.d.batch_stride = (mu * ldd) as i64;
         let bias = rounded(&mut r, nu, out);
-        let bias_row = rounded(&mut r, mu, out);
+        // bias_row per batch (bias_col shared by the batches): the staged vectors' batch
+        // offsets.
+        if let Some(v) = bind.bias_row.as_mut() {
+            v.batch_stride = m;
+        }
+        let bias_row = rounded(&mut r, bu * mu, out);
         let aux_in = rounded(&mut r, bu * mu * nu, out);
         let bias_d = DeviceBuf::upload(&rt, out, &bias).unwrap();
         let bias_row_d = DeviceBuf::upload(&rt, out, &bias_row).unwrap();

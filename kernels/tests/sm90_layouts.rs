@@ -594,13 +594,17 @@ fn the_store_ring_never_costs_a_stage() {
         ((64, 256), Some(Schedule::PingPong)),
     ] {
         for epi in ["none", "bias", "bias,gelu_tanh,aux", "rowbias,relu,aux"] {
-            for staged in [0, 1, 3] {
+            for (staged, vectors) in [0, 1, 3]
+                .into_iter()
+                .flat_map(|s| [(s, (false, false)), (s, (true, true)), (s, (false, true))])
+            {
                 let mut p = GemmProblem::new(4096, 4096, 4096);
                 p.epilogue = Epilogue::parse(epi).unwrap();
                 let opts = Sm90Options {
                     tile: Some(tile),
                     schedule,
                     epilogue_inputs: Some(staged),
+                    epilogue_vectors: vectors,
                     ..Default::default()
                 };
                 let Ok(plan) = Sm90Plan::with_options(&p, opts) else {
@@ -612,6 +616,17 @@ fn the_store_ring_never_costs_a_stage() {
                     .expect("a 16-bit D without C stores by TMA");
                 assert!((2..=4).contains(&st.buffers), "{plan}");
                 assert!(plan.smem_bytes <= budget, "{plan}");
+                // The vector stage: a consumer's rows of bias_row, the tile's columns of
+                // bias_col, each where asked for.
+                let rows = if plan.schedule == Schedule::PingPong { tile.0 } else { 64 };
+                assert_eq!(
+                    plan.vector_stage,
+                    (
+                        if vectors.0 { rows } else { 0 },
+                        if vectors.1 { tile.1 } else { 0 }
+                    ),
+                    "{plan}"
+                );
                 if plan.stages < 6 {
                     let more = Sm90Options {
                         stages: Some(plan.stages + 1),
@@ -626,5 +641,16 @@ fn the_store_ring_never_costs_a_stage() {
             }
         }
     }
-    assert!(checked >= 7 * 4, "{checked} plans checked");
+    assert!(checked >= 7 * 4 * 3, "{checked} plans checked");
+    // Without the TMA-store epilogue nothing is staged (the scratch path loads the vectors).
+    let p = GemmProblem::new(4096, 4096, 4096);
+    let opts = Sm90Options {
+        tma_store: Some(false),
+        epilogue_vectors: (true, true),
+        ..Default::default()
+    };
+    assert_eq!(
+        Sm90Plan::with_options(&p, opts).unwrap().vector_stage,
+        (0, 0)
+    );
 }
