@@ -33,7 +33,7 @@ fn main() {
 mod timeline {
     use std::time::Instant;
 
-    use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_options};
+    use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_plan};
     use tessera_kernels::epilogue::launch::{EpBuffers, TreeSm90};
     use tessera_kernels::epilogue::{parse_epilogue, Binding};
     use tessera_kernels::gemm::{DeviceBuf, GemmArgs};
@@ -174,8 +174,7 @@ mod timeline {
         // A tree's plan as `bench epilogues` makes it: with its staged inputs and vectors
         // where they fit.
         let plan = match (&tree, &binding) {
-            (Some(t), Some(b)) => Sm90Plan::with_options(&p, tree_sm90_options(t, b, opts))
-                .or_else(|_| Sm90Plan::with_options(&p, opts)),
+            (Some(t), Some(b)) => tree_sm90_plan(&p, t, b, opts),
             _ => Sm90Plan::with_options(&p, opts),
         }
         .map_err(|e| e.to_string())?;

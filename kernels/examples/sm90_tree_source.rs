@@ -4,9 +4,9 @@
 //! as the launcher stages them): `sm90_tree_source FUSION [N [BETA]]`, e.g.
 //! `sm90_tree_source dgelu 1`. An experiment helper, with `sm90_compile_file` for ptxas
 //! statistics and a CUBIN to disassemble.
-use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_options};
+use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_plan};
 use tessera_kernels::epilogue::{Binding, Fusion};
-use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+use tessera_kernels::sm90::Sm90Options;
 use tessera_kernels::{DType, GemmProblem};
 
 fn main() {
@@ -25,15 +25,11 @@ fn main() {
     let p = GemmProblem::new(4096, 4096, 4096);
     let mut b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
     b.beta = beta;
-    let opts = tree_sm90_options(
-        &t,
-        &b,
-        Sm90Options {
-            epilogue_inputs: (staged >= 0).then_some(staged),
-            ..Sm90Options::default()
-        },
-    );
-    match Sm90Plan::with_options(&p, opts)
+    let opts = Sm90Options {
+        epilogue_inputs: (staged >= 0).then_some(staged),
+        ..Sm90Options::default()
+    };
+    match tree_sm90_plan(&p, &t, &b, opts)
         .map_err(|e| e.to_string())
         .and_then(|plan| sm90_tree_source(&plan, &t, Some(&b)).map_err(|e| e.to_string()))
     {

@@ -618,7 +618,11 @@ fn the_store_ring_never_costs_a_stage() {
                 assert!(plan.smem_bytes <= budget, "{plan}");
                 // The vector stage: a consumer's rows of bias_row, the tile's columns of
                 // bias_col, each where asked for.
-                let rows = if plan.schedule == Schedule::PingPong { tile.0 } else { 64 };
+                let rows = if plan.schedule == Schedule::PingPong {
+                    tile.0
+                } else {
+                    64
+                };
                 assert_eq!(
                     plan.vector_stage,
                     (

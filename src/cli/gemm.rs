@@ -431,8 +431,9 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
                 // stages, where they fit.
                 let plan = sm90_options(&pa.kernel)
                     .ok()
-                    .map(|o| tessera_kernels::epilogue::cuda::tree_sm90_options(t, &b, o))
-                    .and_then(|o| Sm90Plan::with_options(&p, o).ok())
+                    .and_then(|o| {
+                        tessera_kernels::epilogue::cuda::tree_sm90_plan(&p, t, &b, o).ok()
+                    })
                     .map_or(plan, Box::new);
                 tree_src(tessera_kernels::epilogue::cuda::sm90_tree_source(
                     &plan,

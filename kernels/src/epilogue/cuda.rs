@@ -944,6 +944,62 @@ pub fn tree_sm90_options(
     o
 }
 
+/// The Hopper plan of `problem` for a tree epilogue: with the staged inputs and bias vectors
+/// of [`tree_sm90_options`] where the plan keeps the stages it has without them; else with the
+/// staged inputs alone, else with the vectors alone, else the plan of `opts`. (A stage fewer
+/// costs more than either saves: a 128 x 256 tree with a bias and aux_in staged ran its
+/// mainloop at 72 kc a tile on 3 stages against 66 on 4, `docs/perf.md`.)
+///
+/// ```
+/// use tessera_kernels::epilogue::cuda::tree_sm90_plan;
+/// use tessera_kernels::epilogue::{parse_epilogue, Binding};
+/// use tessera_kernels::sm90::Sm90Options;
+/// use tessera_kernels::{DType, GemmProblem, Major};
+/// let mut p = GemmProblem::new(4096, 4096, 4096);
+/// p.b_major = Major::Col;
+/// let t = parse_epilogue("relu(acc + bias_col) + aux_in").unwrap();
+/// let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+/// // Both do not fit beside four 128 x 256 stages: aux_in is staged, the bias is not.
+/// assert_eq!((plan.stages, plan.staged_inputs, plan.vector_stage), (4, 1, (0, 0)));
+/// let t = parse_epilogue("relu(acc + bias_col)").unwrap();
+/// let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+/// assert_eq!((plan.stages, plan.vector_stage), (4, (0, 256)));
+/// ```
+pub fn tree_sm90_plan(
+    problem: &crate::problem::GemmProblem,
+    tree: &EpilogueTree,
+    binding: &super::check::Binding,
+    opts: crate::sm90::Sm90Options,
+) -> crate::error::Result<crate::sm90::Sm90Plan> {
+    use crate::sm90::Sm90Plan;
+    let base = Sm90Plan::with_options(problem, opts)?;
+    let full = tree_sm90_options(tree, binding, opts);
+    let candidates = [
+        full,
+        crate::sm90::Sm90Options {
+            epilogue_vectors: opts.epilogue_vectors,
+            ..full
+        },
+        crate::sm90::Sm90Options {
+            epilogue_inputs: opts.epilogue_inputs,
+            ..full
+        },
+    ];
+    for o in candidates {
+        if o == opts {
+            continue;
+        }
+        if let Ok(p) = Sm90Plan::with_options(problem, o) {
+            if p.stages >= base.stages {
+                return Ok(p);
+            }
+        }
+    }
+    Ok(base)
+}
+
 /// The inputs of `tree` under `binding` that can be staged, in the kernel's order: those the
 /// tree reads (C only with a nonzero beta), bound as 16-bit tensors.
 ///

@@ -1189,16 +1189,14 @@ impl TreeKernel {
             return Ok(TreeKernel::Fused(Box::new(f)));
         }
         // On the Hopper path, room for the inputs and bias vectors the fragment path stages,
-        // when the plan has that path (else, or when they do not fit, the plan without).
-        let mut staged = path;
-        staged.sm90 = super::cuda::tree_sm90_options(tree, binding, path.sm90);
-        if staged.sm90 != path.sm90 {
-            if let Ok(p) = crate::sm90::plan_path(problem, rt.arch(), staged) {
-                return TreeKernel::new(rt, &p, tree, binding);
-            }
-        }
-        let path = crate::sm90::plan_path(problem, rt.arch(), path)?;
-        TreeKernel::new(rt, &path, tree, binding)
+        // where it costs no stage ([`super::cuda::tree_sm90_plan`]).
+        let planned = match crate::sm90::plan_path(problem, rt.arch(), path)? {
+            crate::sm90::GemmPath::Hopper(_) => crate::sm90::GemmPath::Hopper(Box::new(
+                super::cuda::tree_sm90_plan(problem, tree, binding, path.sm90)?,
+            )),
+            other => other,
+        };
+        TreeKernel::new(rt, &planned, tree, binding)
     }
 
     /// `"sm90"` or `"sm80"` (generated epilogue), `"sm90-v1"` or `"sm80-v1"` (fused v1).
