@@ -478,9 +478,10 @@ __device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
 
 // The aux_in mask words of the fragment path: for each pass, the words of this thread's 2
 // rows (bits cb .. cb + 31; the launch takes this path with a mask input only when the words
-// are so aligned), zero past D. They are loaded before the tile's mainloop, split over the 4
-// lanes of a quad (which share their rows): lane l loads passes l % 4, l % 4 + 4, ..., and a
-// pass takes its two words from its lane of the quad. (Loaded a pass ahead, their L2 latency
+// are so aligned), zero past D. They are fetched into L2 at the top of the tile and loaded with
+// its second k-tile, split over the 4 lanes of a quad (which share their rows): lane l loads
+// passes l % 4, l % 4 + 4, ..., and a pass takes its two words from its lane of the quad.
+// (Loaded a pass ahead, their L2 latency
 // still showed: drelu's passes took 475 cycles against 117 for a plain tree, docs/perf.md,
 // session 11. Preloading a bias's values a pass ahead measured slower than loading them per
 // element; bias vectors are now staged per tile in shared memory.)
@@ -502,8 +503,8 @@ __device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a
                                                           unsigned (&w)[kTesseraEpTileWords]) {
   if (!kTesseraEpPre || !kTesseraEpBitsIn) return;
   constexpr int kPasses = kMHalves * (kBN / kEpiCols);
-  // The loads' addresses are computed afresh, not kept from the prefetch (which held them in
-  // registers through the mainloop: the trees with C staged spilled).
+  // The loads' addresses are computed afresh, not kept from the prefetch (kept, they stayed
+  // live through the mainloop, and drelu_bgrad with C staged spilled).
   if (!kL2) asm volatile("" : "+r"(t));
 #pragma unroll
   for (int s = 0; s < kTesseraEpTileWords / 2; ++s) {
@@ -582,8 +583,7 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   // The input loads may move above earlier stores, but only within a group of kGroup pairs
   // (as in tessera_sm90_tree_iterations: all of a pass's loads beside the accumulators spill).
   // A tree whose every input is staged or preloaded loads nothing here: one group, which
-  // leaves the compiler free to interleave the pass's elements (the group boundaries also
-  // bound its scheduling: dgelu's passes waited on each group's latency).
+  // leaves the compiler free to schedule the pass's elements together.
   constexpr int kGroup = kTesseraEpNoLoads ? kEpiRegs / 2 : 4;
   TesseraEpArgs g = a;
   // The launch takes this path with a bit mask only when its words can be gathered.
@@ -803,8 +803,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     constexpr int kBiasPer = (kBiasLen + 127) / 128;
     float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kBiasLen;
     // A tree epilogue's bias vectors, likewise (the fragment path): kVecPer values a thread,
-    // loaded before the tile's mainloop, written to buffer (local & 1) of vec_s after it, read
-    // after a barrier of the warpgroup. (Loaded per element, their L2 latency was most of a
+    // loaded with the tile's first k-tile, written to buffer (local & 1) of vec_s after the
+    // mainloop, read after a barrier of the warpgroup. (Loaded per element, their L2 latency was most of a
     // biased tree epilogue's time: docs/perf.md, session 11.)
 #ifdef TESSERA_EPILOGUE_TREE
     constexpr int kVecRows = kTesseraVecRows, kVecCols = kTesseraVecCols;

@@ -441,7 +441,8 @@ pub struct Sm90Plan {
     /// [`Sm90Options::epilogue_vectors`]): fp32 values per consumer warpgroup and buffer,
     /// `(rows, cols)`: the warpgroup's `64 * m_halves` rows of `bias_row`, the tile's BN
     /// columns of `bias_col`, or 0. As with [`Sm90Plan::bias_stage_bytes`], two buffers per
-    /// consumer (alternate tiles), loaded before the tile's mainloop and written after it.
+    /// consumer (alternate tiles), loaded with the tile's first k-tile and written after the
+    /// mainloop.
     pub vector_stage: (i64, i64),
     /// Dynamic shared memory: the stages, the barriers (two per stage, two ping-pong turns and
     /// two per consumer for the staged inputs),
