@@ -441,6 +441,9 @@ __device__ __forceinline__ int tessera_sm90_in_dtype(const TesseraEpArgs& a, int
   return TESSERA_EP_DT_AUX_IN;
 }
 
+// A consumer's passes of a tile: its m64 halves times the tile's column blocks.
+constexpr int kTilePasses = kMHalves * (kBN / kEpiCols);
+
 // The launch-relative origin of pass q of a consumer's part of tile (tm, tn).
 __device__ __forceinline__ void tessera_sm90_pass_origin(int q, int tm, int tn, int cw, int& row0,
                                                          int& cb) {
@@ -494,7 +497,7 @@ struct TesseraSm90PassPre {
   unsigned xw[2];
 };
 // Words held per lane: 2 rows of every fourth pass.
-constexpr int kTesseraEpTileWords = 2 * ((kMHalves * (kBN / kEpiCols) + 3) / 4);
+constexpr int kTesseraEpTileWords = 2 * ((kTilePasses + 3) / 4);
 
 template <bool kL2>
 __device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a,
@@ -502,7 +505,6 @@ __device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a
                                                           int tn, int cw, int t,
                                                           unsigned (&w)[kTesseraEpTileWords]) {
   if (!kTesseraEpPre || !kTesseraEpBitsIn) return;
-  constexpr int kPasses = kMHalves * (kBN / kEpiCols);
   // The loads' addresses are computed afresh, not kept from the prefetch (kept, they stayed
   // live through the mainloop, and drelu_bgrad with C staged spilled).
   if (!kL2) asm volatile("" : "+r"(t));
@@ -515,7 +517,7 @@ __device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a
     for (int i = 0; i < 2; ++i) {
       const int row = row0 + tessera_acc_row(t, 2 * i);
       unsigned x = 0u;
-      if (q < kPasses && row < p.m && cb < p.n) {
+      if (q < kTilePasses && row < p.m && cb < p.n) {
         const unsigned* wp = static_cast<const unsigned*>(a.aux_in) +
                              (tessera_ep_at(a.batch_aux_in, a.ld_aux_in, b, a.row0 + row, a.col0 + cb) >> 5);
         if (kL2) {
@@ -868,7 +870,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // Staged inputs: pass q's blocks loaded (q < kInBufs) or fetched into L2 (the later
       // passes, which the epilogue loads two passes ahead), one pass per k-tile, by each
       // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
-      constexpr int kTilePasses = kMHalves * (kBN / kEpiCols);
       const bool stage_in = kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0;
       auto stage_tile_pass = [&](int q) {
         int row0, cb;
@@ -1006,7 +1007,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         constexpr int kPairs = kEpiRegs / 2;
         const TesseraEpArgs& ea = tessera_ep_args;
         const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
-        constexpr int kPasses = kMHalves * kPassesN;
         TesseraEpCta cta{};
         float rs[2] = {0.0f, 0.0f};
         // An output mask's rows: per m64 half, the first word of the tile's columns in the row
@@ -1060,7 +1060,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
         };
 #pragma unroll
-        for (int pass = 0; pass < kPasses; ++pass) {
+        for (int pass = 0; pass < kTilePasses; ++pass) {
           const TesseraSm90PassPre pre = tessera_sm90_pass_words(tile_words, pass, lane);
           const int h = pass / kPassesN;
           const int j = pass % kPassesN;
@@ -1078,7 +1078,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           if (kTesseraEpStaged > 0) {
             // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
             // this warpgroup, and this tile's earlier passes on the slot.
-            const int slot_uses = kPasses / kInBufs + (slot < kPasses % kInBufs ? 1 : 0);
+            const int slot_uses = kTilePasses / kInBufs + (slot < kTilePasses % kInBufs ? 1 : 0);
             tessera_mbar_wait(in_bar + 8 * slot,
                               (unsigned)((local * slot_uses + pass / kInBufs) & 1));
           }
@@ -1118,10 +1118,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               }
             }
           };
-          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, local * kPasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, local * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
             // The warp has read its rows of this pass's staged inputs: they take those of
             // pass + kInBufs.
-            if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kPasses) {
+            if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kTilePasses) {
               const int w = t / 32;
               int r1, c1;
               tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);

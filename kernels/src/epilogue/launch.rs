@@ -778,7 +778,7 @@ impl TreeSm90 {
         TreeSm90::from_source(rt, plan, tree, binding, &src)
     }
 
-    /// As [`TreeSm90::new`], compiling `source`: [`super::cuda::sm90_tree_source`]'s text for
+    /// As [`TreeSm90::new`], compiling `src`: [`super::cuda::sm90_tree_source`]'s text for
     /// the same plan, tree and binding, with more `#define`s in front of it (an instrumented
     /// build, e.g. the per-tile timeline of `sm90_gemm.cuh`).
     pub fn from_source(
@@ -786,10 +786,9 @@ impl TreeSm90 {
         plan: &crate::sm90::Sm90Plan,
         tree: &EpilogueTree,
         binding: &Binding,
-        source: &str,
+        src: &str,
     ) -> Result<TreeSm90> {
         refuse_col_major_d("TreeSm90::new", &plan.problem)?;
-        let src = source;
         let sinks = tree.d.sinks();
         Ok(TreeSm90 {
             kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, src)?,
