@@ -46,6 +46,13 @@ struct TesseraSm90Params {
   int bias_mode;  // 0 none, 1 one value per row of D (length M), 2 per column (length N)
   int out_dtype;  // of C, D, bias, aux: 0 bf16, 1 fp16, 2 fp32
   int flags;      // kSm90Flag* below
+  // Stream-K (kStreamK plans): the launch's last sk_tiles tiles are split along K over the
+  // CTAs (tessera_sm90_unit); 0 runs every tile whole. sk_work holds one fp32 partial
+  // accumulator per CTA and consumer warpgroup (64 x kBN floats each), sk_flags one word
+  // each (0 between launches: the reader clears it).
+  int sk_tiles;
+  float* sk_work;
+  int* sk_flags;
 };
 
 // D, C, aux rows may be accessed two elements at a time (checked on the host). The rest of
@@ -59,6 +66,10 @@ constexpr int kSm90FlagStorePair = 1;
 constexpr int kSm90FlagTmaStore = 2;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
+static_assert(!kStreamK || (!kPingPong && kCluster == 1), "stream-K: cooperative schedule, no cluster");
+#ifdef TESSERA_EPILOGUE_TREE
+static_assert(!kStreamK, "stream-K plans run the plain and fused epilogues");
+#endif
 static_assert(kBM == 64 * (kPingPong ? kMHalves : kConsumers),
               "cooperative: each consumer warpgroup owns 64 rows; ping-pong: all kBM");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
@@ -143,6 +154,57 @@ __device__ __forceinline__ void tessera_sm90_tile(int tile, const TesseraSm90Par
   const int in_group = r - g * group_size;
   tm = first_m + in_group % rows;
   tn = in_group / rows;
+}
+
+// A CTA's work: a whole tile, or a run of k-tiles of one (stream-K).
+struct TesseraSm90Unit {
+  int tile;    // the tile (tessera_sm90_tile decodes it)
+  int kb, ke;  // its k-tiles [kb, ke)
+  // 0: the whole tile. 1: a part without the tile's last k-tile, stored to the CTA's
+  // workspace slot. 2: the part with the last k-tile, which adds the other parts (CTAs
+  // cta - 1, cta - 2, ... while their runs reach into the tile) and runs the epilogue.
+  int role;
+  int t0;  // (stream-K parts) the tile's first k-tile in the concatenation
+};
+
+// The stream-K split of a CTA's run: the last sk_tiles tiles' k-tiles, concatenated tile after
+// tile, I = sk_tiles k_tiles of them, are cut into gridDim.x runs, CTA c taking
+// [c I / G, (c + 1) I / G). The launch keeps sk_tiles below the grid, so a run is shorter
+// than a tile and touches at most two, and G I within 32 bits (64-bit divisions are calls
+// that spilled the consumers' registers). Begin and end of CTA c's run:
+__device__ __forceinline__ int tessera_sm90_sk_cut(const TesseraSm90Params& p, int k_tiles, int c) {
+  return (int)((unsigned)c * (unsigned)(p.sk_tiles * k_tiles) / gridDim.x);
+}
+
+// The u-th unit of this CTA (false past the last): first the parts of its stream-K run, the
+// later tile's first (a part without its tile's last k-tile, so every CTA stores its partial
+// sum before it waits for anyone's, and waits only for CTAs of lower index), then the whole
+// tiles blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
+__device__ __forceinline__ bool tessera_sm90_unit(const TesseraSm90Params& p, int total, int k_tiles, int u,
+                                                  TesseraSm90Unit& w) {
+  const int c = blockIdx.x;
+  int whole = u;
+  if (kStreamK) {
+    const int g0 = tessera_sm90_sk_cut(p, k_tiles, c), g1 = tessera_sm90_sk_cut(p, k_tiles, c + 1);
+    const int parts = g1 > g0 ? (g1 - 1) / k_tiles - g0 / k_tiles + 1 : 0;
+    if (u < parts) {
+      const int ti = (g1 - 1) / k_tiles - u;
+      const int t0 = ti * k_tiles;
+      w.tile = total - p.sk_tiles + ti;
+      w.kb = max(g0, t0) - t0;
+      w.ke = min(g1, t0 + k_tiles) - t0;
+      w.role = w.ke == k_tiles ? 2 : 1;
+      w.t0 = t0;
+      return true;
+    }
+    whole = u - parts;
+  }
+  w.tile = c + whole * (int)gridDim.x;
+  w.kb = 0;
+  w.ke = k_tiles;
+  w.role = 0;
+  w.t0 = 0;
+  return w.tile < total - (kStreamK ? p.sk_tiles : 0);
 }
 
 // The grid of cluster tiles: the tile grid with the paired dimension divided by kCluster,
@@ -755,8 +817,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       unsigned phase = 0;
       int local = 0;
       int b = 0, tm = 0, tn = 0;
-      if (blockIdx.x < total) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
-      for (int tile = blockIdx.x; tile < total; tile += gridDim.x, ++local) {
+      // Stream-K: first the parts of the CTA's run (tessera_sm90_unit), each part's k-tiles.
+      // (A separate loop: this thread has 24 registers, and the run's bounds kept live
+      // through the loop of whole tiles spilled.)
+      if (kStreamK && p.sk_tiles > 0) {
+        for (int u = 0;; ++u, ++local) {
+          TesseraSm90Unit w;
+          if (!tessera_sm90_unit(p, total, k_tiles, u, w) || w.role == 0) break;
+          tessera_sm90_tile(w.tile, p, b, tm, tn);
+          for (int kt = w.kb; kt < w.ke; ++kt) {
+            const unsigned full = bars + 8 * stage;
+            tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+            tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+            tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+            tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+            if (++stage == kStages) {
+              stage = 0;
+              phase ^= 1;
+            }
+          }
+        }
+      }
+      // The whole tiles: blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
+      const int end = total - (kStreamK ? p.sk_tiles : 0);
+      if (blockIdx.x < end) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
+      for (int tile = blockIdx.x; tile < end; tile += gridDim.x, ++local) {
         // The next tile's coordinates are worked out while this tile's first stage is in
         // flight: decoding a tile (four integer divisions) takes this one thread about a
         // thousand cycles, which, between the last load of a tile and the first of the next,
@@ -772,7 +857,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
           tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
           TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
-          if (kt == 0 && tile + (int)gridDim.x < total) tessera_sm90_tile(tile + gridDim.x, p, nb, ntm, ntn);
+          if (kt == 0 && tile + (int)gridDim.x < end) tessera_sm90_tile(tile + gridDim.x, p, nb, ntm, ntn);
           if (++stage == kStages) {
             stage = 0;
             phase ^= 1;
@@ -830,6 +915,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       return (int)(blockIdx.x + n * gridDim.x);
 #endif
     };
+    // The n-th unit of this CTA (tessera_sm90_unit; with a cluster, the n-th cluster tile).
+    auto unit_of = [&](int n, TesseraSm90Unit& w) {
+#if TESSERA_SM90_CLUSTER > 1
+      w.tile = tile_of(n);
+      w.kb = 0;
+      w.ke = k_tiles;
+      w.role = 0;
+      w.t0 = 0;
+      return w.tile < total;
+#else
+      return tessera_sm90_unit(p, total, k_tiles, n, w);
+#endif
+    };
     auto decode = [&](int tile, int& b, int& tm, int& tn) {
 #if TESSERA_SM90_CLUSTER > 1
       tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
@@ -842,11 +940,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     // loop the timeline showed between every cooperative epilogue and the next mainloop.
     const int n0 = kPingPong ? cw : 0;
     int nb = 0, ntm = 0, ntn = 0;
-    if (tile_of(n0) < total) decode(tile_of(n0), nb, ntm, ntn);
+    // Whether unit n exists (then nb, ntm, ntn are its tile's coordinates): looked up ahead.
+    bool more;
+    {
+      TesseraSm90Unit w0;
+      more = unit_of(n0, w0);
+      if (more) decode(w0.tile, nb, ntm, ntn);
+    }
+    // Stream-K: the ring position carries over from unit to unit (they differ in length).
+    int sk_stage = 0;
+    unsigned sk_phase = 0;
     for (int n = n0;; n += step, ++local) {
-      const int tile = tile_of(n);
       TESSERA_TL(t == 0, wg, local, 0);
-      if (tile >= total) break;
+      if (!more) break;
+      TesseraSm90Unit w;
+      unit_of(n, w);
       const int b = nb, tm = ntm, tn = ntn;
       if (kPingPong && (cw == 1 || local > 0)) {
         // A parity wait only tells the current phase from the one before. This warpgroup's
@@ -926,14 +1034,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       unsigned tile_words[kTesseraEpTileWords];
       tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
 #endif
-      // This tile's first k-tile is the (n k_tiles)-th the producer loaded.
+      // This tile's first k-tile is the (n k_tiles)-th the producer loaded (stream-K: where
+      // the last unit's left off).
       const unsigned long long g0 = (unsigned long long)n * k_tiles;
-      int stage = (int)(g0 % kStages);
-      unsigned phase = (unsigned)((g0 / kStages) & 1);
+      int stage = kStreamK ? sk_stage : (int)(g0 % kStages);
+      unsigned phase = kStreamK ? sk_phase : (unsigned)((g0 / kStages) & 1);
       int prev = 0;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = w.kb; kt < w.ke; ++kt) {
         tessera_mbar_wait(bars + 8 * stage, phase);
-        TESSERA_TL(kt == 0 && t == 0, wg, local, 2);
+        TESSERA_TL(kt == w.kb && t == 0, wg, local, 2);
 
         if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
         const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
@@ -946,7 +1055,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             tessera_wgmma(acc[h],
                           tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA),
                           tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
-                          (kt > 0 || kk > 0) ? 1 : 0);
+                          (kt > w.kb || kk > 0) ? 1 : 0);
           }
         }
         tessera_wgmma_commit();
@@ -958,8 +1067,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // The next tile's coordinates, while the last k-tile's wgmma run: the warp would wait
         // for them next anyway. (During the first k-tile the decode held back the second
         // k-tile's wgmma: ping-pong's mainloop took 3% longer.)
-        if (kt == k_tiles - 1 && tile_of(n + step) < total) decode(tile_of(n + step), nb, ntm, ntn);
-        if (kt > 0) {
+        if (kt == w.ke - 1) {
+          TesseraSm90Unit nw;
+          more = unit_of(n + step, nw);
+          if (more) decode(nw.tile, nb, ntm, ntn);
+        }
+        if (kt > w.kb) {
           // The group of the previous stage is done: hand that stage back to the producer.
           tessera_wgmma_wait<1>();
           if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
@@ -972,6 +1085,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       }
       tessera_wgmma_wait<0>();
       TESSERA_TL(t == 0, wg, local, 3);
+      sk_stage = stage;
+      sk_phase = phase;
+      if (w.ke == w.kb) {
+        // No k-tiles (K = 0): the next unit, which the last k-tile would have looked up.
+        TesseraSm90Unit nw;
+        more = unit_of(n + step, nw);
+        if (more) decode(nw.tile, nb, ntm, ntn);
+      }
 #ifdef TESSERA_EPILOGUE_TREE
       if (k_tiles == 0) {
         tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
@@ -988,6 +1109,47 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       for (int h = 0; h < kMHalves; ++h) {
 #pragma unroll
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
+      }
+      if (kStreamK && w.role != 0) {
+        // Stream-K. This warpgroup's slot of the workspace: its 64 x kBN partial sums, thread
+        // t's registers 4q .. 4q + 3 at float4 (q 128 + t), so that a warp's accesses are 512
+        // contiguous bytes.
+        auto slot = [&](int cta) {
+          return reinterpret_cast<float4*>(p.sk_work) + ((long long)cta * kConsumers + cw) * (16 * kBN);
+        };
+        if (w.role == 1) {
+          // A part without the tile's last k-tile: store it, then raise the CTA's flag (once
+          // every thread of the warpgroup has stored, by its first thread, with release
+          // semantics at GPU scope). The tile's last part adds it in.
+          float4* dst = slot(blockIdx.x);
+#pragma unroll
+          for (int q = 0; q < kBN / 8; ++q) {
+            __stcg(dst + q * 128 + t, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
+          }
+          tessera_bar_sync(1 + cw, 128);
+          if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
+          continue;
+        }
+        // The tile's last part: add the parts of the CTAs before this one whose runs reach
+        // into the tile (they stored them first thing, so the waits are short), clearing each
+        // flag for the next launch.
+        for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
+          if (t == 0) {
+            int* flag = p.sk_flags + c * kConsumers + cw;
+            while (tessera_flag_acquire(flag) == 0) __nanosleep(64);
+            *flag = 0;
+          }
+          tessera_bar_sync(1 + cw, 128);
+          const float4* src = slot(c);
+#pragma unroll
+          for (int q = 0; q < kBN / 8; ++q) {
+            const float4 v = __ldcg(src + q * 128 + t);
+            acc[0][4 * q] += v.x;
+            acc[0][4 * q + 1] += v.y;
+            acc[0][4 * q + 2] += v.z;
+            acc[0][4 * q + 3] += v.w;
+          }
+        }
       }
 
 #ifdef TESSERA_EPILOGUE_TREE

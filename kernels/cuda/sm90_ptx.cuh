@@ -133,6 +133,18 @@ __device__ __forceinline__ void tessera_bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// A flag word between CTAs (stream-K): raised with release semantics at GPU scope (the
+// caller's earlier global stores, and those of the threads that passed a barrier with it
+// before, are visible to whoever acquires the value), read with acquire semantics.
+__device__ __forceinline__ void tessera_flag_release(int* flag, int v) {
+  asm volatile("fence.acq_rel.gpu;\n st.relaxed.gpu.global.b32 [%0], %1;\n" ::"l"(flag), "r"(v) : "memory");
+}
+__device__ __forceinline__ int tessera_flag_acquire(const int* flag) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+
 // ---- Clusters (used only when the plan's kCluster > 1) ----
 
 // This CTA's rank in its cluster, the cluster's index in the grid (x) and the clusters of the

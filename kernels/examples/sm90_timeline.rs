@@ -1,7 +1,7 @@
 //! The timeline of one launch of the Hopper GEMM: whether the consumer warpgroups' mainloops
 //! keep the tensor cores busy, and whether (ping-pong) one's epilogue runs under the other's
 //! mainloop. `sm90_timeline M N K [--schedule cooperative|pingpong] [--epilogue LIST]
-//! [--tree TEXT] [--tile BMxBN] [--stages S] [--cta C] [--define NAME[=VALUE]]...`; `--tree` runs a
+//! [--tree TEXT] [--tile BMxBN] [--stages S] [--stream-k on|off] [--cta C] [--define NAME[=VALUE]]...`; `--tree` runs a
 //! tree epilogue (`parse_epilogue`: the generated fragment path) instead; each `--define` adds a
 //! macro to the compiled source (for experiments guarded by `#ifdef` in a working copy of the
 //! kernel).
@@ -143,6 +143,12 @@ mod timeline {
             }
             opts.tile = Some((v[0], v[1]));
         }
+        opts.stream_k = match flag(&args, "--stream-k") {
+            None => None,
+            Some("on") => Some(true),
+            Some("off") => Some(false),
+            Some(s) => return Err(format!("--stream-k `{s}`: on or off")),
+        };
         if let Some(s) = flag(&args, "--stages") {
             opts.stages = Some(s.parse().map_err(|_| format!("--stages `{s}`"))?);
         }

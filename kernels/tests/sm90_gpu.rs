@@ -313,6 +313,110 @@ fn sm90_strides_and_batches() {
     );
 }
 
+/// Stream-K: the last partial wave's tiles split along K over small persistent grids, so that
+/// a tile's last part adds one to three others, parts start and end inside tiles, and CTAs
+/// hold two parts; every epilogue kind (TMA store and the scratch path with C), batches,
+/// 16- and 32-bit outputs, one and two consumers.
+#[test]
+fn sm90_stream_k_parts() {
+    let Some(rt) = runtime() else { return };
+    let mut rng = Rng::new(seed());
+    let mut failures = Vec::new();
+    let gelu_aux = Epilogue {
+        act: Activation::GeluTanh,
+        bias: BiasMode::PerCol,
+        aux: true,
+        alpha: 0.75,
+        beta: 0.0,
+    };
+    let relu_c = Epilogue {
+        act: Activation::Relu,
+        bias: BiasMode::PerRow,
+        aux: false,
+        alpha: 1.0,
+        beta: 0.5,
+    };
+    // (m, n, k, batch, tile, CTAs, epilogue, output): the last tile over 8 CTAs (7 parts
+    // added); runs that cross tile boundaries (CTAs with two parts); batches; one consumer.
+    let cases = [
+        (
+            300,
+            520,
+            2048,
+            1,
+            (128, 256),
+            8,
+            Epilogue::default(),
+            DType::Bf16,
+        ),
+        (1408, 256, 1152, 1, (128, 256), 9, gelu_aux, DType::Bf16),
+        (1408, 256, 1152, 1, (128, 256), 9, relu_c, DType::Bf16),
+        (200, 300, 2048, 3, (128, 128), 8, gelu_aux, DType::Bf16),
+        (200, 300, 2048, 3, (128, 128), 8, relu_c, DType::F32),
+        (300, 520, 2048, 1, (64, 256), 7, gelu_aux, DType::Bf16),
+        (
+            1100,
+            1300,
+            4104,
+            1,
+            (128, 256),
+            13,
+            Epilogue::default(),
+            DType::Bf16,
+        ),
+    ];
+    for (m, n, k, batch, tile, ctas, epilogue, output) in cases {
+        let mut p = tn(m, n, k);
+        p.batch = batch;
+        p.epilogue = epilogue;
+        p.output = output;
+        let opts = Sm90Options {
+            tile: Some(tile),
+            ..Default::default()
+        };
+        let plan = Sm90Plan::with_options(&p, opts).unwrap();
+        let split = plan.stream_k_tiles(ctas, rt.sm_count() as i64);
+        assert!(
+            plan.stream_k && split > 0,
+            "{p} on {ctas} CTAs should split its last wave"
+        );
+        eprintln!(
+            "{p}: {split} of {} tiles split over {ctas} CTAs",
+            plan.total_tiles()
+        );
+        failures.extend(run(
+            &rt,
+            &p,
+            GemmStrides::tight(&p),
+            opts,
+            Some(ctas),
+            &mut rng,
+        ));
+    }
+    // The same launches three times in a row: each clears the flags it consumed.
+    let p = tn(1408, 256, 1152);
+    let opts = Sm90Options {
+        tile: Some((128, 256)),
+        ..Default::default()
+    };
+    let plan = Sm90Plan::with_options(&p, opts).unwrap();
+    let mut kernel = Sm90Kernel::new(&rt, &plan).unwrap();
+    kernel.set_max_ctas(9);
+    for _ in 0..3 {
+        let r = check_sm90(&rt, &kernel, GemmStrides::tight(&p), rng.next_u64())
+            .unwrap_or_else(|e| panic!("{p}: {e}"));
+        if let Err(e) = require(r) {
+            failures.push(e.to_string());
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// The TMA-store epilogue: taken whenever D suits a tensor map (checked through the report's
 /// paths), clipped at ragged edges, padding of batched D untouched, buffers reused across the
 /// tiles of a small persistent grid, both schedules and a cluster; the fp32-scratch fallback
@@ -613,7 +717,13 @@ fn sm90_large_against_reference_rows() {
     let Some(rt) = runtime() else { return };
     let mut rng = Rng::new(seed());
     let mut failures = Vec::new();
-    for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096)] {
+    // (8192 x 14336 x 4096: stream-K on all SMs.)
+    for (m, n, k) in [
+        (4096, 4096, 4096),
+        (8192, 8192, 8192),
+        (4096, 11008, 4096),
+        (8192, 14336, 4096),
+    ] {
         let p = tn(m, n, k);
         failures.extend(run(
             &rt,

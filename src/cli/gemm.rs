@@ -76,6 +76,11 @@ pub struct KernelArgs {
     /// is walked column by column, so the tiles running at once share A and B in L2.
     #[arg(long)]
     pub group_m: Option<i64>,
+    /// Hopper path: split the tiles of a partial last wave along K over all CTAs (stream-K),
+    /// `on` or `off`; default: on with the cooperative schedule and no cluster (tree
+    /// epilogues run every tile whole).
+    #[arg(long)]
+    pub stream_k: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
     /// problem, else the sm80-class path), `sm80` or `sm90`.
     #[arg(long, default_value = "auto")]
@@ -90,6 +95,7 @@ impl KernelArgs {
             || self.tma_store.is_some()
             || self.schedule.is_some()
             || self.group_m.is_some()
+            || self.stream_k.is_some()
     }
 }
 
@@ -144,9 +150,16 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
         Some("pingpong") | Some("ping-pong") => Some(Schedule::PingPong),
         Some(x) => return Err(format!("--schedule `{x}`: `cooperative` or `pingpong`")),
     };
+    let stream_k = match cl.stream_k.as_deref() {
+        None => None,
+        Some("on") => Some(true),
+        Some("off") => Some(false),
+        Some(x) => return Err(format!("--stream-k `{x}`: `on` or `off`")),
+    };
     Ok(Sm90Options {
         tile,
         stages: cl.stages,
+        stream_k,
         cluster: cl.cluster,
         share,
         tma_store,
@@ -191,7 +204,7 @@ fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<GemmPath, St
     } else {
         if k.hopper_given() {
             return Err(
-                "--cluster, --share, --tma-store and --schedule are options of the Hopper path (--path sm90)"
+                "--cluster, --share, --tma-store, --schedule and --stream-k are options of the Hopper path (--path sm90)"
                     .to_string(),
             );
         }
@@ -920,7 +933,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     } else {
         if cl.hopper_given() || cfg.max_ctas.is_some() {
             return fail(
-                "--cluster, --share, --tma-store, --schedule and --max-ctas are options of the Hopper path (--path sm90)",
+                "--cluster, --share, --tma-store, --schedule, --stream-k and --max-ctas are options of the Hopper path (--path sm90)",
             );
         }
         println!("kernel path: sm80-class (cp.async + mma.sync)");

@@ -156,6 +156,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
     let _ = writeln!(
         s,
+        "constexpr bool kStreamK = {}; // the last partial wave split along K",
+        plan.stream_k
+    );
+    let _ = writeln!(
+        s,
         "constexpr bool kPingPong = {}; constexpr int kMHalves = {}; // consumer schedule {:?}",
         plan.schedule == super::plan::Schedule::PingPong,
         plan.m_halves,

@@ -2,7 +2,7 @@
 //! the persistent launch.
 
 use cudarc::driver::sys as cu;
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
@@ -167,6 +167,9 @@ pub(crate) struct Sm90Params {
     pub(crate) bias_mode: i32,
     pub(crate) out_dtype: i32,
     pub(crate) flags: i32,
+    pub(crate) sk_tiles: i32,
+    pub(crate) sk_work: u64,
+    pub(crate) sk_flags: u64,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field on the device.
@@ -212,6 +215,9 @@ pub struct Sm90Kernel {
     /// Clusters of the plan that can be resident at once (the driver's occupancy answer),
     /// when the plan has clusters and the driver gave one.
     max_clusters: Option<i64>,
+    /// The stream-K workspace (the partial sums, then one flag word per CTA and consumer,
+    /// zeroed), allocated at the first launch that splits tiles.
+    sk_work: std::sync::OnceLock<CudaSlice<u8>>,
 }
 
 fn need(op: &'static str, name: &str, buf: &DeviceBuf, dtype: DType, elems: i64) -> Result<()> {
@@ -286,6 +292,7 @@ impl Sm90Kernel {
             func,
             max_ctas: rt.sm_count() as i64,
             max_clusters,
+            sk_work: std::sync::OnceLock::new(),
         })
     }
 
@@ -561,7 +568,9 @@ impl Sm90Kernel {
             bias_mode: e.bias.code(),
             out_dtype: p.output.code(),
             flags,
+            ..Sm90Params::default()
         };
+        let params = self.with_stream_k(rt, params)?;
         self.launch_raw(
             rt,
             [&tma_a, &tma_b, &tma_d, &tma_aux, &tma_a, &tma_a, &tma_a],
@@ -569,6 +578,34 @@ impl Sm90Kernel {
             None::<&Sm90Params>,
         )?;
         Ok(paths.in_terms_of(&self.plan.problem))
+    }
+
+    /// `params` with the stream-K split of this launch ([`Sm90Plan::stream_k_tiles`]) and its
+    /// workspace: `sm_count x consumers` slots of `64 x BN` fp32 partial sums, then as many
+    /// flag words, zero (the kernel clears each flag it consumed).
+    fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
+        let sms = rt.sm_count() as i64;
+        let tiles = self.plan.stream_k_tiles(self.grid_ctas(), sms);
+        if tiles == 0 {
+            return Ok(params);
+        }
+        let slots = (sms * self.plan.consumers) as usize;
+        let slot_bytes = (64 * self.plan.cta_tile.1 * 4) as usize;
+        if self.sk_work.get().is_none() {
+            let buf = rt
+                .stream()
+                .alloc_zeros::<u8>(slots * (slot_bytes + 4))
+                .map_err(driver_err("cuMemAlloc (stream-K workspace)"))?;
+            let _ = self.sk_work.set(buf);
+        }
+        let Some(work) = self.sk_work.get() else {
+            return Ok(params);
+        };
+        let (base, _sync) = work.device_ptr(rt.stream());
+        params.sk_tiles = tiles as i32;
+        params.sk_work = base;
+        params.sk_flags = base + (slots * slot_bytes) as u64;
+        Ok(params)
     }
 
     /// The persistent launch of checked arguments: the TMA maps of A, B, D, aux and the tree

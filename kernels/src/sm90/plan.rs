@@ -92,6 +92,19 @@ impl fmt::Display for Sm90Store {
     }
 }
 
+/// The fewest k-tiles (on average) a CTA's stream-K share may have for a launch to split its
+/// last wave ([`Sm90Plan::stream_k_tiles`]): a part costs a pipeline start and the partial
+/// sums' round trip through L2.
+pub const STREAM_K_MIN_SHARE: i64 = 4;
+
+/// Stream-K splits a last wave at most `1 / STREAM_K_MAX_TAIL` full
+/// ([`Sm90Plan::stream_k_tiles`]). Its parts cost a CTA about a third of a tile's time (the
+/// partial sums' store and load through L2, a pipeline start per part: `sm90_timeline`,
+/// docs/perf.md, session 12), which a fuller last wave does not win back: measured slower at
+/// 4096³ (last wave 116 / 132 full), 8192 x 4096 x 4096 and 4096 x 14336 x 4096 (100 / 132,
+/// 76 / 132), faster at 8192 x 14336 x 4096 (20 / 132).
+pub const STREAM_K_MAX_TAIL: i64 = 4;
+
 /// Buffers per staged epilogue input and consumer warpgroup ([`Sm90Plan::staged_inputs`]).
 pub const IN_BUFFERS: i64 = 2;
 
@@ -333,6 +346,10 @@ pub struct Sm90Options {
     /// shared memory ([`Sm90Plan::vector_stage`]); plans without the TMA-store epilogue stage
     /// neither. Default `(false, false)`.
     pub epilogue_vectors: (bool, bool),
+    /// Whether the kernel splits the launch's last, partial wave of tiles along K over all
+    /// CTAs (stream-K, [`Sm90Plan::stream_k`]). Default: with the cooperative schedule and
+    /// no cluster.
+    pub stream_k: Option<bool>,
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -444,6 +461,14 @@ pub struct Sm90Plan {
     /// consumer (alternate tiles), loaded with the tile's first k-tile and written after the
     /// mainloop.
     pub vector_stage: (i64, i64),
+    /// Stream-K (cooperative schedule, no cluster): when the tiles fill little of the
+    /// persistent grid's last wave, the launch splits that wave's tiles along K over all
+    /// CTAs ([`Sm90Plan::stream_k_tiles`]): CTA `c` of `G` takes k-tiles `[c I / G, (c + 1) I
+    /// / G)` of their concatenation (`I` k-tiles in all), before its whole tiles. A part
+    /// without its tile's last k-tile goes to a per-CTA fp32 workspace; the CTA with the
+    /// last k-tile adds the parts in and runs the epilogue. Tree epilogues run every tile
+    /// whole.
+    pub stream_k: bool,
     /// Dynamic shared memory: the stages, the barriers (two per stage, two ping-pong turns and
     /// two per consumer for the staged inputs),
     /// the epilogue scratch, the bias stage, the vector stage, and 1024 bytes of alignment slack.
@@ -657,6 +682,16 @@ impl Sm90Plan {
         }
         let epilogue_scratch_bytes = scratch_bytes(buffers);
         let store = store.map(|st| Sm90Store { buffers, ..st });
+        let stream_k = match opts.stream_k {
+            Some(true) if schedule != Schedule::Cooperative || cluster != 1 => {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("stream-K takes the cooperative schedule without a cluster, not {schedule:?} with a cluster of {cluster}"),
+                ))
+            }
+            Some(s) => s,
+            None => schedule == Schedule::Cooperative && cluster == 1,
+        };
         let group_m = opts.group_m.unwrap_or(8);
         if group_m < 1 {
             return Err(KernelError::invalid(
@@ -684,6 +719,7 @@ impl Sm90Plan {
             staged_inputs,
             bias_stage_bytes,
             vector_stage,
+            stream_k,
             smem_bytes: stages * stage
                 + 16 * stages
                 + 16
@@ -792,6 +828,42 @@ impl Sm90Plan {
             clusters = clusters.min(n.max(1));
         }
         self.total_cluster_tiles().min(clusters) * c
+    }
+
+    /// The tiles a launch on a persistent grid of `grid` CTAs splits along K (stream-K,
+    /// [`Sm90Plan::stream_k`]): the tiles of the last wave when it is partial but at most
+    /// `1 / STREAM_K_MAX_TAIL` full, there is more than one wave, and each CTA's share of
+    /// their k-tiles is at least [`STREAM_K_MIN_SHARE`] of them; else 0 (every tile whole).
+    /// `sms` is the device's SM count: a grid larger than that is not resident at once, which
+    /// a CTA waiting for another's part needs.
+    ///
+    /// ```
+    /// use tessera_kernels::sm90::Sm90Plan;
+    /// use tessera_kernels::GemmProblem;
+    /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 14336, 4096)).unwrap();
+    /// assert!(plan.stream_k);
+    /// assert_eq!(plan.total_tiles(), 3584); // 27 waves of 132 and 20 tiles
+    /// assert_eq!(plan.stream_k_tiles(132, 132), 20); // 9.7 k-tiles a CTA
+    /// assert_eq!(plan.stream_k_tiles(128, 132), 0); // 28 whole waves
+    /// // 4096^3: 512 tiles, the last wave 116 / 132 full: every tile whole.
+    /// let square = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    /// assert_eq!(square.stream_k_tiles(132, 132), 0);
+    /// ```
+    pub fn stream_k_tiles(&self, grid: i64, sms: i64) -> i64 {
+        let total = self.total_tiles();
+        let k_tiles = (self.kernel_problem().k + BK - 1) / BK;
+        if !self.stream_k || grid < 1 || grid > sms || total <= grid {
+            return 0;
+        }
+        let r = total % grid;
+        // The kernel cuts the runs in 32-bit arithmetic: grid x r x k_tiles must fit.
+        if r * STREAM_K_MAX_TAIL > grid
+            || r * k_tiles < STREAM_K_MIN_SHARE * grid
+            || grid * r * k_tiles > i32::MAX as i64
+        {
+            return 0;
+        }
+        r
     }
 
     /// Cluster tiles in all, batches included (what the persistent clusters walk).
@@ -909,6 +981,12 @@ impl fmt::Display for Sm90Plan {
                 f,
                 "  tree stage   {} input(s) by TMA, {} buffers per consumer; bias vectors per tile: {} rows, {} columns (fp32, 2 buffers per consumer)",
                 self.staged_inputs, IN_BUFFERS, self.vector_stage.0, self.vector_stage.1
+            )?;
+        }
+        if self.stream_k {
+            writeln!(
+                f,
+                "  stream-K     a last wave at most 1/{STREAM_K_MAX_TAIL} full split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)"
             )?;
         }
         writeln!(
