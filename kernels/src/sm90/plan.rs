@@ -348,7 +348,8 @@ pub struct Sm90Options {
     pub epilogue_vectors: (bool, bool),
     /// Whether the kernel splits the launch's last, partial wave of tiles along K over all
     /// CTAs (stream-K, [`Sm90Plan::stream_k`]). Default: with the cooperative schedule and
-    /// no cluster.
+    /// no cluster, for last waves at most `1 / STREAM_K_MAX_TAIL` full; `Some(true)`: for
+    /// every partial last wave.
     pub stream_k: Option<bool>,
 }
 
@@ -469,6 +470,9 @@ pub struct Sm90Plan {
     /// last k-tile adds the parts in and runs the epilogue. Tree epilogues run every tile
     /// whole.
     pub stream_k: bool,
+    /// The fullest last wave stream-K splits, as a fraction `1 / stream_k_max_tail` of the
+    /// grid: [`STREAM_K_MAX_TAIL`] by default, 1 (any) when stream-K was asked for.
+    pub stream_k_max_tail: i64,
     /// Dynamic shared memory: the stages, the barriers (two per stage, two ping-pong turns and
     /// two per consumer for the staged inputs),
     /// the epilogue scratch, the bias stage, the vector stage, and 1024 bytes of alignment slack.
@@ -720,6 +724,11 @@ impl Sm90Plan {
             bias_stage_bytes,
             vector_stage,
             stream_k,
+            stream_k_max_tail: if opts.stream_k == Some(true) {
+                1
+            } else {
+                STREAM_K_MAX_TAIL
+            },
             smem_bytes: stages * stage
                 + 16 * stages
                 + 16
@@ -832,7 +841,7 @@ impl Sm90Plan {
 
     /// The tiles a launch on a persistent grid of `grid` CTAs splits along K (stream-K,
     /// [`Sm90Plan::stream_k`]): the tiles of the last wave when it is partial but at most
-    /// `1 / STREAM_K_MAX_TAIL` full, there is more than one wave, and each CTA's share of
+    /// `1 / stream_k_max_tail` full, there is more than one wave, and each CTA's share of
     /// their k-tiles is at least [`STREAM_K_MIN_SHARE`] of them; else 0 (every tile whole).
     /// `sms` is the device's SM count: a grid larger than that is not resident at once, which
     /// a CTA waiting for another's part needs.
@@ -857,7 +866,7 @@ impl Sm90Plan {
         }
         let r = total % grid;
         // The kernel cuts the runs in 32-bit arithmetic: grid x r x k_tiles must fit.
-        if r * STREAM_K_MAX_TAIL > grid
+        if r * self.stream_k_max_tail > grid
             || r * k_tiles < STREAM_K_MIN_SHARE * grid
             || grid * r * k_tiles > i32::MAX as i64
         {
@@ -986,7 +995,8 @@ impl fmt::Display for Sm90Plan {
         if self.stream_k {
             writeln!(
                 f,
-                "  stream-K     a last wave at most 1/{STREAM_K_MAX_TAIL} full split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)"
+                "  stream-K     a last wave at most 1/{} full split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)",
+                self.stream_k_max_tail
             )?;
         }
         writeln!(
