@@ -51,6 +51,7 @@ struct TesseraSm90Params {
   // accumulator per CTA and consumer warpgroup (64 x kBN floats each), sk_flags one word
   // each (0 between launches: the reader clears it).
   int sk_tiles;
+  int sk_waves;  // with sk_tiles: the whole tiles of each CTA, (total - sk_tiles) / gridDim.x
   float* sk_work;
   int* sk_flags;
 };
@@ -67,9 +68,11 @@ constexpr int kSm90FlagTmaStore = 2;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(!kStreamK || (!kPingPong && kCluster == 1), "stream-K: cooperative schedule, no cluster");
-#ifdef TESSERA_EPILOGUE_TREE
-static_assert(!kStreamK, "stream-K plans run the plain and fused epilogues");
+#ifndef TESSERA_SK_CHUNK
+#define TESSERA_SK_CHUNK 8
 #endif
+// Stream-K: float4 loads of another CTA's partial sums in flight at once per thread.
+constexpr int kSkChunk = (kBN / 8) % TESSERA_SK_CHUNK == 0 ? TESSERA_SK_CHUNK : 1;
 static_assert(kBM == 64 * (kPingPong ? kMHalves : kConsumers),
               "cooperative: each consumer warpgroup owns 64 rows; ping-pong: all kBM");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
@@ -165,6 +168,7 @@ struct TesseraSm90Unit {
   // cta - 1, cta - 2, ... while their runs reach into the tile) and runs the epilogue.
   int role;
   int t0;  // (stream-K parts) the tile's first k-tile in the concatenation
+  unsigned long long kpos;  // k-tiles of the CTA's units before this one (its ring position)
 };
 
 // The stream-K split of a CTA's run: the last sk_tiles tiles' k-tiles, concatenated tile after
@@ -176,35 +180,42 @@ __device__ __forceinline__ int tessera_sm90_sk_cut(const TesseraSm90Params& p, i
   return (int)((unsigned)c * (unsigned)(p.sk_tiles * k_tiles) / gridDim.x);
 }
 
-// The u-th unit of this CTA (false past the last): first the parts of its stream-K run, the
-// later tile's first (a part without its tile's last k-tile, so every CTA stores its partial
-// sum before it waits for anyone's, and waits only for CTAs of lower index), then the whole
-// tiles blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
+// The u-th unit of this CTA (false past the last): first the whole tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... below the stream-K tiles (in step with the other CTAs, as
+// without stream-K), then the parts of its stream-K run, the later tile's first (a part
+// without its tile's last k-tile, so every CTA stores its partial sum before it waits for
+// anyone's, and waits only for CTAs of lower index). (With the parts first, 4096³ split
+// ran at 0.943-0.944 of cuBLAS against 0.962-0.968 with them last: docs/perf.md, session 12.)
 __device__ __forceinline__ bool tessera_sm90_unit(const TesseraSm90Params& p, int total, int k_tiles, int u,
                                                   TesseraSm90Unit& w) {
   const int c = blockIdx.x;
-  int whole = u;
-  if (kStreamK) {
-    const int g0 = tessera_sm90_sk_cut(p, k_tiles, c), g1 = tessera_sm90_sk_cut(p, k_tiles, c + 1);
-    const int parts = g1 > g0 ? (g1 - 1) / k_tiles - g0 / k_tiles + 1 : 0;
-    if (u < parts) {
-      const int ti = (g1 - 1) / k_tiles - u;
-      const int t0 = ti * k_tiles;
-      w.tile = total - p.sk_tiles + ti;
-      w.kb = max(g0, t0) - t0;
-      w.ke = min(g1, t0 + k_tiles) - t0;
-      w.role = w.ke == k_tiles ? 2 : 1;
-      w.t0 = t0;
-      return true;
-    }
-    whole = u - parts;
-  }
-  w.tile = c + whole * (int)gridDim.x;
   w.kb = 0;
   w.ke = k_tiles;
   w.role = 0;
   w.t0 = 0;
-  return w.tile < total - (kStreamK ? p.sk_tiles : 0);
+  w.kpos = (unsigned long long)u * k_tiles;
+  // (No divisions for whole tiles: with them, looking the next unit up during the last
+  // k-tile made the mainloop 6% slower, sm90_timeline.)
+  if (!kStreamK || p.sk_tiles == 0 || u < p.sk_waves) {
+    w.tile = c + u * (int)gridDim.x;
+    return w.tile < total - (kStreamK ? p.sk_tiles : 0);
+  }
+  const int whole_end = total - p.sk_tiles;
+  const int waves = p.sk_waves;
+  const int v = u - waves;
+  const int g0 = tessera_sm90_sk_cut(p, k_tiles, c), g1 = tessera_sm90_sk_cut(p, k_tiles, c + 1);
+  const int parts = g1 > g0 ? (g1 - 1) / k_tiles - g0 / k_tiles + 1 : 0;
+  if (v >= parts) return false;
+  const int ti = (g1 - 1) / k_tiles - v;
+  const int t0 = ti * k_tiles;
+  w.tile = whole_end + ti;
+  w.kb = max(g0, t0) - t0;
+  w.ke = min(g1, t0 + k_tiles) - t0;
+  w.role = w.ke == k_tiles ? 2 : 1;
+  w.t0 = t0;
+  // After the whole tiles and, for the second part, the first (which ends the run).
+  w.kpos = (unsigned long long)waves * k_tiles + (v == 0 ? 0ull : (unsigned long long)(g1 - (t0 + k_tiles)));
+  return true;
 }
 
 // The grid of cluster tiles: the tile grid with the paired dimension divided by kCluster,
@@ -817,31 +828,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       unsigned phase = 0;
       int local = 0;
       int b = 0, tm = 0, tn = 0;
-      // Stream-K: first the parts of the CTA's run (tessera_sm90_unit), each part's k-tiles.
-      // (A separate loop: this thread has 24 registers, and the run's bounds kept live
-      // through the loop of whole tiles spilled.)
-      if (kStreamK && p.sk_tiles > 0) {
-        for (int u = 0;; ++u, ++local) {
-          TesseraSm90Unit w;
-          if (!tessera_sm90_unit(p, total, k_tiles, u, w) || w.role == 0) break;
-          tessera_sm90_tile(w.tile, p, b, tm, tn);
-          for (int kt = w.kb; kt < w.ke; ++kt) {
-            const unsigned full = bars + 8 * stage;
-            tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
-            tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
-            tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
-            tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
-            if (++stage == kStages) {
-              stage = 0;
-              phase ^= 1;
-            }
-          }
-        }
-      }
       // The whole tiles: blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
       const int end = total - (kStreamK ? p.sk_tiles : 0);
       if (blockIdx.x < end) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
-      for (int tile = blockIdx.x; tile < end; tile += gridDim.x, ++local) {
+      for (int tile = blockIdx.x; tile < end; tile += tessera_nctaid_x(), ++local) {
         // The next tile's coordinates are worked out while this tile's first stage is in
         // flight: decoding a tile (four integer divisions) takes this one thread about a
         // thousand cycles, which, between the last load of a tile and the first of the next,
@@ -857,7 +847,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
           tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
           TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
-          if (kt == 0 && tile + (int)gridDim.x < end) tessera_sm90_tile(tile + gridDim.x, p, nb, ntm, ntn);
+          if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
           if (++stage == kStages) {
             stage = 0;
             phase ^= 1;
@@ -866,6 +856,28 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         b = nb;
         tm = ntm;
         tn = ntn;
+      }
+      // Stream-K: then the parts of the CTA's run (tessera_sm90_unit), each part's k-tiles.
+      // (A separate loop: this thread has 24 registers, and the run's bounds kept live
+      // through the loop of whole tiles spilled.)
+      if (kStreamK && p.sk_tiles > 0) {
+        // (The parts' bounds as tessera_sm90_unit has them, with as few values live as may be.)
+        const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
+        const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
+        for (int t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
+          tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
+          for (int kt = max(g0, t0) - t0; kt < min(g1, t0 + k_tiles) - t0; ++kt) {
+            const unsigned full = bars + 8 * stage;
+            tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+            tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+            tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+            tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+            if (++stage == kStages) {
+              stage = 0;
+              phase ^= 1;
+            }
+          }
+        }
       }
     }
 #endif
@@ -923,6 +935,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       w.ke = k_tiles;
       w.role = 0;
       w.t0 = 0;
+      w.kpos = (unsigned long long)n * k_tiles;
       return w.tile < total;
 #else
       return tessera_sm90_unit(p, total, k_tiles, n, w);
@@ -947,15 +960,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       more = unit_of(n0, w0);
       if (more) decode(w0.tile, nb, ntm, ntn);
     }
-    // Stream-K: the ring position carries over from unit to unit (they differ in length).
-    int sk_stage = 0;
-    unsigned sk_phase = 0;
+    // `local` counts the units with an epilogue (all but stream-K parts without their tile's
+    // last k-tile): the epilogues' buffers and barriers alternate by it. The timeline's slots
+    // are units (n; ping-pong: local).
     for (int n = n0;; n += step, ++local) {
-      TESSERA_TL(t == 0, wg, local, 0);
+      const int slot_tl = kPingPong ? local : n;
+      (void)slot_tl;
+      TESSERA_TL(t == 0, wg, slot_tl, 0);
       if (!more) break;
       TesseraSm90Unit w;
       unit_of(n, w);
       const int b = nb, tm = ntm, tn = ntn;
+      const bool epi_unit = !kStreamK || w.ke == k_tiles;
       if (kPingPong && (cw == 1 || local > 0)) {
         // A parity wait only tells the current phase from the one before. This warpgroup's
         // first stage of this tile is k_tiles stages past the other's, possibly several phases
@@ -969,7 +985,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // take for this one (a parity wait tells only the current phase from the one before).
         tessera_bar_sync(1 + cw, 128);
       }
-      TESSERA_TL(t == 0, wg, local, 1);
+      TESSERA_TL(t == 0, wg, slot_tl, 1);
 #ifdef TESSERA_EPILOGUE_TREE
       // The tile's epilogue inputs, fetched while its mainloop runs, from the mainloop's first
       // k-tiles after each one's wgmma are issued (at the top of the tile, the staged inputs'
@@ -1032,17 +1048,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // seems to wait for the warp's outstanding loads. Loaded here, the trees with C staged
       // spilled.)
       unsigned tile_words[kTesseraEpTileWords];
-      tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+      if (epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
 #endif
-      // This tile's first k-tile is the (n k_tiles)-th the producer loaded (stream-K: where
-      // the last unit's left off).
-      const unsigned long long g0 = (unsigned long long)n * k_tiles;
-      int stage = kStreamK ? sk_stage : (int)(g0 % kStages);
-      unsigned phase = kStreamK ? sk_phase : (unsigned)((g0 / kStages) & 1);
+      // This unit's first k-tile is the g0-th the producer loaded (whole tiles: n k_tiles;
+      // ping-pong: the other warpgroup's tiles between).
+      const unsigned long long g0 = kStreamK ? w.kpos : (unsigned long long)n * k_tiles;
+      int stage = (int)(g0 % kStages);
+      unsigned phase = (unsigned)((g0 / kStages) & 1);
       int prev = 0;
       for (int kt = w.kb; kt < w.ke; ++kt) {
         tessera_mbar_wait(bars + 8 * stage, phase);
-        TESSERA_TL(kt == w.kb && t == 0, wg, local, 2);
+        TESSERA_TL(kt == w.kb && t == 0, wg, slot_tl, 2);
 
         if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
         const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
@@ -1060,9 +1076,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         }
         tessera_wgmma_commit();
 #ifdef TESSERA_EPILOGUE_TREE
-        if (kt == 0) load_tile_vectors();
-        if (kt == (k_tiles > 1 ? 1 : 0)) tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
-        if (stage_in && kt < kTilePasses) stage_tile_pass(kt);
+        // (Relative to the unit: a stream-K part with the tile's last k-tile starts inside K.)
+        if (epi_unit) {
+          const int kq = kt - w.kb;
+          if (kq == 0) load_tile_vectors();
+          if (kq == (w.ke - w.kb > 1 ? 1 : 0)) tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+          if (stage_in && kq < kTilePasses) stage_tile_pass(kq);
+        }
 #endif
         // The next tile's coordinates, while the last k-tile's wgmma run: the warp would wait
         // for them next anyway. (During the first k-tile the decode held back the second
@@ -1084,23 +1104,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         }
       }
       tessera_wgmma_wait<0>();
-      TESSERA_TL(t == 0, wg, local, 3);
-      sk_stage = stage;
-      sk_phase = phase;
-      if (w.ke == w.kb) {
-        // No k-tiles (K = 0): the next unit, which the last k-tile would have looked up.
-        TesseraSm90Unit nw;
-        more = unit_of(n + step, nw);
-        if (more) decode(nw.tile, nb, ntm, ntn);
-      }
+      TESSERA_TL(t == 0, wg, slot_tl, 3);
 #ifdef TESSERA_EPILOGUE_TREE
       if (k_tiles == 0) {
         tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
         load_tile_vectors();
       }
-      if (stage_in) {
+      if (stage_in && epi_unit) {
 #pragma unroll 1
-        for (int q = k_tiles; q < kTilePasses; ++q) stage_tile_pass(q);
+        for (int q = w.ke - w.kb; q < kTilePasses; ++q) stage_tile_pass(q);
       }
 #endif
       if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
@@ -1110,6 +1122,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #pragma unroll
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
       }
+      // (The unit looked up again: its role and origin kept through the mainloop spilled.)
+      if (kStreamK) unit_of(n, w);
       if (kStreamK && w.role != 0) {
         // Stream-K. This warpgroup's slot of the workspace: its 64 x kBN partial sums, thread
         // t's registers 4q .. 4q + 3 at float4 (q 128 + t), so that a warp's accesses are 512
@@ -1128,6 +1142,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
           tessera_bar_sync(1 + cw, 128);
           if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
+          --local;  // no epilogue
           continue;
         }
         // The tile's last part: add the parts of the CTAs before this one whose runs reach
@@ -1141,13 +1156,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
           tessera_bar_sync(1 + cw, 128);
           const float4* src = slot(c);
+          // In chunks of kSkChunk loads (all at once, their 4 kBN / 8 registers beside the
+          // accumulators spilled in a tree epilogue).
 #pragma unroll
-          for (int q = 0; q < kBN / 8; ++q) {
-            const float4 v = __ldcg(src + q * 128 + t);
-            acc[0][4 * q] += v.x;
-            acc[0][4 * q + 1] += v.y;
-            acc[0][4 * q + 2] += v.z;
-            acc[0][4 * q + 3] += v.w;
+          for (int q0 = 0; q0 < kBN / 8; q0 += kSkChunk) {
+            float4 v[kSkChunk];
+#pragma unroll
+            for (int q = 0; q < kSkChunk; ++q) v[q] = __ldcg(src + (q0 + q) * 128 + t);
+#pragma unroll
+            for (int q = 0; q < kSkChunk; ++q) {
+              acc[0][4 * (q0 + q)] += v[q].x;
+              acc[0][4 * (q0 + q) + 1] += v[q].y;
+              acc[0][4 * (q0 + q) + 2] += v[q].z;
+              acc[0][4 * (q0 + q) + 3] += v[q].w;
+            }
+            asm volatile("" ::: "memory");
           }
         }
       }
@@ -1280,7 +1303,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               }
             }
           };
-          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, local * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
             // The warp has read its rows of this pass's staged inputs: they take those of
             // pass + kInBufs.
             if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kTilePasses) {
@@ -1374,7 +1397,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct, kEpiCoarse), tessera_activate(x1, kEpiAct, kEpiCoarse), kEpiOut);
             }
           }
-          tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, local * kMHalves * kPassesN + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
+          tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, slot_tl * kMHalves * kPassesN + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
         }
         continue;
       }

@@ -133,6 +133,14 @@ __device__ __forceinline__ void tessera_bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// gridDim.x read where it is used (a volatile read: hoisted into a register, the producer's
+// 24 spilled it).
+__device__ __forceinline__ int tessera_nctaid_x() {
+  int n;
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(n));
+  return n;
+}
+
 // A flag word between CTAs (stream-K): raised with release semantics at GPU scope (the
 // caller's earlier global stores, and those of the threads that passed a barrier with it
 // before, are visible to whoever acquires the value), read with acquire semantics.

@@ -77,8 +77,9 @@ pub struct KernelArgs {
     #[arg(long)]
     pub group_m: Option<i64>,
     /// Hopper path: split the tiles of a partial last wave along K over all CTAs (stream-K),
-    /// `on` (every partial last wave) or `off`; default: last waves at most a quarter full,
-    /// with the cooperative schedule and no cluster (tree epilogues run every tile whole).
+    /// `on` (every partial last wave) or `off`; default: last waves that leave at least 32
+    /// k-tiles a CTA idle, with the cooperative schedule and no cluster (tree epilogues run
+    /// every tile whole).
     #[arg(long)]
     pub stream_k: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the

@@ -168,6 +168,7 @@ pub(crate) struct Sm90Params {
     pub(crate) out_dtype: i32,
     pub(crate) flags: i32,
     pub(crate) sk_tiles: i32,
+    pub(crate) sk_waves: i32,
     pub(crate) sk_work: u64,
     pub(crate) sk_flags: u64,
 }
@@ -583,7 +584,7 @@ impl Sm90Kernel {
     /// `params` with the stream-K split of this launch ([`Sm90Plan::stream_k_tiles`]) and its
     /// workspace: `sm_count x consumers` slots of `64 x BN` fp32 partial sums, then as many
     /// flag words, zero (the kernel clears each flag it consumed).
-    fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
+    pub(crate) fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
         let sms = rt.sm_count() as i64;
         let tiles = self.plan.stream_k_tiles(self.grid_ctas(), sms);
         if tiles == 0 {
@@ -603,6 +604,7 @@ impl Sm90Kernel {
         };
         let (base, _sync) = work.device_ptr(rt.stream());
         params.sk_tiles = tiles as i32;
+        params.sk_waves = ((self.plan.total_tiles() - tiles) / self.grid_ctas()) as i32;
         params.sk_work = base;
         params.sk_flags = base + (slots * slot_bytes) as u64;
         Ok(params)

@@ -97,13 +97,14 @@ impl fmt::Display for Sm90Store {
 /// sums' round trip through L2.
 pub const STREAM_K_MIN_SHARE: i64 = 4;
 
-/// Stream-K splits a last wave at most `1 / STREAM_K_MAX_TAIL` full
-/// ([`Sm90Plan::stream_k_tiles`]). Its parts cost a CTA about a third of a tile's time (the
-/// partial sums' store and load through L2, a pipeline start per part: `sm90_timeline`,
-/// docs/perf.md, session 12), which a fuller last wave does not win back: measured slower at
-/// 4096³ (last wave 116 / 132 full), 8192 x 4096 x 4096 and 4096 x 14336 x 4096 (100 / 132,
-/// 76 / 132), faster at 8192 x 14336 x 4096 (20 / 132).
-pub const STREAM_K_MAX_TAIL: i64 = 4;
+/// Stream-K splits a last wave only when it would leave at least this many k-tiles idle per
+/// CTA on average (`(grid - r) k_tiles / grid`, `r` tiles in the last wave;
+/// [`Sm90Plan::stream_k_tiles`]). The parts cost a CTA about the same whatever the shape (the
+/// partial sums' store and load through L2, a pipeline start per part), so what decides is the
+/// idle time won back. Fitted to `bench gemm` on the H100 (docs/perf.md, session 12): faster
+/// at 37 idle k-tiles and above (4096 x 11008 x 4096: +3%; 8192³, 62: +2.5-4.5%), within the
+/// spread at 15-27, slower at 8-10 (4096³: -3%).
+pub const STREAM_K_MIN_IDLE: i64 = 32;
 
 /// Buffers per staged epilogue input and consumer warpgroup ([`Sm90Plan::staged_inputs`]).
 pub const IN_BUFFERS: i64 = 2;
@@ -348,8 +349,8 @@ pub struct Sm90Options {
     pub epilogue_vectors: (bool, bool),
     /// Whether the kernel splits the launch's last, partial wave of tiles along K over all
     /// CTAs (stream-K, [`Sm90Plan::stream_k`]). Default: with the cooperative schedule and
-    /// no cluster, for last waves at most `1 / STREAM_K_MAX_TAIL` full; `Some(true)`: for
-    /// every partial last wave.
+    /// no cluster, for last waves that leave at least [`STREAM_K_MIN_IDLE`] k-tiles a CTA
+    /// idle; `Some(true)`: for every partial last wave.
     pub stream_k: Option<bool>,
 }
 
@@ -465,14 +466,14 @@ pub struct Sm90Plan {
     /// Stream-K (cooperative schedule, no cluster): when the tiles fill little of the
     /// persistent grid's last wave, the launch splits that wave's tiles along K over all
     /// CTAs ([`Sm90Plan::stream_k_tiles`]): CTA `c` of `G` takes k-tiles `[c I / G, (c + 1) I
-    /// / G)` of their concatenation (`I` k-tiles in all), before its whole tiles. A part
+    /// / G)` of their concatenation (`I` k-tiles in all), after its whole tiles. A part
     /// without its tile's last k-tile goes to a per-CTA fp32 workspace; the CTA with the
     /// last k-tile adds the parts in and runs the epilogue. Tree epilogues run every tile
     /// whole.
     pub stream_k: bool,
-    /// The fullest last wave stream-K splits, as a fraction `1 / stream_k_max_tail` of the
-    /// grid: [`STREAM_K_MAX_TAIL`] by default, 1 (any) when stream-K was asked for.
-    pub stream_k_max_tail: i64,
+    /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
+    /// [`STREAM_K_MIN_IDLE`] by default, 0 (any) when stream-K was asked for.
+    pub stream_k_min_idle: i64,
     /// Dynamic shared memory: the stages, the barriers (two per stage, two ping-pong turns and
     /// two per consumer for the staged inputs),
     /// the epilogue scratch, the bias stage, the vector stage, and 1024 bytes of alignment slack.
@@ -724,10 +725,10 @@ impl Sm90Plan {
             bias_stage_bytes,
             vector_stage,
             stream_k,
-            stream_k_max_tail: if opts.stream_k == Some(true) {
-                1
+            stream_k_min_idle: if opts.stream_k == Some(true) {
+                0
             } else {
-                STREAM_K_MAX_TAIL
+                STREAM_K_MIN_IDLE
             },
             smem_bytes: stages * stage
                 + 16 * stages
@@ -840,9 +841,10 @@ impl Sm90Plan {
     }
 
     /// The tiles a launch on a persistent grid of `grid` CTAs splits along K (stream-K,
-    /// [`Sm90Plan::stream_k`]): the tiles of the last wave when it is partial but at most
-    /// `1 / stream_k_max_tail` full, there is more than one wave, and each CTA's share of
-    /// their k-tiles is at least [`STREAM_K_MIN_SHARE`] of them; else 0 (every tile whole).
+    /// [`Sm90Plan::stream_k`]): the `r` tiles of the last wave when it is partial and leaves
+    /// `(grid - r) k_tiles / grid >= stream_k_min_idle` k-tiles a CTA idle, there is more than
+    /// one wave, and each CTA's share of their k-tiles is at least [`STREAM_K_MIN_SHARE`] of
+    /// them; else 0 (every tile whole).
     /// `sms` is the device's SM count: a grid larger than that is not resident at once, which
     /// a CTA waiting for another's part needs.
     ///
@@ -852,9 +854,9 @@ impl Sm90Plan {
     /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 14336, 4096)).unwrap();
     /// assert!(plan.stream_k);
     /// assert_eq!(plan.total_tiles(), 3584); // 27 waves of 132 and 20 tiles
-    /// assert_eq!(plan.stream_k_tiles(132, 132), 20); // 9.7 k-tiles a CTA
+    /// assert_eq!(plan.stream_k_tiles(132, 132), 20); // 9.7 k-tiles a CTA, 54 idle
     /// assert_eq!(plan.stream_k_tiles(128, 132), 0); // 28 whole waves
-    /// // 4096^3: 512 tiles, the last wave 116 / 132 full: every tile whole.
+    /// // 4096^3: 512 tiles, the last wave 116 / 132 full, 7.8 k-tiles a CTA idle: whole.
     /// let square = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
     /// assert_eq!(square.stream_k_tiles(132, 132), 0);
     /// ```
@@ -866,7 +868,7 @@ impl Sm90Plan {
         }
         let r = total % grid;
         // The kernel cuts the runs in 32-bit arithmetic: grid x r x k_tiles must fit.
-        if r * self.stream_k_max_tail > grid
+        if (grid - r) * k_tiles < self.stream_k_min_idle * grid
             || r * k_tiles < STREAM_K_MIN_SHARE * grid
             || grid * r * k_tiles > i32::MAX as i64
         {
@@ -995,8 +997,8 @@ impl fmt::Display for Sm90Plan {
         if self.stream_k {
             writeln!(
                 f,
-                "  stream-K     a last wave at most 1/{} full split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)",
-                self.stream_k_max_tail
+                "  stream-K     a partial last wave leaving at least {} k-tiles a CTA idle split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)",
+                self.stream_k_min_idle
             )?;
         }
         writeln!(
