@@ -68,11 +68,8 @@ constexpr int kSm90FlagTmaStore = 2;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(!kStreamK || (!kPingPong && kCluster == 1), "stream-K: cooperative schedule, no cluster");
-#ifndef TESSERA_SK_CHUNK
-#define TESSERA_SK_CHUNK 8
-#endif
 // Stream-K: float4 loads of another CTA's partial sums in flight at once per thread.
-constexpr int kSkChunk = (kBN / 8) % TESSERA_SK_CHUNK == 0 ? TESSERA_SK_CHUNK : 1;
+constexpr int kSkChunk = (kBN / 8) % 8 == 0 ? 8 : 1;
 static_assert(kBM == 64 * (kPingPong ? kMHalves : kConsumers),
               "cooperative: each consumer warpgroup owns 64 rows; ping-pong: all kBM");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
@@ -194,8 +191,8 @@ __device__ __forceinline__ bool tessera_sm90_unit(const TesseraSm90Params& p, in
   w.role = 0;
   w.t0 = 0;
   w.kpos = (unsigned long long)u * k_tiles;
-  // (No divisions for whole tiles: with them, looking the next unit up during the last
-  // k-tile made the mainloop 6% slower, sm90_timeline.)
+  // (Whole tiles without divisions: the consumers look the next unit up while the last
+  // k-tile's wgmma run.)
   if (!kStreamK || p.sk_tiles == 0 || u < p.sk_waves) {
     w.tile = c + u * (int)gridDim.x;
     return w.tile < total - (kStreamK ? p.sk_tiles : 0);
@@ -1122,7 +1119,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #pragma unroll
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
       }
-      // (The unit looked up again: its role and origin kept through the mainloop spilled.)
+      // (Looked up again rather than kept through the mainloop, to keep registers free.)
       if (kStreamK) unit_of(n, w);
       if (kStreamK && w.role != 0) {
         // Stream-K. This warpgroup's slot of the workspace: its 64 x kBN partial sums, thread
@@ -1146,8 +1143,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           continue;
         }
         // The tile's last part: add the parts of the CTAs before this one whose runs reach
-        // into the tile (they stored them first thing, so the waits are short), clearing each
-        // flag for the next launch.
+        // into the tile (each stored its part first in its run, so the waits are short),
+        // clearing each flag for the next launch.
         for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
           if (t == 0) {
             int* flag = p.sk_flags + c * kConsumers + cw;
@@ -1156,8 +1153,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
           tessera_bar_sync(1 + cw, 128);
           const float4* src = slot(c);
-          // In chunks of kSkChunk loads (all at once, their 4 kBN / 8 registers beside the
-          // accumulators spilled in a tree epilogue).
+          // In chunks of kSkChunk loads, which bounds the registers they take beside the
+          // accumulators.
 #pragma unroll
           for (int q0 = 0; q0 < kBN / 8; q0 += kSkChunk) {
             float4 v[kSkChunk];
