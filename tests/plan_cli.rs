@@ -197,3 +197,56 @@ fn pingpong_takes_a_64_row_tile() {
     assert!(out.contains("m64n256k16"), "{out}");
     assert!(out.contains("PingPong"), "{out}");
 }
+
+/// `--stream-k`: the plan says when the Hopper kernel may split a last wave, and the option is
+/// checked like the others.
+#[test]
+fn stream_k_is_shown_and_checked() {
+    let shown = |args: &[&str]| {
+        let o = plan_mnk("8192", "8192", "8192", args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        text(&o.stdout).contains("stream-K")
+    };
+    assert!(shown(&["--path", "sm90"]));
+    assert!(shown(&["--path", "sm90", "--stream-k", "on"]));
+    assert!(!shown(&["--path", "sm90", "--stream-k", "off"]));
+    assert!(!shown(&["--path", "sm90", "--schedule", "pingpong"]));
+    assert!(!shown(&["--path", "sm90", "--cluster", "2"]));
+    // The default rule and the forced one read differently.
+    let o = plan_mnk("8192", "8192", "8192", &["--path", "sm90"]);
+    assert!(text(&o.stdout).contains("at least 32 k-tiles a CTA idle"));
+    let o = plan_mnk(
+        "8192",
+        "8192",
+        "8192",
+        &["--path", "sm90", "--stream-k", "on"],
+    );
+    assert!(text(&o.stdout).contains("every partial last wave split along K"));
+    for (args, why) in [
+        (
+            vec!["--path", "sm90", "--stream-k", "maybe"],
+            "`on` or `off`",
+        ),
+        (vec!["--path", "sm80", "--stream-k", "on"], "Hopper path"),
+        (
+            vec![
+                "--path",
+                "sm90",
+                "--stream-k",
+                "on",
+                "--schedule",
+                "pingpong",
+            ],
+            "cooperative schedule without a cluster",
+        ),
+        (
+            vec!["--path", "sm90", "--stream-k", "on", "--cluster", "2"],
+            "cooperative schedule without a cluster",
+        ),
+    ] {
+        let o = plan(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+}

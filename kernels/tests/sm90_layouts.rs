@@ -658,3 +658,66 @@ fn the_store_ring_never_costs_a_stage() {
         (0, 0)
     );
 }
+
+/// Which launches split their last wave along K: the figures worked by hand from the tile
+/// counts (128 x 256 tiles, 132 CTAs on 132 SMs), the idle rule at 32 k-tiles a CTA, the
+/// share of at least 4 k-tiles a CTA, residency and the 32-bit bound.
+#[test]
+fn stream_k_splits_by_the_idle_rule() {
+    let auto = |m, n, k| Sm90Plan::new(&GemmProblem::new(m, n, k)).unwrap();
+    let on = Sm90Options {
+        stream_k: Some(true),
+        ..Default::default()
+    };
+    let forced = |m, n, k| Sm90Plan::with_options(&GemmProblem::new(m, n, k), on).unwrap();
+    // (shape, tiles in the last wave, idle k-tiles a CTA): split at 32 and above.
+    for ((m, n, k), r, split) in [
+        ((4096, 4096, 4096), 116, false),  // 16 x 64 / 132 = 7.8
+        ((8192, 11008, 4096), 112, false), // 20 x 64 / 132 = 9.7
+        ((4096, 14336, 4096), 76, false),  // 56 x 64 / 132 = 27.2
+        ((4096, 11008, 4096), 56, true),   // 76 x 64 / 132 = 36.8
+        ((8192, 4096, 11008), 100, true),  // 32 x 172 / 132 = 41.7
+        ((8192, 14336, 4096), 20, true),   // 112 x 64 / 132 = 54.3
+        ((8192, 8192, 8192), 68, true),    // 64 x 128 / 132 = 62.1
+    ] {
+        let want = if split { r } else { 0 };
+        assert_eq!(auto(m, n, k).stream_k_tiles(132, 132), want, "{m}x{n}x{k}");
+        // Asked for, every one of these splits.
+        assert_eq!(forced(m, n, k).stream_k_tiles(132, 132), r, "{m}x{n}x{k}");
+    }
+    let p = forced(4096, 4096, 4096);
+    // Whole waves, one wave, a grid larger than the SMs (not all resident): never.
+    assert_eq!(p.stream_k_tiles(128, 132), 0);
+    assert_eq!(p.stream_k_tiles(512, 1024), 0);
+    assert_eq!(p.stream_k_tiles(140, 132), 0);
+    // Less than 4 k-tiles a CTA: K = 64 gives 116 x 1 over 132 CTAs.
+    assert_eq!(forced(4096, 4096, 64).stream_k_tiles(132, 132), 0);
+    // grid x r x k_tiles beyond 32 bits: 132 x 116 x (2^25 - 1).
+    assert_eq!(
+        forced(4096, 4096, (1 << 31) - 64).stream_k_tiles(132, 132),
+        0
+    );
+    // (and within them: 132 x 116 x 2^17)
+    assert_eq!(forced(4096, 4096, 64 << 17).stream_k_tiles(132, 132), 116);
+    // Ping-pong and cluster plans never split; asking for it there is an error.
+    for opts in [
+        Sm90Options {
+            tile: Some((128, 128)),
+            schedule: Some(Schedule::PingPong),
+            ..Default::default()
+        },
+        Sm90Options {
+            cluster: Some(2),
+            ..Default::default()
+        },
+    ] {
+        let p = Sm90Plan::with_options(&GemmProblem::new(8192, 8192, 8192), opts).unwrap();
+        assert!(!p.stream_k);
+        assert_eq!(p.stream_k_tiles(132, 132), 0);
+        let asked = Sm90Options {
+            stream_k: Some(true),
+            ..opts
+        };
+        assert!(Sm90Plan::with_options(&GemmProblem::new(8192, 8192, 8192), asked).is_err());
+    }
+}

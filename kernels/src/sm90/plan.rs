@@ -996,10 +996,17 @@ impl fmt::Display for Sm90Plan {
             )?;
         }
         if self.stream_k {
+            let which = if self.stream_k_min_idle > 0 {
+                format!(
+                    "a partial last wave leaving at least {} k-tiles a CTA idle",
+                    self.stream_k_min_idle
+                )
+            } else {
+                "every partial last wave".to_string()
+            };
             writeln!(
                 f,
-                "  stream-K     a partial last wave leaving at least {} k-tiles a CTA idle split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)",
-                self.stream_k_min_idle
+                "  stream-K     {which} split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)"
             )?;
         }
         writeln!(
