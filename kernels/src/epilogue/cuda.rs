@@ -933,8 +933,8 @@ pub fn tree_sm90_options(
     opts: crate::sm90::Sm90Options,
 ) -> crate::sm90::Sm90Options {
     let mut o = opts;
-    // Tree epilogues run every tile whole (the kernel's stream-K parts skip the epilogue's
-    // per-tile loads, which the fragment path issues during the mainloop).
+    // Tree epilogues run every tile whole: with the stream-K parts' code compiled in, a tree
+    // kernel spilled (drelu_bgrad with C; docs/perf.md, session 12).
     o.stream_k = Some(false);
     if o.tma_store == Some(false) {
         return o;
