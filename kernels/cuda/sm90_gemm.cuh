@@ -1119,7 +1119,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #pragma unroll
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
       }
-      // (Looked up again rather than kept through the mainloop, to keep registers free.)
+      // (The unit looked up again where its role and origin are needed. Kept from the top
+      // of the loop instead, it compiles differently; that was not measured.)
       if (kStreamK) unit_of(n, w);
       if (kStreamK && w.role != 0) {
         // Stream-K. This warpgroup's slot of the workspace: its 64 x kBN partial sums, thread
@@ -1213,9 +1214,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
           tessera_bar_sync(1 + cw, 128);
         }
-        // The preloads, a pass ahead (the first pass's here, then each pass loads the next
-        // one's), when the binding's types are compiled in; with run-time types the elements
-        // load their own operands.
         // A pass's column sums (c: the thread's column slots over its two rows), reduced over
         // the 8 lanes of each column and flushed. Column slot s of every lane with the same
         // lane % 4 is the same column: halve the slots per exchange (lane bits 4, 3, 2), each

@@ -584,9 +584,10 @@ impl Sm90Kernel {
     /// `params` with the stream-K split of this launch ([`Sm90Plan::stream_k_tiles`]) and its
     /// workspace: `sm_count x consumers` slots of `64 x BN` fp32 partial sums, then as many
     /// flag words, zero (the kernel clears each flag it consumed).
-    pub(crate) fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
+    fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
         let sms = rt.sm_count() as i64;
-        let tiles = self.plan.stream_k_tiles(self.grid_ctas(), sms);
+        let grid = self.grid_ctas();
+        let tiles = self.plan.stream_k_tiles(grid, sms);
         if tiles == 0 {
             return Ok(params);
         }
@@ -604,7 +605,7 @@ impl Sm90Kernel {
         };
         let (base, _sync) = work.device_ptr(rt.stream());
         params.sk_tiles = tiles as i32;
-        params.sk_waves = ((self.plan.total_tiles() - tiles) / self.grid_ctas()) as i32;
+        params.sk_waves = ((self.plan.total_tiles() - tiles) / grid) as i32;
         params.sk_work = base;
         params.sk_flags = base + (slots * slot_bytes) as u64;
         Ok(params)
