@@ -454,114 +454,250 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
         let ldd = nu + pad;
         bind.d.ld = ldd as i64;
         bind.d.batch_stride = (mu * ldd) as i64;
-        let bias = rounded(&mut r, nu, out);
-        // bias_row per batch (bias_col shared by the batches): the staged vectors' batch
-        // offsets.
-        if let Some(v) = bind.bias_row.as_mut() {
-            v.batch_stride = m;
-        }
-        let bias_row = rounded(&mut r, bu * mu, out);
-        let aux_in = rounded(&mut r, bu * mu * nu, out);
-        let bias_d = DeviceBuf::upload(&rt, out, &bias).unwrap();
-        let bias_row_d = DeviceBuf::upload(&rt, out, &bias_row).unwrap();
-        let aux_in_d = DeviceBuf::upload(&rt, out, &aux_in).unwrap();
-        let d = DeviceBuf::poisoned(&rt, out, bu * mu * ldd).unwrap();
-        let aux_d = bind.aux.map(|sp| {
-            if sp.bits {
-                DeviceBuf::upload(
-                    &rt,
-                    DType::F32,
-                    &vec![0.0; (bu * mu * sp.ld as usize).div_ceil(32)],
-                )
-                .unwrap()
-            } else {
-                DeviceBuf::poisoned(&rt, sp.dtype, bu * mu * nu).unwrap()
-            }
-        });
-        let gc = DeviceBuf::upload(&rt, DType::F32, &vec![0.0; bu * nu]).unwrap();
-        let gr = DeviceBuf::upload(&rt, DType::F32, &vec![0.0; bu * mu]).unwrap();
-        let bufs = EpBuffers {
-            d: Some(&d),
-            aux_in: Some(&aux_in_d),
-            aux: aux_d.as_ref(),
-            bias_col: Some(&bias_d),
-            bias_row: Some(&bias_row_d),
-            bgrad_col: Some(&gc),
-            bgrad_row: Some(&gr),
-            ..EpBuffers::default()
-        };
         let g = TreeKernel::new(&rt, path, &t, &bind).unwrap_or_else(|e| panic!("{t}: {e}"));
         let name = match path {
             GemmPath::Hopper(p) => format!("{t} [sm90 {}, ldd {ldd}]", p.kernel_name()),
             GemmPath::Sm80(p) => format!("{t} [sm80 {}, ldd {ldd}]", p.kernel_name()),
         };
-        g.launch(&rt, &a_d, &b_d, &s, &bind, &bufs)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        rt.stream().synchronize().unwrap();
-        let (bias64, bias_row64, aux64): (Vec<f64>, Vec<f64>, Vec<f64>) = (
-            bias.iter().map(|&x| x as f64).collect(),
-            bias_row.iter().map(|&x| x as f64).collect(),
-            aux_in.iter().map(|&x| x as f64).collect(),
+        check_tree_gemm(&rt, &mut r, &g, &name, &t, bind, &s, &acc, (&a_d, &b_d));
+    }
+}
+
+/// Tree epilogues with the tiles of a partial last wave split along K (stream-K, forced on)
+/// over persistent grids of 7 and 13 CTAs: 18 tiles of 16 k-tiles in 2 batches, up to four
+/// parts a tile; the finishing part runs the tree's hooks (staged inputs and vectors, a
+/// mask read or written, row and column sums, C with beta) over its own k-tiles only, and
+/// each tile's sums are added once. D, aux and the sums against the float64 evaluator.
+#[test]
+fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
+    use tessera_kernels::epilogue::launch::{TreeKernel, TreeSm90};
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::sm90::Sm90Plan;
+    use tessera_kernels::{Arch, GemmProblem};
+    let Some(rt) = runtime() else { return };
+    if rt.arch() != Arch::Sm90a {
+        eprintln!(
+            "SKIPPED: stream-K is a Hopper-path feature, the device is {}",
+            rt.arch()
         );
-        let mut inp = EvalInputs::new(mu, nu, bu, &acc);
-        inp.alpha = 0.5;
-        inp.bias_col = Some(&bias64);
-        inp.bias_row = Some(&bias_row64);
-        inp.aux_in = Some(&aux64);
-        let want = evaluate(&t, &inp).unwrap();
-        let got = d.download(&rt).unwrap();
-        for (i, w) in want.d.iter().enumerate() {
-            let (row, j) = (i / nu, i % nu);
-            let gv = got[row * ldd + j];
-            let tol = out.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
-            assert!((gv - w).abs() <= tol, "{name}: D[{i}] = {gv}, want {w}");
+        return;
+    }
+    let mut r = Rng::new(23);
+    let (m, n, k, nb) = (300i64, 520i64, 1000i64, 2i64);
+    let (mu, nu, ku, bu) = (m as usize, n as usize, k as usize, nb as usize);
+    let out = DType::Bf16;
+    let mut p = GemmProblem::new(m, n, k);
+    p.batch = nb;
+    p.output = out;
+    let s = GemmStrides::tight(&p);
+    let a = rounded(&mut r, bu * mu * ku, DType::Bf16);
+    let b = rounded(&mut r, bu * ku * nu, DType::Bf16);
+    let acc = accumulator(&p, &s, &a, &b);
+    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
+    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    let sk = Sm90Options {
+        stream_k: Some(true),
+        ..Sm90Options::default()
+    };
+    // Every input and vector staged where the tree has them, and nothing staged.
+    let staged = Sm90Options {
+        epilogue_inputs: Some(2),
+        epilogue_vectors: (true, true),
+        ..sk
+    };
+    let mut split = 0;
+    for (text, beta) in [
+        ("drelu_bgrad", 0.5),
+        ("dgelu_bgrad", 0.0),
+        ("relu_aux_bias", 0.0),
+        ("drelu", 0.0),
+        ("select(row < 100, sigmoid(acc), tanh(acc + bias_col))", 0.0),
+        (
+            "bgrad_row(acc * dsigmoid(aux_in)) + relu(acc + bias_row + residual)",
+            0.0,
+        ),
+    ] {
+        let t = parse_epilogue(text).unwrap();
+        for opts in [sk, staged] {
+            let plan = Sm90Plan::with_options(&p, opts).unwrap();
+            assert!(plan.stream_k, "{text}");
+            let mut bind = Binding::for_tree(&t, m, n, k, nb, out);
+            bind.alpha = 0.5;
+            bind.beta = beta;
+            for grid in [7, 13] {
+                let mut g =
+                    TreeSm90::new(&rt, &plan, &t, &bind).unwrap_or_else(|e| panic!("{text}: {e}"));
+                g.set_max_ctas(grid);
+                let parts = g.plan().stream_k_tiles(grid, rt.sm_count() as i64);
+                assert!(parts > 0, "{text}: grid {grid} splits nothing");
+                split += 1;
+                let name = format!(
+                    "{text} [beta {beta}, {} staged inputs, grid {grid}, {parts} tiles in parts]",
+                    g.plan().staged_inputs
+                );
+                let g = TreeKernel::Hopper(Box::new(g));
+                check_tree_gemm(
+                    &rt,
+                    &mut r,
+                    &g,
+                    &name,
+                    &t,
+                    bind.clone(),
+                    &s,
+                    &acc,
+                    (&a_d, &b_d),
+                );
+            }
         }
-        if let (Some(wa), Some(ad)) = (&want.aux, &aux_d) {
-            let spec = bind.aux.unwrap();
-            if !spec.bits {
-                let ty = spec.dtype;
-                for (i, (gv, w)) in ad.download(&rt).unwrap().iter().zip(wa).enumerate() {
-                    let tol = ty.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
-                    assert!((gv - w).abs() <= tol, "{name}: aux[{i}] = {gv}, want {w}");
-                }
-            } else {
-                // Every bit of the mask, where fp32 and float64 agree on the sign of the
-                // value behind it; the row's padding bits (columns n..ld) stay as uploaded, 0.
-                let pre = evaluate(&EpilogueTree::new(bits_to_full(&t.d)), &inp)
-                    .unwrap()
-                    .aux
-                    .unwrap();
-                let ws = words(&rt, ad);
-                let ld = spec.ld as usize;
-                for bi in 0..bu {
-                    for i in 0..mu {
-                        for j in 0..ld {
-                            let bit = (bi * mu + i) * ld + j;
-                            let g = (ws[bit / 32] >> (bit % 32)) & 1 == 1;
-                            if j >= nu {
-                                assert!(!g, "{name}: padding bit ({bi}, {i}, {j}) was written");
-                                continue;
-                            }
-                            let at = (bi * mu + i) * nu + j;
-                            if pre[at].abs() > 1e-3 {
-                                assert_eq!(g, wa[at] == 1.0, "{name}: aux bit ({bi}, {i}, {j})");
-                            }
+    }
+    assert_eq!(split, 24);
+}
+
+/// Launches `g` (compiled for `t` and a binding like `bind`) over A and B (`ab`, read with
+/// `s`) with fresh random vectors and inputs, then checks D, aux and the sums against the
+/// float64 evaluator of `t` over `acc` (the product `A B`). `bind` gives the extents, D's
+/// leading dimension, alpha and beta (C is random, read where beta is not zero).
+#[allow(clippy::too_many_arguments)]
+fn check_tree_gemm(
+    rt: &Runtime,
+    r: &mut Rng,
+    g: &tessera_kernels::epilogue::launch::TreeKernel,
+    name: &str,
+    t: &EpilogueTree,
+    mut bind: Binding,
+    s: &tessera_kernels::reference::GemmStrides,
+    acc: &[f64],
+    ab: (&DeviceBuf, &DeviceBuf),
+) {
+    let (mu, nu, bu) = (bind.m as usize, bind.n as usize, bind.batch as usize);
+    let (m, out, ldd) = (bind.m, bind.d.dtype, bind.d.ld as usize);
+    // bias_row per batch (bias_col shared by the batches): the staged vectors' batch offsets.
+    if let Some(v) = bind.bias_row.as_mut() {
+        v.batch_stride = m;
+    }
+    let bias = rounded(r, nu, out);
+    let bias_row = rounded(r, bu * mu, out);
+    let aux_in = rounded(r, bu * mu * nu, out);
+    let c = rounded(r, bu * mu * nu, out);
+    let res = rounded(r, bu * mu * nu, out);
+    let bits: Vec<bool> = (0..bu * mu * nu).map(|_| r.next_u64() & 1 == 1).collect();
+    let bias_d = DeviceBuf::upload(rt, out, &bias).unwrap();
+    let bias_row_d = DeviceBuf::upload(rt, out, &bias_row).unwrap();
+    // aux_in as the tree reads it: a bit mask with the binding's pitch (32-bit words), or
+    // values.
+    let aux_in_d = match bind.aux_in_bits {
+        Some(spec) => {
+            let ld = spec.ld as usize;
+            let mut w = vec![0u32; (bu * mu * ld).div_ceil(32)];
+            for (i, _) in bits.iter().enumerate().filter(|(_, &b)| b) {
+                let bit = (i / nu) * ld + i % nu;
+                w[bit / 32] |= 1 << (bit % 32);
+            }
+            let w: Vec<f32> = w.iter().map(|&w| f32::from_bits(w)).collect();
+            DeviceBuf::upload(rt, DType::F32, &w).unwrap()
+        }
+        None => DeviceBuf::upload(rt, out, &aux_in).unwrap(),
+    };
+    let c_d = DeviceBuf::upload(rt, out, &c).unwrap();
+    let res_d = DeviceBuf::upload(rt, out, &res).unwrap();
+    let d = DeviceBuf::poisoned(rt, out, bu * mu * ldd).unwrap();
+    let aux_d = bind.aux.map(|sp| {
+        if sp.bits {
+            DeviceBuf::upload(
+                rt,
+                DType::F32,
+                &vec![0.0; (bu * mu * sp.ld as usize).div_ceil(32)],
+            )
+            .unwrap()
+        } else {
+            DeviceBuf::poisoned(rt, sp.dtype, bu * mu * nu).unwrap()
+        }
+    });
+    let gc = DeviceBuf::upload(rt, DType::F32, &vec![0.0; bu * nu]).unwrap();
+    let gr = DeviceBuf::upload(rt, DType::F32, &vec![0.0; bu * mu]).unwrap();
+    let bufs = EpBuffers {
+        d: Some(&d),
+        c: Some(&c_d),
+        residual: Some(&res_d),
+        aux_in: Some(&aux_in_d),
+        aux: aux_d.as_ref(),
+        bias_col: Some(&bias_d),
+        bias_row: Some(&bias_row_d),
+        bgrad_col: Some(&gc),
+        bgrad_row: Some(&gr),
+    };
+    g.launch(rt, ab.0, ab.1, s, &bind, &bufs)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    rt.stream().synchronize().unwrap();
+    let (bias64, bias_row64, aux64): (Vec<f64>, Vec<f64>, Vec<f64>) = (
+        bias.iter().map(|&x| x as f64).collect(),
+        bias_row.iter().map(|&x| x as f64).collect(),
+        aux_in.iter().map(|&x| x as f64).collect(),
+    );
+    let c64: Vec<f64> = c.iter().map(|&x| x as f64).collect();
+    let mut inp = EvalInputs::new(mu, nu, bu, acc);
+    inp.alpha = bind.alpha as f64;
+    inp.beta = bind.beta as f64;
+    let res64: Vec<f64> = res.iter().map(|&x| x as f64).collect();
+    inp.c = Some(&c64);
+    inp.residual = Some(&res64);
+    inp.aux_in_bits = Some(&bits);
+    inp.bias_col = Some(&bias64);
+    inp.bias_row = Some(&bias_row64);
+    inp.aux_in = Some(&aux64);
+    let want = evaluate(t, &inp).unwrap();
+    let got = d.download(rt).unwrap();
+    for (i, w) in want.d.iter().enumerate() {
+        let (row, j) = (i / nu, i % nu);
+        let gv = got[row * ldd + j];
+        let tol = out.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
+        assert!((gv - w).abs() <= tol, "{name}: D[{i}] = {gv}, want {w}");
+    }
+    if let (Some(wa), Some(ad)) = (&want.aux, &aux_d) {
+        let spec = bind.aux.unwrap();
+        if !spec.bits {
+            let ty = spec.dtype;
+            for (i, (gv, w)) in ad.download(rt).unwrap().iter().zip(wa).enumerate() {
+                let tol = ty.unit_roundoff() * w.abs() + 1e-4 * (1.0 + w.abs());
+                assert!((gv - w).abs() <= tol, "{name}: aux[{i}] = {gv}, want {w}");
+            }
+        } else {
+            // Every bit of the mask, where fp32 and float64 agree on the sign of the
+            // value behind it; the row's padding bits (columns n..ld) stay as uploaded, 0.
+            let pre = evaluate(&EpilogueTree::new(bits_to_full(&t.d)), &inp)
+                .unwrap()
+                .aux
+                .unwrap();
+            let ws = words(rt, ad);
+            let ld = spec.ld as usize;
+            for bi in 0..bu {
+                for i in 0..mu {
+                    for j in 0..ld {
+                        let bit = (bi * mu + i) * ld + j;
+                        let g = (ws[bit / 32] >> (bit % 32)) & 1 == 1;
+                        if j >= nu {
+                            assert!(!g, "{name}: padding bit ({bi}, {i}, {j}) was written");
+                            continue;
+                        }
+                        let at = (bi * mu + i) * nu + j;
+                        if pre[at].abs() > 1e-3 {
+                            assert_eq!(g, wa[at] == 1.0, "{name}: aux bit ({bi}, {i}, {j})");
                         }
                     }
                 }
             }
         }
-        for (what, buf, wantv) in [
-            ("bgrad_col", &gc, &want.bgrad_col),
-            ("bgrad_row", &gr, &want.bgrad_row),
-        ] {
-            if let Some(wv) = wantv {
-                for (j, (gv, w)) in buf.download(&rt).unwrap().iter().zip(wv).enumerate() {
-                    assert!(
-                        (gv - w).abs() <= 1e-3 * (1.0 + w.abs()),
-                        "{name}: {what}[{j}] = {gv}, want {w}"
-                    );
-                }
+    }
+    for (what, buf, wantv) in [
+        ("bgrad_col", &gc, &want.bgrad_col),
+        ("bgrad_row", &gr, &want.bgrad_row),
+    ] {
+        if let Some(wv) = wantv {
+            for (j, (gv, w)) in buf.download(rt).unwrap().iter().zip(wv).enumerate() {
+                assert!(
+                    (gv - w).abs() <= 1e-3 * (1.0 + w.abs()),
+                    "{name}: {what}[{j}] = {gv}, want {w}"
+                );
             }
         }
     }

@@ -126,8 +126,10 @@ fn the_gemm_with_a_tree_epilogue_compiles_without_spills() {
 }
 
 /// Every tree that can run in the Hopper GEMM's epilogue (all but the operand sums), in the
-/// default 128x256 cooperative plan and a 128x128 ping-pong plan, compiles for sm_90a with no
-/// spills; the define really switches the template's epilogue (negative control).
+/// default 128x256 cooperative plan (whole tiles at 4096^3, with stream-K at 8192^3) and a
+/// 128x128 ping-pong plan, compiles for sm_90a with no spills, as `TreeSm90::new` compiles it
+/// (with stream-K, or without where the parts' code spilled); the define really switches the
+/// template's epilogue (negative control).
 #[test]
 fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
     use tessera_kernels::epilogue::cuda::sm90_tree_source;
@@ -140,18 +142,21 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
         eprintln!("SKIPPED: {e}");
         return;
     }
-    let p = GemmProblem::new(4096, 4096, 4096);
     // Room for every input the fragment path stages (C, the residual, aux_in), and both
-    // bias vectors staged per tile.
-    let coop = Sm90Plan::with_options(
-        &p,
-        Sm90Options {
-            epilogue_inputs: Some(3),
-            epilogue_vectors: (true, true),
-            ..Sm90Options::default()
-        },
-    )
-    .unwrap();
+    // bias vectors staged per tile; compiled for the H100's 132 SMs.
+    let staged = Sm90Options {
+        epilogue_inputs: Some(3),
+        epilogue_vectors: (true, true),
+        ..Sm90Options::default()
+    };
+    let p = GemmProblem::new(4096, 4096, 4096);
+    let coop = Sm90Plan::with_options(&p, staged)
+        .unwrap()
+        .compiled_for(132);
+    let coop_sk = Sm90Plan::with_options(&GemmProblem::new(8192, 8192, 8192), staged)
+        .unwrap()
+        .compiled_for(132);
+    assert!(!coop.stream_k && coop_sk.stream_k);
     let pingpong = Sm90Plan::with_options(
         &p,
         Sm90Options {
@@ -177,7 +182,8 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
     assert!(compile(&broken, "tessera_gemm", Arch::Sm90a, false).is_err());
     // Operand sums are refused, not silently dropped.
     assert!(sm90_tree_source(&coop, &Fusion::BgradA.tree(), None).is_err());
-    let jobs: Vec<(String, String)> = trees()
+    // (name, source, the whole-tile source to fall back to where the first spills).
+    let jobs: Vec<(String, String, Option<String>)> = trees()
         .into_iter()
         .filter(|(_, t)| t.sum_k.is_empty())
         .flat_map(|(name, t)| {
@@ -185,30 +191,57 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
             // read); ping-pong with the types read at run time.
             let mut b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
             b.beta = 0.5;
-            [(&coop, "coop", Some(b)), (&pingpong, "pingpong", None)].map(|(plan, sched, b)| {
+            [
+                (&coop, "coop", Some(b.clone())),
+                (&coop_sk, "coop, stream-K", Some(b)),
+                (&pingpong, "pingpong", None),
+            ]
+            .map(|(plan, sched, b)| {
+                let whole = Sm90Plan {
+                    stream_k: false,
+                    ..plan.clone()
+                };
                 (
                     format!("{name} ({sched})"),
                     sm90_tree_source(plan, &t, b.as_ref()).unwrap(),
+                    plan.stream_k
+                        .then(|| sm90_tree_source(&whole, &t, b.as_ref()).unwrap()),
                 )
             })
         })
         .collect();
-    assert!(jobs.len() >= 2 * (Fusion::ALL.len() - 2 + 5));
-    let (left, right) = jobs.split_at(jobs.len() / 2);
-    let run = |part: &[(String, String)]| {
-        for (name, src) in part {
-            let c = compile(src, "tessera_gemm", Arch::Sm90a, true)
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            for l in c.log.lines().filter(|l| l.contains("spill")) {
-                assert!(
-                    l.contains(" 0 bytes spill stores") && l.contains(" 0 bytes spill loads"),
-                    "{name}: {l}"
-                );
+    assert!(jobs.len() >= 3 * (Fusion::ALL.len() - 2 + 5));
+    let spills = |name: &str, src: &str| {
+        let c = compile(src, "tessera_gemm", Arch::Sm90a, true)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        c.log
+            .lines()
+            .filter(|l| l.contains("spill"))
+            .find(|l| !(l.contains(" 0 bytes spill stores") && l.contains(" 0 bytes spill loads")))
+            .map(str::to_string)
+    };
+    // The jobs whose stream-K kernel spilled, and what it spilled.
+    let run = |part: &[(String, String, Option<String>)]| {
+        let mut fell_back = Vec::new();
+        for (name, src, whole) in part {
+            if let Some(l) = spills(name, src) {
+                let whole = whole.as_ref().unwrap_or_else(|| panic!("{name}: {l}"));
+                if let Some(l) = spills(name, whole) {
+                    panic!("{name}, whole tiles: {l}");
+                }
+                fell_back.push(format!("{name}: {}", l.trim()));
             }
         }
+        fell_back
     };
-    std::thread::scope(|s| {
-        s.spawn(|| run(left));
-        run(right);
+    let (left, right) = jobs.split_at(jobs.len() / 2);
+    let fell_back = std::thread::scope(|s| {
+        let h = s.spawn(|| run(left));
+        let mut v = run(right);
+        v.extend(h.join().unwrap());
+        v
     });
+    eprintln!("stream-K kernels that spilled (compiled with whole tiles): {fell_back:#?}");
+    // The fallback is for the odd tree, not the rule.
+    assert!(fell_back.len() <= 2, "{fell_back:#?}");
 }

@@ -78,8 +78,7 @@ pub struct KernelArgs {
     pub group_m: Option<i64>,
     /// Hopper path: split the tiles of a partial last wave along K over all CTAs (stream-K),
     /// `on` (every partial last wave) or `off`; default: last waves that leave at least 32
-    /// k-tiles a CTA idle, with the cooperative schedule and no cluster (tree epilogues run
-    /// every tile whole).
+    /// k-tiles a CTA idle, with the cooperative schedule and no cluster.
     #[arg(long)]
     pub stream_k: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
@@ -449,8 +448,9 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
                         tessera_kernels::epilogue::cuda::tree_sm90_plan(&p, t, &b, o).ok()
                     })
                     .map_or(plan, Box::new);
+                // As an H100 SXM (132 SMs) compiles it (Sm90Plan::compiled_for).
                 tree_src(tessera_kernels::epilogue::cuda::sm90_tree_source(
-                    &plan,
+                    &plan.compiled_for(132),
                     t,
                     Some(&b),
                 ))
@@ -458,7 +458,7 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
             }
             _ => Ok((
                 plan.to_string(),
-                tessera_kernels::sm90::codegen::cuda_source(&plan),
+                tessera_kernels::sm90::codegen::cuda_source(&plan.compiled_for(132)),
             )),
         },
         Err(e) => Err(e),

@@ -853,12 +853,7 @@ pub fn sm90_tree_source(
     s.push('\n');
     s.push_str(SM90_PTX_CUH);
     s.push('\n');
-    // Tree epilogues run every tile whole (no stream-K parts).
-    let whole = crate::sm90::Sm90Plan {
-        stream_k: false,
-        ..plan.clone()
-    };
-    s.push_str(&sm90_preamble(&whole));
+    s.push_str(&sm90_preamble(plan));
     s.push_str("\n#define TESSERA_EP_REG_SUMS 1\n");
     if let Some(b) = binding {
         s.push_str(&static_types(tree, b));
@@ -933,9 +928,6 @@ pub fn tree_sm90_options(
     opts: crate::sm90::Sm90Options,
 ) -> crate::sm90::Sm90Options {
     let mut o = opts;
-    // Tree epilogues run every tile whole: with the stream-K parts' code compiled in, a tree
-    // kernel spilled (drelu_bgrad with C; docs/perf.md, session 12).
-    o.stream_k = Some(false);
     if o.tma_store == Some(false) {
         return o;
     }
@@ -982,11 +974,6 @@ pub fn tree_sm90_plan(
     opts: crate::sm90::Sm90Options,
 ) -> crate::error::Result<crate::sm90::Sm90Plan> {
     use crate::sm90::Sm90Plan;
-    // Every tile whole (tree_sm90_options).
-    let opts = crate::sm90::Sm90Options {
-        stream_k: Some(false),
-        ..opts
-    };
     let base = Sm90Plan::with_options(problem, opts)?;
     let full = tree_sm90_options(tree, binding, opts);
     let candidates = [

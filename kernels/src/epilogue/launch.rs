@@ -767,15 +767,29 @@ struct FragNeeds {
 impl TreeSm90 {
     /// Compiles `plan` (whose own epilogue must be the plain one) with `tree` as its
     /// epilogue, for the runtime's device (sm_90a), with `binding`'s types and reading of C
-    /// compiled in: launches must bind the same types (and beta zero or not alike).
+    /// compiled in: launches must bind the same types (and beta zero or not alike). The
+    /// plan is compiled as [`crate::sm90::Sm90Plan::compiled_for`] the device's SM count, and
+    /// with automatic stream-K, without the parts' code where the kernel would spill with it.
     pub fn new(
         rt: &Runtime,
         plan: &crate::sm90::Sm90Plan,
         tree: &EpilogueTree,
         binding: &Binding,
     ) -> Result<TreeSm90> {
-        let src = super::cuda::sm90_tree_source(plan, tree, Some(binding))?;
-        TreeSm90::from_source(rt, plan, tree, binding, &src)
+        let plan = plan.compiled_for(rt.sm_count() as i64);
+        let src = super::cuda::sm90_tree_source(&plan, tree, Some(binding))?;
+        let k = TreeSm90::from_source(rt, &plan, tree, binding, &src)?;
+        // Automatic stream-K only where the kernel keeps every value in registers: with the
+        // parts' code, drelu_bgrad reading C spilled a few bytes (docs/perf.md, session 12).
+        if plan.stream_k && plan.stream_k_min_idle > 0 && k.resources()?.1 > 0 {
+            let whole = crate::sm90::Sm90Plan {
+                stream_k: false,
+                ..plan
+            };
+            let src = super::cuda::sm90_tree_source(&whole, tree, Some(binding))?;
+            return TreeSm90::from_source(rt, &whole, tree, binding, &src);
+        }
+        Ok(k)
     }
 
     /// As [`TreeSm90::new`], compiling `src`: [`super::cuda::sm90_tree_source`]'s text for
@@ -1021,6 +1035,7 @@ impl TreeSm90 {
             flags,
             ..Sm90Params::default()
         };
+        let params = self.kernel.with_stream_k(rt, params)?;
         self.kernel.launch_raw(
             rt,
             [

@@ -251,9 +251,11 @@ fn check_ld(op: &'static str, name: &str, ld: i64, min: i64) -> Result<()> {
 }
 
 impl Sm90Kernel {
-    /// Compiles `plan` for the runtime's device, which must be sm_90a.
+    /// Compiles `plan` for the runtime's device, which must be sm_90a, as
+    /// [`Sm90Plan::compiled_for`] its SM count ([`Sm90Kernel::plan`] is that plan).
     pub fn new(rt: &Runtime, plan: &Sm90Plan) -> Result<Sm90Kernel> {
-        Sm90Kernel::from_source(rt, plan, &cuda_source(plan))
+        let plan = plan.compiled_for(rt.sm_count() as i64);
+        Sm90Kernel::from_source(rt, &plan, &cuda_source(&plan))
     }
 
     /// Compiles `source` (the plan's kernel, or the plan's kernel with some other epilogue,
@@ -584,7 +586,7 @@ impl Sm90Kernel {
     /// `params` with the stream-K split of this launch ([`Sm90Plan::stream_k_tiles`]) and its
     /// workspace: `sm_count x consumers` slots of `64 x BN` fp32 partial sums, then as many
     /// flag words, zero (the kernel clears each flag it consumed).
-    fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
+    pub(crate) fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
         let sms = rt.sm_count() as i64;
         let grid = self.grid_ctas();
         let tiles = self.plan.stream_k_tiles(grid, sms);

@@ -468,8 +468,7 @@ pub struct Sm90Plan {
     /// CTAs ([`Sm90Plan::stream_k_tiles`]): CTA `c` of `G` takes k-tiles `[c I / G, (c + 1) I
     /// / G)` of their concatenation (`I` k-tiles in all), after its whole tiles. A part
     /// without its tile's last k-tile goes to a per-CTA fp32 workspace; the CTA with the
-    /// last k-tile adds the parts in and runs the epilogue. Tree epilogues run every tile
-    /// whole. The workspace, allocated at a kernel's first split launch and kept with it,
+    /// last k-tile adds the parts in and runs the epilogue. The workspace, allocated at a kernel's first split launch and kept with it,
     /// holds `SMs x consumers x 64 x BN` fp32 values (17 MB at 128 x 256 on 132 SMs).
     pub stream_k: bool,
     /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
@@ -878,6 +877,29 @@ impl Sm90Plan {
         r
     }
 
+    /// The plan as compiled for a device of `sms` SMs: without the stream-K parts' code
+    /// when stream-K is automatic ([`Sm90Plan::stream_k_min_idle`] above 0) and a launch on
+    /// the full persistent grid splits nothing. (Asked for, stream-K stays compiled in, for
+    /// launches on smaller grids, [`crate::sm90::launch::Sm90Kernel::set_max_ctas`].)
+    ///
+    /// ```
+    /// use tessera_kernels::sm90::Sm90Plan;
+    /// use tessera_kernels::GemmProblem;
+    /// let split = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
+    /// assert!(split.compiled_for(132).stream_k);
+    /// // 4096^3 leaves 7.8 k-tiles a CTA idle in its last wave: every tile whole.
+    /// let whole = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    /// assert!(whole.stream_k && !whole.compiled_for(132).stream_k);
+    /// ```
+    pub fn compiled_for(&self, sms: i64) -> Sm90Plan {
+        let grid = self.persistent_ctas(sms, None);
+        let splits = self.stream_k_tiles(grid, sms) > 0;
+        Sm90Plan {
+            stream_k: self.stream_k && (self.stream_k_min_idle == 0 || splits),
+            ..self.clone()
+        }
+    }
+
     /// Cluster tiles in all, batches included (what the persistent clusters walk).
     pub fn total_cluster_tiles(&self) -> i64 {
         let (cm, cn) = self.cluster_grid_tiles();
@@ -1008,6 +1030,27 @@ impl fmt::Display for Sm90Plan {
                 f,
                 "  stream-K     {which} split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)"
             )?;
+            // What that means on an H100 SXM, whose kernels are compiled without the parts'
+            // code when they split nothing (compiled_for).
+            let sms = 132;
+            let (grid, total) = (self.persistent_ctas(sms, None), self.total_tiles());
+            let split = self.stream_k_tiles(grid, sms);
+            if split > 0 {
+                writeln!(
+                    f,
+                    "               on {sms} SMs: the last {split} of {total} tiles in parts"
+                )?;
+            } else {
+                writeln!(
+                    f,
+                    "               on {sms} SMs: {total} tiles, none split{}",
+                    if self.compiled_for(sms).stream_k {
+                        ""
+                    } else {
+                        " (compiled without the parts' code)"
+                    }
+                )?;
+            }
         }
         writeln!(
             f,
