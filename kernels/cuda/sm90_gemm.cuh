@@ -413,7 +413,7 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
   freed();
 #pragma unroll
   for (int k = 0; k < kEpiRegs; k += 2) {
-    const unsigned off = 2 * tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k));
+    const unsigned off = tessera_frag_off(t, k);
     tessera_sts32(buf + off, dpk[k / 2]);
     if (kAux) tessera_sts32(abuf + off, apk[k / 2]);
   }
@@ -692,7 +692,7 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
       // This pair's staged values (read here, not for the whole pass up front: few live
       // registers beside the accumulators).
       unsigned w[kTesseraEpInRows];
-      const int off = 2 * tessera_store_off(tessera_acc_row(t, k), cc);
+      const unsigned off = tessera_frag_off(t, k);
 #pragma unroll
       for (int i = 0; i < kTesseraEpStaged; ++i) {
         w[i] = *reinterpret_cast<const unsigned*>(in + i * kInBufs * kStoreBufBytes + off);

@@ -31,8 +31,10 @@ fn main() {
     };
     match tree_sm90_plan(&p, &t, &b, opts)
         .map_err(|e| e.to_string())
-        .and_then(|plan| sm90_tree_source(&plan, &t, Some(&b)).map_err(|e| e.to_string()))
-    {
+        .and_then(|plan| {
+            // As the launcher compiles it on an H100 SXM (132 SMs).
+            sm90_tree_source(&plan.compiled_for(132), &t, Some(&b)).map_err(|e| e.to_string())
+        }) {
         Ok(src) => print!("{src}"),
         Err(e) => {
             eprintln!("{e}");

@@ -230,9 +230,86 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         s,
         "__device__ __forceinline__ int tessera_acc_col(int t, int i) {{ return ({idx}) / 64; }}"
     );
+    s.push_str(&frag_offsets_source(plan));
     s.push_str(&wgmma_wrapper(bn, plan.problem.input));
     let _ = writeln!(s, "// ---- end of generated preamble ----");
     s
+}
+
+/// Where a consumer thread's pair `k` of a pass (registers `k`, `k + 1`) sits in a store
+/// buffer, in bytes: `(off(t, 0) ^ x_k) + a_k`, with `off(t, 0)` the thread's first pair and
+/// `(x_k, a_k)` the same for every thread, or `None` when the plan's layouts do not have that
+/// form (no TMA-store epilogue, or a pair whose offset is not its first pair's with the same
+/// bits changed in every thread). `a_k` holds the bits that no thread's first pair sets, so
+/// that they can be added (an address's immediate) rather than XOR-ed. Checked for all 128
+/// threads of a consumer warpgroup and every pair of a pass.
+///
+/// ```
+/// use tessera_kernels::sm90::{codegen::frag_pair_offsets, Sm90Plan};
+/// use tessera_kernels::GemmProblem;
+/// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+/// // Sw<2,3,3> o (64,32):(32,1), 16-bit: rows r and r + 8 are 512 bytes apart (a bit no
+/// // first pair sets: added); columns c + 8j move 16-byte chunks that the swizzle permutes
+/// // with the row (XOR-ed).
+/// let pairs = frag_pair_offsets(&plan).unwrap();
+/// assert_eq!(pairs, vec![(0, 0), (0, 512), (16, 0), (16, 512), (32, 0), (32, 512), (48, 0), (48, 512)]);
+/// ```
+pub fn frag_pair_offsets(plan: &Sm90Plan) -> Option<Vec<(i64, i64)>> {
+    let st = plan.store.as_ref()?;
+    let regs = EPI_COLS / 2;
+    let off = |t: i64, k: i64| -> Option<i64> {
+        let x = plan
+            .acc
+            .eval(&tessera_layout::IntTuple::flat([t, k]))
+            .ok()?;
+        let o = st
+            .smem
+            .layout
+            .eval(&tessera_layout::IntTuple::flat([x % 64, x / 64]))
+            .ok()?;
+        Some(2 * st.smem.swizzle.apply(o))
+    };
+    let firsts = (0..128).map(|t| off(t, 0)).collect::<Option<Vec<i64>>>()?;
+    let ever = firsts.iter().fold(0, |a, o| a | o);
+    (0..regs)
+        .step_by(2)
+        .map(|k| {
+            let delta = off(0, k)? ^ firsts[0];
+            let (x, a) = (delta & ever, delta & !ever);
+            (0..128)
+                .all(|t| off(t, k) == Some((firsts[t as usize] ^ x) + a))
+                .then_some((x, a))
+        })
+        .collect()
+}
+
+/// `tessera_frag_off(t, k)`: the bytes of [`frag_pair_offsets`] (the generic swizzled offset
+/// where the layouts do not have that form).
+fn frag_offsets_source(plan: &Sm90Plan) -> String {
+    let first = "2u * (unsigned)tessera_store_off(tessera_acc_row(t, 0), tessera_acc_col(t, 0))";
+    match frag_pair_offsets(plan) {
+        Some(pairs) => {
+            let pick = |f: &dyn Fn(&(i64, i64)) -> i64| {
+                let mut e = String::from("0u");
+                for (j, p) in pairs.iter().enumerate().rev() {
+                    e = format!("k == {} ? {}u : {e}", 2 * j, f(p));
+                }
+                e
+            };
+            format!(
+                "// A pass's pair k (registers k, k + 1) in a store buffer, bytes: the thread's first pair's\n\
+                 // offset with the same bits changed in every thread (x, XOR-ed; a, added), checked by the planner.\n\
+                 __device__ __forceinline__ unsigned tessera_frag_off(int t, int k) {{\n\
+                 \x20 const unsigned x = {}, a = {};\n\
+                 \x20 return ({first} ^ x) + a;\n}}\n",
+                pick(&|p| p.0),
+                pick(&|p| p.1)
+            )
+        }
+        None => format!(
+            "__device__ __forceinline__ unsigned tessera_frag_off(int t, int k) {{ return 2u * (unsigned)tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k)); }}\n"
+        ),
+    }
 }
 
 /// The complete, self-contained CUDA source NVRTC compiles for `plan`.
