@@ -183,7 +183,9 @@ mod timeline {
             (Some(t), Some(b)) => tree_sm90_plan(&p, t, b, opts),
             _ => Sm90Plan::with_options(&p, opts),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        // As the launchers compile it (without stream-K where a launch splits nothing).
+        .compiled_for(rt.sm_count() as i64);
         let sms = rt.sm_count() as usize;
         let len = sms * 3 * TILES * EVENTS;
         // `--define NAME[=VALUE]` (repeatable): more macros for the compiled source.
