@@ -306,9 +306,7 @@ fn frag_offsets_source(plan: &Sm90Plan) -> String {
                 pick(&|p| p.1)
             )
         }
-        None => format!(
-            "__device__ __forceinline__ unsigned tessera_frag_off(int t, int k) {{ return 2u * (unsigned)tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k)); }}\n"
-        ),
+        None => "__device__ __forceinline__ unsigned tessera_frag_off(int t, int k) { return 2u * (unsigned)tessera_store_off(tessera_acc_row(t, k), tessera_acc_col(t, k)); }\n".to_string(),
     }
 }
 
