@@ -32,6 +32,20 @@ fn runtime() -> Option<Runtime> {
     }
 }
 
+/// The runtime when its device is sm_90a; else `None` after printing that the test of `what`
+/// (a Hopper-path feature) is skipped.
+fn hopper_runtime(what: &str) -> Option<Runtime> {
+    let rt = runtime()?;
+    if rt.arch() != tessera_kernels::Arch::Sm90a {
+        eprintln!(
+            "SKIPPED: {what} is a Hopper-path feature; this device is {}",
+            rt.arch()
+        );
+        return None;
+    }
+    Some(rt)
+}
+
 fn trees() -> Vec<(String, EpilogueTree)> {
     let mut v: Vec<(String, EpilogueTree)> = Fusion::ALL
         .iter()
@@ -473,15 +487,10 @@ fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
     use tessera_kernels::epilogue::launch::{TreeKernel, TreeSm90};
     use tessera_kernels::reference::GemmStrides;
     use tessera_kernels::sm90::Sm90Plan;
-    use tessera_kernels::{Arch, GemmProblem};
-    let Some(rt) = runtime() else { return };
-    if rt.arch() != Arch::Sm90a {
-        eprintln!(
-            "SKIPPED: stream-K is a Hopper-path feature, the device is {}",
-            rt.arch()
-        );
+    use tessera_kernels::GemmProblem;
+    let Some(rt) = hopper_runtime("stream-K") else {
         return;
-    }
+    };
     let mut r = Rng::new(23);
     let (m, n, k, nb) = (300i64, 520i64, 1000i64, 2i64);
     let (mu, nu, ku, bu) = (m as usize, n as usize, k as usize, nb as usize);
@@ -715,15 +724,10 @@ fn pingpong_turns_hold_over_many_short_tiles() {
     use tessera_kernels::epilogue::launch::TreeSm90;
     use tessera_kernels::reference::GemmStrides;
     use tessera_kernels::sm90::Sm90Plan;
-    use tessera_kernels::{Arch, GemmProblem};
-    let Some(rt) = runtime() else { return };
-    if rt.arch() != Arch::Sm90a {
-        eprintln!(
-            "SKIPPED: ping-pong is a Hopper schedule; this device is {}",
-            rt.arch()
-        );
+    use tessera_kernels::GemmProblem;
+    let Some(rt) = hopper_runtime("the ping-pong schedule") else {
         return;
-    }
+    };
     let mut r = Rng::new(29);
     let (m, n, k) = (4096i64, 4096i64, 64i64);
     let (mu, nu, ku) = (m as usize, n as usize, k as usize);
