@@ -33,7 +33,12 @@ fn main() {
         .map_err(|e| e.to_string())
         .and_then(|plan| {
             // As the launcher compiles it on an H100 SXM (132 SMs).
-            sm90_tree_source(&plan.compiled_for(132), &t, Some(&b)).map_err(|e| e.to_string())
+            sm90_tree_source(
+                &plan.compiled_for(tessera_kernels::arch::H100_SMS),
+                &t,
+                Some(&b),
+            )
+            .map_err(|e| e.to_string())
         }) {
         Ok(src) => print!("{src}"),
         Err(e) => {

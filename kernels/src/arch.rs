@@ -92,3 +92,7 @@ impl FromStr for Arch {
         }
     }
 }
+
+/// SMs of an H100 SXM, the GPU the planners size their defaults for (a grid that fills it, the
+/// source `tessera plan` prints for sm_90a) when no device is at hand to ask.
+pub const H100_SMS: i64 = 132;

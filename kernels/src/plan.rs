@@ -346,7 +346,7 @@ impl GemmPlan {
 /// fill an H100-sized chip, else 128x128x64 (4 warps).
 fn choose_tile(p: &GemmProblem) -> (i64, i64, i64) {
     let big = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
-    if big >= 132 {
+    if big >= crate::arch::H100_SMS {
         (128, 256, 64)
     } else {
         (128, 128, 64)

@@ -450,7 +450,7 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
                     .map_or(plan, Box::new);
                 // As an H100 SXM (132 SMs) compiles it (Sm90Plan::compiled_for).
                 tree_src(tessera_kernels::epilogue::cuda::sm90_tree_source(
-                    &plan.compiled_for(132),
+                    &plan.compiled_for(tessera_kernels::arch::H100_SMS),
                     t,
                     Some(&b),
                 ))
@@ -458,7 +458,9 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
             }
             _ => Ok((
                 plan.to_string(),
-                tessera_kernels::sm90::codegen::cuda_source(&plan.compiled_for(132)),
+                tessera_kernels::sm90::codegen::cuda_source(
+                    &plan.compiled_for(tessera_kernels::arch::H100_SMS),
+                ),
             )),
         },
         Err(e) => Err(e),

@@ -781,7 +781,7 @@ impl TreeSm90 {
         let k = TreeSm90::from_source(rt, &plan, tree, binding, &src)?;
         // Automatic stream-K only where the kernel keeps every value in registers: with the
         // parts' code, drelu_bgrad reading C spilled a few bytes (docs/perf.md, session 12).
-        if plan.stream_k && plan.stream_k_min_idle > 0 && k.resources()?.1 > 0 {
+        if plan.stream_k && !plan.stream_k_forced() && k.resources()?.1 > 0 {
             let whole = crate::sm90::Sm90Plan {
                 stream_k: false,
                 ..plan

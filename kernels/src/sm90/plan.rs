@@ -895,9 +895,15 @@ impl Sm90Plan {
         let grid = self.persistent_ctas(sms, None);
         let splits = self.stream_k_tiles(grid, sms) > 0;
         Sm90Plan {
-            stream_k: self.stream_k && (self.stream_k_min_idle == 0 || splits),
+            stream_k: self.stream_k && (self.stream_k_forced() || splits),
             ..self.clone()
         }
+    }
+
+    /// Whether stream-K was asked for ([`Sm90Options::stream_k`] `Some(true)`: every partial
+    /// last wave splits), not chosen by the idle rule.
+    pub fn stream_k_forced(&self) -> bool {
+        self.stream_k && self.stream_k_min_idle == 0
     }
 
     /// Cluster tiles in all, batches included (what the persistent clusters walk).
@@ -914,7 +920,7 @@ fn choose_tile(p: &GemmProblem) -> (i64, i64) {
         return (64, 128);
     }
     let big = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
-    if big >= 132 {
+    if big >= crate::arch::H100_SMS {
         (128, 256)
     } else {
         (128, 128)
@@ -1018,7 +1024,7 @@ impl fmt::Display for Sm90Plan {
             )?;
         }
         if self.stream_k {
-            let which = if self.stream_k_min_idle > 0 {
+            let which = if !self.stream_k_forced() {
                 format!(
                     "a partial last wave leaving at least {} k-tiles a CTA idle",
                     self.stream_k_min_idle
@@ -1032,7 +1038,7 @@ impl fmt::Display for Sm90Plan {
             )?;
             // What that means on an H100 SXM, whose kernels are compiled without the parts'
             // code when they split nothing (compiled_for).
-            let sms = 132;
+            let sms = crate::arch::H100_SMS;
             let (grid, total) = (self.persistent_ctas(sms, None), self.total_tiles());
             let split = self.stream_k_tiles(grid, sms);
             if split > 0 {
