@@ -945,14 +945,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       tessera_sm90_tile(tile, p, b, tm, tn);
 #endif
     };
-    // A tile's coordinates are decoded at the end of the previous tile's mainloop (the first
-    // tile's here): the four integer divisions take about 500 cycles, which at the top of the
-    // loop the timeline showed between every cooperative epilogue and the next mainloop.
+    // Cooperative: a tile's coordinates are decoded at the end of the previous tile's mainloop
+    // (the first tile's here): the four integer divisions take about 500 cycles, which at the
+    // top of the loop the timeline showed between every epilogue and the next mainloop.
+    // Ping-pong: at the top of the loop, before the turn wait, which they do not depend on and
+    // which lasts the other warpgroup's mainloop. (During the last k-tile they held back the
+    // release of a stage: plain 4096^3 ran at 0.99-1.00 of cuBLAS against 1.02-1.03 with the
+    // decode before the turn wait, docs/perf.md, session 14.)
     const int n0 = kPingPong ? cw : 0;
     int nb = 0, ntm = 0, ntn = 0;
     // Whether unit n exists (then nb, ntm, ntn are its tile's coordinates): looked up ahead.
-    bool more;
-    {
+    bool more = true;
+    if (!kPingPong) {
       TesseraSm90Unit w0;
       more = unit_of(n0, w0);
       if (more) decode(w0.tile, nb, ntm, ntn);
@@ -964,9 +968,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       const int slot_tl = kPingPong ? local : n;
       (void)slot_tl;
       TESSERA_TL(t == 0, wg, slot_tl, 0);
-      if (!more) break;
       TesseraSm90Unit w;
-      unit_of(n, w);
+      if (kPingPong) {
+        more = unit_of(n, w);
+        if (more) decode(w.tile, nb, ntm, ntn);
+      }
+      if (!more) break;
+      if (!kPingPong) unit_of(n, w);
       const int b = nb, tm = ntm, tn = ntn;
       const bool epi_unit = !kStreamK || w.ke == k_tiles;
       if (kPingPong && (cw == 1 || local > 0)) {
@@ -1081,10 +1089,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           if (stage_in && kq < kTilePasses) stage_tile_pass(kq);
         }
 #endif
-        // The next tile's coordinates, while the last k-tile's wgmma run: the warp would wait
-        // for them next anyway. (During the first k-tile the decode held back the second
-        // k-tile's wgmma: ping-pong's mainloop took 3% longer.)
-        if (kt == w.ke - 1) {
+        // Cooperative: the next tile's coordinates, while the last k-tile's wgmma run: the warp
+        // would wait for them next anyway. (During the first k-tile the decode held back the
+        // second k-tile's wgmma: ping-pong's mainloop took 3% longer.)
+        if (!kPingPong && kt == w.ke - 1) {
           TesseraSm90Unit nw;
           more = unit_of(n + step, nw);
           if (more) decode(nw.tile, nb, ntm, ntn);
