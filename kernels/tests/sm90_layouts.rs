@@ -411,9 +411,13 @@ fn cluster_refusals() {
 #[test]
 fn generated_preamble_snapshots() {
     let mut p = GemmProblem::new(4096, 4096, 4096);
+    let coop = Sm90Options {
+        schedule: Some(Schedule::Cooperative),
+        ..Default::default()
+    };
     insta::assert_snapshot!(
         "sm90_preamble_128x256",
-        preamble(&Sm90Plan::new(&p).expect("plan"))
+        preamble(&Sm90Plan::with_options(&p, coop).expect("plan"))
     );
     p.epilogue = Epilogue::parse("bias,gelu_tanh,aux").expect("epilogue");
     let pp = Sm90Options {
@@ -664,7 +668,12 @@ fn the_store_ring_never_costs_a_stage() {
 /// share of at least 4 k-tiles a CTA, residency and the 32-bit bound.
 #[test]
 fn stream_k_splits_by_the_idle_rule() {
-    let auto = |m, n, k| Sm90Plan::new(&GemmProblem::new(m, n, k)).unwrap();
+    // (Cooperative: the planner's default for a plain GEMM up to 64 k-tiles is ping-pong.)
+    let coop = Sm90Options {
+        schedule: Some(Schedule::Cooperative),
+        ..Default::default()
+    };
+    let auto = |m, n, k| Sm90Plan::with_options(&GemmProblem::new(m, n, k), coop).unwrap();
     let on = Sm90Options {
         stream_k: Some(true),
         ..Default::default()
@@ -720,4 +729,78 @@ fn stream_k_splits_by_the_idle_rule() {
         };
         assert!(Sm90Plan::with_options(&GemmProblem::new(8192, 8192, 8192), asked).is_err());
     }
+}
+
+/// The planner's schedule: ping-pong 128 x 128 for a plain GEMM of at most 64 k-tiles whose
+/// 128 x 256 tiles fill the device and where nothing else is asked for; cooperative otherwise,
+/// and always for tree epilogues.
+#[test]
+fn plain_gemm_takes_pingpong_up_to_64_k_tiles() {
+    use tessera_kernels::epilogue::{cuda::tree_sm90_plan, parse_epilogue, Binding};
+    let sched = |p: &GemmProblem, o: Sm90Options| {
+        let plan = Sm90Plan::with_options(p, o).unwrap();
+        (plan.schedule, plan.cta_tile.0, plan.cta_tile.1)
+    };
+    let d = Sm90Options::default();
+    let pp = (Schedule::PingPong, 128, 128);
+    let coop = (Schedule::Cooperative, 128, 256);
+    // K = 4096 is 64 k-tiles; 4097 is 65; alpha does not matter.
+    for (m, n, k) in [(4096, 4096, 4096), (8192, 14336, 4096), (4096, 4096, 1024)] {
+        assert_eq!(sched(&GemmProblem::new(m, n, k), d), pp, "{m}x{n}x{k}");
+    }
+    let mut scaled = GemmProblem::new(4096, 4096, 4096);
+    scaled.epilogue.alpha = 0.5;
+    assert_eq!(sched(&scaled, d), pp);
+    for (m, n, k) in [(4096, 4096, 4097), (8192, 8192, 8192), (4096, 4096, 11008)] {
+        assert_eq!(sched(&GemmProblem::new(m, n, k), d), coop, "{m}x{n}x{k}");
+    }
+    // Too few 128 x 256 tiles for the device: the cooperative small-problem tile.
+    assert_eq!(
+        sched(&GemmProblem::new(1024, 1024, 4096), d),
+        (Schedule::Cooperative, 128, 128)
+    );
+    // Any epilogue term, an fp32 D, or any other choice asked for: cooperative.
+    for e in ["bias", "rowbias", "relu", "gelu_tanh", "aux,gelu", "c"] {
+        let mut p = GemmProblem::new(4096, 4096, 4096);
+        p.epilogue = Epilogue::parse(e).unwrap();
+        assert_eq!(sched(&p, d).0, Schedule::Cooperative, "{e}");
+    }
+    let mut f32_out = GemmProblem::new(4096, 4096, 4096);
+    f32_out.output = DType::F32;
+    assert_eq!(sched(&f32_out, d).0, Schedule::Cooperative);
+    let square = GemmProblem::new(4096, 4096, 4096);
+    for o in [
+        Sm90Options {
+            stages: Some(4),
+            ..d
+        },
+        Sm90Options {
+            group_m: Some(8),
+            ..d
+        },
+        Sm90Options {
+            cluster: Some(2),
+            ..d
+        },
+        Sm90Options {
+            stream_k: Some(false),
+            ..d
+        },
+        Sm90Options {
+            tma_store: Some(false),
+            ..d
+        },
+    ] {
+        assert_eq!(sched(&square, o), coop, "{o:?}");
+    }
+    // Forced, ping-pong stays available; and a tree epilogue plans cooperative.
+    let forced = Sm90Options {
+        schedule: Some(Schedule::PingPong),
+        ..d
+    };
+    assert_eq!(sched(&GemmProblem::new(8192, 8192, 8192), forced), pp);
+    let t = parse_epilogue("relu(acc)").unwrap();
+    let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+    let plan = tree_sm90_plan(&square, &t, &b, d).unwrap();
+    assert_eq!(plan.schedule, Schedule::Cooperative);
 }

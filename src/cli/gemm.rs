@@ -68,8 +68,10 @@ pub struct KernelArgs {
     /// no C) or `off`; default: on when possible.
     #[arg(long)]
     pub tma_store: Option<String>,
-    /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (default:
-    /// both on every tile) or `pingpong` (alternate tiles; BM 64, or BM 128 with BN at most 128).
+    /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (both on
+    /// every tile) or `pingpong` (alternate tiles; BM 64, or BM 128 with BN at most 128);
+    /// default: ping-pong for a plain GEMM with K up to 4096 and nothing else forced, else
+    /// cooperative.
     #[arg(long)]
     pub schedule: Option<String>,
     /// Hopper path: tile rows per group of the persistent tile order (default 8): a group

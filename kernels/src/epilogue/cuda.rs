@@ -973,7 +973,13 @@ pub fn tree_sm90_plan(
     binding: &super::check::Binding,
     opts: crate::sm90::Sm90Options,
 ) -> crate::error::Result<crate::sm90::Sm90Plan> {
-    use crate::sm90::Sm90Plan;
+    use crate::sm90::{Schedule, Sm90Plan};
+    // Cooperative unless asked: the planner's ping-pong default is for the plain GEMM, and
+    // under ping-pong a heavier epilogue slows the other warpgroup's mainloop.
+    let opts = crate::sm90::Sm90Options {
+        schedule: Some(opts.schedule.unwrap_or(Schedule::Cooperative)),
+        ..opts
+    };
     let base = Sm90Plan::with_options(problem, opts)?;
     let full = tree_sm90_options(tree, binding, opts);
     let candidates = [

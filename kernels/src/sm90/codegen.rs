@@ -315,7 +315,7 @@ fn frag_offsets_source(plan: &Sm90Plan) -> String {
 /// ```
 /// use tessera_kernels::sm90::{codegen::cuda_source, Sm90Plan};
 /// use tessera_kernels::GemmProblem;
-/// let src = cuda_source(&Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap());
+/// let src = cuda_source(&Sm90Plan::new(&GemmProblem::new(4096, 4096, 8192)).unwrap());
 /// assert!(src.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
 /// assert!(src.contains("cp.async.bulk.tensor.3d"));
 /// assert!(src.contains("kDescHiA = 0x4000004000010000ull"));

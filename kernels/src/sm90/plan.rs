@@ -8,7 +8,7 @@ use tessera_layout::Layout;
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
 use crate::plan::SmemLayout;
-use crate::problem::{BiasMode, DType, GemmProblem, Major};
+use crate::problem::{Activation, BiasMode, DType, GemmProblem, Major};
 use tessera_layout::composition;
 use tessera_swizzle::algebra::composition as sw_composition;
 use tessera_swizzle::{bank_conflicts, BankConflicts};
@@ -105,6 +105,16 @@ pub const STREAM_K_MIN_SHARE: i64 = 4;
 /// at 37 idle k-tiles and above (4096 x 11008 x 4096: +3%; 8192³, 62: +2.5-4.5%), within the
 /// spread at 15-27, slower at 8-10 (4096³: -3%).
 pub const STREAM_K_MIN_IDLE: i64 = 32;
+
+/// The plain GEMM takes the ping-pong schedule by default up to this many k-tiles (K = 4096):
+/// its epilogue then runs under the other warpgroup's mainloop, which is worth more than
+/// the cooperative 128 x 256 tile's faster mainloop (about 1.02 against 1.07 kc per 128 x
+/// 256 x 64 k-tile) while the tiles are short. Fitted to `bench gemm` on the H100
+/// (docs/perf.md, session 14): at K = 4096 ping-pong ran 1.4-6% faster on all six such shapes
+/// of the benchmark; at K = 8192 (8192³) 0.5% slower than cooperative with stream-K; at
+/// K = 11008 2-5% slower. Fused epilogues stay cooperative: under ping-pong they slowed the
+/// other warpgroup's mainloop (gelu_bias +10.8% over its plain GEMM at 4096³ against +3.3%).
+pub const PINGPONG_MAX_K_TILES: i64 = 64;
 
 /// Buffers per staged epilogue input and consumer warpgroup ([`Sm90Plan::staged_inputs`]).
 pub const IN_BUFFERS: i64 = 2;
@@ -330,7 +340,8 @@ pub struct Sm90Options {
     pub stages: Option<i64>,
     /// Force the tile-rows per rasterization group.
     pub group_m: Option<i64>,
-    /// Force the consumer schedule.
+    /// Force the consumer schedule. Default: ping-pong (128 x 128) for a plain GEMM of at
+    /// most [`PINGPONG_MAX_K_TILES`] k-tiles with no other choice forced, else cooperative.
     pub schedule: Option<Schedule>,
     /// CTAs per cluster: 1 (the default) or 2 (a pair sharing one operand through TMA
     /// multicast; cooperative schedule only).
@@ -510,12 +521,15 @@ impl Sm90Plan {
     /// Plans `problem` with the planner's own choices.
     ///
     /// ```
-    /// use tessera_kernels::sm90::Sm90Plan;
+    /// use tessera_kernels::sm90::{Schedule, Sm90Plan};
     /// use tessera_kernels::GemmProblem;
-    /// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
     /// assert_eq!((plan.cta_tile, plan.consumers, plan.threads), ((128, 256, 64), 2, 384));
     /// assert_eq!(plan.b.tma.outer, 256);
     /// assert!(plan.smem_bytes <= 232_448);
+    /// // A plain GEMM of at most PINGPONG_MAX_K_TILES k-tiles: ping-pong, 128 x 128.
+    /// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    /// assert_eq!((plan.cta_tile, plan.schedule), ((128, 128, 64), Schedule::PingPong));
     /// ```
     pub fn new(problem: &GemmProblem) -> Result<Sm90Plan> {
         Sm90Plan::with_options(problem, Sm90Options::default())
@@ -536,10 +550,11 @@ impl Sm90Plan {
                 format!("{problem}: the sm_90a path takes 16-bit inputs, A row-major and B column-major (stored N x K)"),
             ));
         }
+        let auto_pingpong = opts.schedule.is_none() && auto_pingpong(problem, &opts);
         let (bm, bn) = match opts.tile {
             Some(t) => t,
             // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
-            None if opts.schedule == Some(Schedule::PingPong) => (128, 128),
+            None if opts.schedule == Some(Schedule::PingPong) || auto_pingpong => (128, 128),
             None => choose_tile(problem),
         };
         if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
@@ -548,7 +563,11 @@ impl Sm90Plan {
                 format!("tile {bm}x{bn}: BM must be 64 or 128, BN a multiple of 32 in 32..=256"),
             ));
         }
-        let schedule = opts.schedule.unwrap_or_default();
+        let schedule = opts.schedule.unwrap_or(if auto_pingpong {
+            Schedule::PingPong
+        } else {
+            Schedule::Cooperative
+        });
         let (consumers, m_halves) = match schedule {
             Schedule::Cooperative => (bm / 64, 1),
             // A ping-pong consumer holds its whole tile: 64 x BN (one m64 wgmma per k16
@@ -849,15 +868,16 @@ impl Sm90Plan {
     /// a CTA waiting for another's part needs.
     ///
     /// ```
-    /// use tessera_kernels::sm90::Sm90Plan;
+    /// use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
     /// use tessera_kernels::GemmProblem;
-    /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 14336, 4096)).unwrap();
+    /// let coop = Sm90Options { schedule: Some(Schedule::Cooperative), ..Default::default() };
+    /// let plan = Sm90Plan::with_options(&GemmProblem::new(8192, 14336, 4096), coop).unwrap();
     /// assert!(plan.stream_k);
     /// assert_eq!(plan.total_tiles(), 3584); // 27 waves of 132 and 20 tiles
     /// assert_eq!(plan.stream_k_tiles(132, 132), 20); // 9.7 k-tiles a CTA, 54 idle
     /// assert_eq!(plan.stream_k_tiles(128, 132), 0); // 28 whole waves
     /// // 4096^3: 512 tiles, the last wave 116 / 132 full, 7.8 k-tiles a CTA idle: whole.
-    /// let square = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    /// let square = Sm90Plan::with_options(&GemmProblem::new(4096, 4096, 4096), coop).unwrap();
     /// assert_eq!(square.stream_k_tiles(132, 132), 0);
     /// ```
     pub fn stream_k_tiles(&self, grid: i64, sms: i64) -> i64 {
@@ -887,8 +907,8 @@ impl Sm90Plan {
     /// use tessera_kernels::GemmProblem;
     /// let split = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
     /// assert!(split.compiled_for(132).stream_k);
-    /// // 4096^3 leaves 7.8 k-tiles a CTA idle in its last wave: every tile whole.
-    /// let whole = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    /// // 4096 x 4096 x 8192 leaves 15.5 k-tiles a CTA idle in its last wave: every tile whole.
+    /// let whole = Sm90Plan::new(&GemmProblem::new(4096, 4096, 8192)).unwrap();
     /// assert!(whole.stream_k && !whole.compiled_for(132).stream_k);
     /// ```
     pub fn compiled_for(&self, sms: i64) -> Sm90Plan {
@@ -915,6 +935,30 @@ impl Sm90Plan {
 
 /// 128x256 (two consumers) when the problem has enough such tiles to fill an H100 (132 SMs);
 /// else 128x128; 64x128 for a problem with fewer than 64 rows.
+/// Whether a plan left to the planner takes the ping-pong schedule: a plain GEMM (no bias,
+/// activation, aux or C; any alpha) with a 16-bit D, tiles enough for 128 x 256 to fill the
+/// device, at most [`PINGPONG_MAX_K_TILES`] k-tiles, and no other choice of [`Sm90Options`]
+/// forced (tree epilogues ask for their schedule: [`crate::epilogue::cuda::tree_sm90_plan`]).
+fn auto_pingpong(p: &GemmProblem, opts: &Sm90Options) -> bool {
+    let e = &p.epilogue;
+    opts.tile.is_none()
+        && opts.stages.is_none()
+        && opts.group_m.is_none()
+        && opts.cluster.is_none()
+        && opts.share.is_none()
+        && opts.stream_k.is_none()
+        && opts.tma_store != Some(false)
+        && opts.epilogue_inputs.is_none()
+        && opts.epilogue_vectors == (false, false)
+        && e.act == Activation::None
+        && e.bias == BiasMode::None
+        && !e.aux
+        && e.beta == 0.0
+        && p.output.bytes() == 2
+        && choose_tile(p) == (128, 256)
+        && (p.k + BK - 1) / BK <= PINGPONG_MAX_K_TILES
+}
+
 fn choose_tile(p: &GemmProblem) -> (i64, i64) {
     if p.m <= 64 {
         return (64, 128);
