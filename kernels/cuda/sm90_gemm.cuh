@@ -949,9 +949,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     // (the first tile's here): the four integer divisions take about 500 cycles, which at the
     // top of the loop the timeline showed between every epilogue and the next mainloop.
     // Ping-pong: at the top of the loop, before the turn wait, which they do not depend on and
-    // which lasts the other warpgroup's mainloop. (During the last k-tile they held back the
-    // release of a stage: plain 4096^3 ran at 0.99-1.00 of cuBLAS against 1.02-1.03 with the
-    // decode before the turn wait, docs/perf.md, session 14.)
+    // which lasts the other warpgroup's mainloop. (Decoded during the last k-tile instead,
+    // plain 4096^3 ran at 0.99-1.01 of cuBLAS against 1.02-1.04 here, docs/perf.md, session
+    // 14; why was not measured.)
     const int n0 = kPingPong ? cw : 0;
     int nb = 0, ntm = 0, ntn = 0;
     // Whether unit n exists (then nb, ntm, ntn are its tile's coordinates): looked up ahead.
