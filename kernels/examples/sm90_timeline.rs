@@ -127,14 +127,15 @@ mod timeline {
             arg(&args, 2, "K")?,
         );
         let mut opts = Sm90Options::default();
-        let pingpong = match flag(&args, "--schedule") {
-            None | Some("cooperative") => false,
-            Some("pingpong") => true,
+        // Without --schedule the planner chooses (ping-pong for a plain GEMM up to K = 4096).
+        match flag(&args, "--schedule") {
+            None => {}
+            Some("cooperative") => opts.schedule = Some(Schedule::Cooperative),
+            Some("pingpong") => {
+                opts.schedule = Some(Schedule::PingPong);
+                opts.tile = Some((128, 128));
+            }
             Some(s) => return Err(format!("--schedule `{s}`: cooperative or pingpong")),
-        };
-        if pingpong {
-            opts.schedule = Some(Schedule::PingPong);
-            opts.tile = Some((128, 128));
         }
         if let Some(t) = flag(&args, "--tile") {
             let v: Vec<i64> = t.split('x').filter_map(|x| x.parse().ok()).collect();
