@@ -1111,10 +1111,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       tessera_wgmma_wait<0>();
       TESSERA_TL(t == 0, wg, slot_tl, 3);
 #ifdef TESSERA_EPILOGUE_TREE
-      if (k_tiles == 0) {
-        tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
-        load_tile_vectors();
-      }
       if (stage_in && epi_unit) {
 #pragma unroll 1
         for (int q = w.ke - w.kb; q < kTilePasses; ++q) stage_tile_pass(q);
