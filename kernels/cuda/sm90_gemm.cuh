@@ -1243,87 +1243,122 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           const int col = cbx + tessera_acc_col(t, 4 * (s / 2) + s % 2);
           if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
         };
+        // The tile's passes. `fixed` (a constant at each call, which is inlined): 0, each pass
+        // block's case of tessera_ep_block_case decided at the block, with the bounds-checked
+        // copy of the elements for blocks past D; else the case of every block of a tile that
+        // lies inside D and fixes its select predicates throughout, compiled in alone. (A
+        // select's per-block dispatch among its cases' copies took its passes 760 cycles
+        // against 465-575 for either branch alone: sm90_timeline, docs/perf.md, session 14.)
+#if TESSERA_EP_SIDES > 0
+        auto tile_passes = [&](const int fixed) {
+#else
+        {  // (Without a select: the passes as they were, in the kernel's own scope.)
+          constexpr int fixed = 0;
+#endif
 #pragma unroll
-        for (int pass = 0; pass < kTilePasses; ++pass) {
-          const TesseraSm90PassPre pre = tessera_sm90_pass_words(tile_words, pass, lane);
-          const int h = pass / kPassesN;
-          const int j = pass % kPassesN;
-          const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
-          const int cb = tn * kBN + j * kEpiCols;
-          float v[kEpiRegs];
-          tessera_sm90_pass_regs(acc, pass, 0, v);
-          unsigned dpk[kPairs], apk[kPairs], wb[2];
-          float cs[kPairs];
-          if (j == 0) rs[0] = rs[1] = 0.0f;
-          // This pass's staged inputs: wait for their blocks (read by the elements).
-          const int slot = pass % kInBufs;
-          const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
-          const unsigned char* in = tessera_smem_raw + (in_slot - raw);
-          if (kTesseraEpStaged > 0) {
-            // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
-            // this warpgroup, and this tile's earlier passes on the slot.
-            const int slot_uses = kTilePasses / kInBufs + (slot < kTilePasses % kInBufs ? 1 : 0);
-            tessera_mbar_wait(in_bar + 8 * slot,
-                              (unsigned)((local * slot_uses + pass / kInBufs) & 1));
-          }
-          const float* vc = vec_t + j * kEpiCols;
-          const float* vr = vec_t + kVecCols + (kPingPong ? 64 * h : 0);
-          if (row0 + 64 <= p.m && cb + kEpiCols <= p.n) {
-            const int sc = tessera_ep_block_case(ea, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
-            tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
-          } else {
-            tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
-          }
-          // The pass's mask word (an output bit mask): gathered before the pass's stores, so
-          // that the exchanges' latency overlaps the store pass, and stored after them (stored
-          // before, its global store held the pass's async-proxy fence back: write + fence 228
-          // cycles a pass against 202, sm90_timeline, relu_aux_bias). Lane
-          // bit 0 picks the row slot: one exchange gives each lane its slot's bits of the
-          // lane pair, a second those of the quad; the lanes with bit 1 clear store the row's
-          // word.
-          unsigned mask_word = 0u;
-          if (kTesseraEpBits) {
-            const int s0 = lane & 1;
-            mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
-            mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
-          }
-          auto store_mask_word = [&] {
-            const int valid = min(32, p.n - cb);
-            unsigned* wp = mask_rows[h];
-            if ((lane & 2) == 0 && wp != nullptr && valid > 0) {
-              wp += j;
-              if (valid == 32) {
-                *wp = mask_word;
-              } else {
-                // The row's last, partial word: only its own bits.
-                const unsigned mask = (1u << valid) - 1u;
-                atomicAnd(wp, ~mask);
-                atomicOr(wp, mask_word & mask);
+          for (int pass = 0; pass < kTilePasses; ++pass) {
+            const TesseraSm90PassPre pre = tessera_sm90_pass_words(tile_words, pass, lane);
+            const int h = pass / kPassesN;
+            const int j = pass % kPassesN;
+            const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
+            const int cb = tn * kBN + j * kEpiCols;
+            float v[kEpiRegs];
+            tessera_sm90_pass_regs(acc, pass, 0, v);
+            unsigned dpk[kPairs], apk[kPairs], wb[2];
+            float cs[kPairs];
+            if (j == 0) rs[0] = rs[1] = 0.0f;
+            // This pass's staged inputs: wait for their blocks (read by the elements).
+            const int slot = pass % kInBufs;
+            const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
+            const unsigned char* in = tessera_smem_raw + (in_slot - raw);
+            if (kTesseraEpStaged > 0) {
+              // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
+              // this warpgroup, and this tile's earlier passes on the slot.
+              const int slot_uses = kTilePasses / kInBufs + (slot < kTilePasses % kInBufs ? 1 : 0);
+              tessera_mbar_wait(in_bar + 8 * slot,
+                                (unsigned)((local * slot_uses + pass / kInBufs) & 1));
+            }
+            const float* vc = vec_t + j * kEpiCols;
+            const float* vr = vec_t + kVecCols + (kPingPong ? 64 * h : 0);
+            if (fixed > 0 || (row0 + 64 <= p.m && cb + kEpiCols <= p.n)) {
+              const int sc = fixed > 0 ? fixed : tessera_ep_block_case(ea, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
+              tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
+            } else {
+              tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
+            }
+            // The pass's mask word (an output bit mask): gathered before the pass's stores, so
+            // that the exchanges' latency overlaps the store pass, and stored after them (stored
+            // before, its global store held the pass's async-proxy fence back: write + fence 228
+            // cycles a pass against 202, sm90_timeline, relu_aux_bias). Lane
+            // bit 0 picks the row slot: one exchange gives each lane its slot's bits of the
+            // lane pair, a second those of the quad; the lanes with bit 1 clear store the row's
+            // word.
+            unsigned mask_word = 0u;
+            if (kTesseraEpBits) {
+              const int s0 = lane & 1;
+              mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
+              mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
+            }
+            auto store_mask_word = [&] {
+              const int valid = min(32, p.n - cb);
+              unsigned* wp = mask_rows[h];
+              if ((lane & 2) == 0 && wp != nullptr && valid > 0) {
+                wp += j;
+                if (valid == 32) {
+                  *wp = mask_word;
+                } else {
+                  // The row's last, partial word: only its own bits.
+                  const unsigned mask = (1u << valid) - 1u;
+                  atomicAnd(wp, ~mask);
+                  atomicOr(wp, mask_word & mask);
+                }
               }
+            };
+            tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+              // The warp has read its rows of this pass's staged inputs: they take those of
+              // pass + kInBufs.
+              if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kTilePasses) {
+                const int w = t / 32;
+                int r1, c1;
+                tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
+                tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
+                                               in_bar + 8 * slot, r1, c1, b, w);
+              }
+            });
+            if (kTesseraEpBits) store_mask_word();
+            const int b0 = lane & 1;
+            if (kTesseraEpColSum) reduce_cols(cs, cb);
+            if (kTesseraEpRowSum && j == kPassesN - 1) {
+              // The tile's row sums (all its passes of these rows): lane bit 0 picks the slot.
+              float sum = (b0 ? rs[1] : rs[0]) + __shfl_xor_sync(0xffffffffu, b0 ? rs[0] : rs[1], 1);
+              sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+              const int row = row0 + tessera_acc_row(t, 2 * b0);
+              if ((lane & 2) == 0 && row < p.m) tessera_ep_flush_row(ea, b, row, sum);
             }
-          };
-          tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
-            // The warp has read its rows of this pass's staged inputs: they take those of
-            // pass + kInBufs.
-            if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kTilePasses) {
-              const int w = t / 32;
-              int r1, c1;
-              tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
-              tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
-                                             in_bar + 8 * slot, r1, c1, b, w);
-            }
-          });
-          if (kTesseraEpBits) store_mask_word();
-          const int b0 = lane & 1;
-          if (kTesseraEpColSum) reduce_cols(cs, cb);
-          if (kTesseraEpRowSum && j == kPassesN - 1) {
-            // The tile's row sums (all its passes of these rows): lane bit 0 picks the slot.
-            float sum = (b0 ? rs[1] : rs[0]) + __shfl_xor_sync(0xffffffffu, b0 ? rs[0] : rs[1], 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-            const int row = row0 + tessera_acc_row(t, 2 * b0);
-            if ((lane & 2) == 0 && row < p.m) tessera_ep_flush_row(ea, b, row, sum);
           }
+#if TESSERA_EP_SIDES > 0
+        };
+        // The tile's (this warpgroup's rows of it) case, when it lies inside D.
+        const int tr0 = tm * kBM + (kPingPong ? 0 : 64 * cw);
+        const int tr1 = tr0 + (kPingPong ? kBM : 64) - 1;
+        const int tile_case = tr1 < p.m && tn * kBN + kBN <= p.n
+                                  ? tessera_ep_block_case(ea, b, tr0, tr1, tn * kBN, tn * kBN + kBN - 1)
+                                  : 0;
+        static_assert(kTesseraEpSides <= 2, "at most two hoisted predicates");
+        if (kTesseraEpSides >= 1 && tile_case == 1) {
+          tile_passes(1);
+        } else if (kTesseraEpSides >= 1 && tile_case == 2) {
+          tile_passes(2);
+        } else if (kTesseraEpSides >= 2 && tile_case == 3) {
+          tile_passes(3);
+        } else if (kTesseraEpSides >= 2 && tile_case == 4) {
+          tile_passes(4);
+        } else {
+          tile_passes(0);
         }
+#else
+        }
+#endif
         continue;
       }
 #endif

@@ -465,7 +465,8 @@ pub fn generate(tree: &EpilogueTree) -> Result<String> {
 fn block_case(s: &mut String, hoisted: &[HoistedPredicate]) {
     let _ = writeln!(
         s,
-        "constexpr int kTesseraEpSides = {};  // select predicates a block may fix",
+        "constexpr int kTesseraEpSides = {};  // select predicates a block may fix\n#define TESSERA_EP_SIDES {}",
+        hoisted.len(),
         hoisted.len()
     );
     let _ = writeln!(
