@@ -1344,10 +1344,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         const int tile_case = tr1 < p.m && tn * kBN + kBN <= p.n
                                   ? tessera_ep_block_case(ea, b, tr0, tr1, tn * kBN, tn * kBN + kBN - 1)
                                   : 0;
-        static_assert(kTesseraEpSides <= 2, "at most two hoisted predicates");
-        if (kTesseraEpSides >= 1 && tile_case == 1) {
+        // (tessera_sm90_tree_frag_inside holds the limit of two predicates, cases 1 to 4.)
+        if (tile_case == 1) {
           tile_passes(1);
-        } else if (kTesseraEpSides >= 1 && tile_case == 2) {
+        } else if (tile_case == 2) {
           tile_passes(2);
         } else if (kTesseraEpSides >= 2 && tile_case == 3) {
           tile_passes(3);

@@ -933,8 +933,6 @@ impl Sm90Plan {
     }
 }
 
-/// 128x256 (two consumers) when the problem has enough such tiles to fill an H100 (132 SMs);
-/// else 128x128; 64x128 for a problem with fewer than 64 rows.
 /// Whether a plan left to the planner takes the ping-pong schedule: a plain GEMM (no bias,
 /// activation, aux or C; any alpha) with a 16-bit D, tiles enough for 128 x 256 to fill the
 /// device, at most [`PINGPONG_MAX_K_TILES`] k-tiles, and no other choice of [`Sm90Options`]
@@ -959,6 +957,8 @@ fn auto_pingpong(p: &GemmProblem, opts: &Sm90Options) -> bool {
         && (p.k + BK - 1) / BK <= PINGPONG_MAX_K_TILES
 }
 
+/// 128x256 (two consumers) when the problem has enough such tiles to fill an H100 (132 SMs);
+/// else 128x128; 64x128 for a problem with fewer than 64 rows.
 fn choose_tile(p: &GemmProblem) -> (i64, i64) {
     if p.m <= 64 {
         return (64, 128);
