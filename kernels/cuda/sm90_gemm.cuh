@@ -1055,9 +1055,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       unsigned tile_words[kTesseraEpTileWords];
       if (epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
 #endif
-      // This unit's first k-tile is the g0-th the producer loaded (whole tiles: n k_tiles;
-      // ping-pong: the other warpgroup's tiles between).
-      const unsigned long long g0 = kStreamK ? w.kpos : (unsigned long long)n * k_tiles;
+      // This unit's first k-tile is the g0-th the producer loaded (its kpos; whole tiles: n
+      // k_tiles, ping-pong counting the other warpgroup's tiles between).
+      const unsigned long long g0 = w.kpos;
       int stage = (int)(g0 % kStages);
       unsigned phase = (unsigned)((g0 / kStages) & 1);
       int prev = 0;
