@@ -794,7 +794,7 @@ fn pingpong_turns_hold_over_many_short_tiles() {
 /// sums) on the device, independently of tessera's kernels.
 #[test]
 fn named_fusions_match_cublaslt() {
-    use tessera_kernels::epilogue::cublaslt::{lt_fused, LtBuffers, LtHandle};
+    use tessera_kernels::epilogue::cublaslt::{lt_fused, lt_plain, LtBuffers, LtHandle};
     use tessera_kernels::reference::GemmStrides;
     use tessera_kernels::GemmProblem;
     let Some(rt) = runtime() else { return };
@@ -980,6 +980,27 @@ fn named_fusions_match_cublaslt() {
                 );
             }
         }
+    }
+    // The vendor's plain GEMM (the benchmark's baseline of its fusions' cost): D = acc, with
+    // bias and aux given but not read.
+    let d = DeviceBuf::poisoned(&rt, t, mu * nu).unwrap();
+    let unread = DeviceBuf::poisoned(&rt, t, mu * nu).unwrap();
+    let bufs = LtBuffers {
+        a: &a_d,
+        b: &b_d,
+        d: &d,
+        bias: Some(&unread),
+        aux: Some(&unread),
+        aux_ld: n,
+    };
+    lt_plain(&rt, &h, &p, 1.0, &bufs).unwrap();
+    rt.stream().synchronize().unwrap();
+    for (i, (g, w)) in d.download(&rt).unwrap().iter().zip(&acc).enumerate() {
+        let tol = 2.0 * t.unit_roundoff() * w.abs() + 2e-3 * (1.0 + w.abs());
+        assert!(
+            (g - w).abs() <= tol,
+            "default epilogue: D[{i}] = {g}, want {w}"
+        );
     }
 }
 

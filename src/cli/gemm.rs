@@ -710,7 +710,7 @@ fn bench_epilogues(
         2.0 * shape.0 as f64 * shape.1 as f64 * shape.2 as f64 / ms / 1e9
     };
     println!(
-        "{:>18} {:>5} {:>14} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "{:>18} {:>5} {:>14} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>14} {:>9}",
         "shape",
         "path",
         "fusion",
@@ -719,13 +719,22 @@ fn bench_epilogues(
         "cuBLASLt",
         "vs plain",
         "vs Lt",
+        "Lt plain",
+        "Lt vs Lt plain",
         "rel diff"
     );
     let mut all: Vec<(String, EpBenchRow)> = Vec::new();
     for &shape in &shapes {
         let rows = bench_fusions(&rt, &[shape], &fusions, rounds, inner(shape), path, |r| {
+            let (lt_plain, lt_cost) = match (r.vendor_plain_ms, r.vendor_overhead()) {
+                (Some(ms), Some(c)) => (
+                    format!("{:.1}", tf(r.shape, ms)),
+                    format!("{:+.1}%", 100.0 * c),
+                ),
+                _ => ("-".to_string(), "-".to_string()),
+            };
             println!(
-                "{:>18} {:>5} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>8.3} {:>9.1e}",
+                "{:>18} {:>5} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>8.3} {:>9} {:>14} {:>9.1e}",
                 format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2),
                 r.path,
                 r.name,
@@ -734,6 +743,8 @@ fn bench_epilogues(
                 tf(r.shape, r.other_ms),
                 100.0 * r.overhead(),
                 r.speedup(),
+                lt_plain,
+                lt_cost,
                 r.rel_diff
             )
         });
@@ -787,6 +798,7 @@ fn bench_epilogues(
                     "name": r.name, "path": r.path, "ours_ms": r.ours_ms, "plain_ms": r.plain_ms,
                     "other_ms": r.other_ms, "overhead": r.overhead(), "speedup": r.speedup(),
                     "rel_diff": r.rel_diff, "baseline_ms": r.baseline_ms,
+                    "vendor_plain_ms": r.vendor_plain_ms, "vendor_overhead": r.vendor_overhead(),
                 })
             })
             .collect();

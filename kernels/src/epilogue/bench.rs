@@ -2,9 +2,10 @@
 //! ([`super::launch::TreeKernel`]: the Hopper kernel on sm_90a, else the sm80-class one), our
 //! plain GEMM on the same path and with the same plan ([`crate::sm90::launch::Sm90Kernel`] or
 //! [`crate::gemm::GemmKernel`]) and cuBLASLt's fusion of the same name
-//! ([`super::cublaslt::lt_fused`]), interleaved in one process (ours, plain, cuBLASLt, ours,
-//! ...), medians of timed batches; and for a coordinate-aware tree, one kernel against one
-//! launch per region.
+//! ([`super::cublaslt::lt_fused`]) with cuBLASLt's plain GEMM on the same operands
+//! ([`super::cublaslt::lt_plain`], the baseline of the vendor's own fusion cost), interleaved
+//! in one process (ours, plain, cuBLASLt's fusion, cuBLASLt's plain, ours, ...), medians of
+//! timed batches; and for a coordinate-aware tree, one kernel against one launch per region.
 //!
 //! Operands are nn.Linear's (A row-major M x K, B column-major, bf16 in and out, bias per
 //! output column). Inputs are random; outputs are not checked here (the GPU tests do that).
@@ -20,7 +21,7 @@ use crate::sm90::launch::PathKernel;
 
 use super::check::Binding;
 use super::coord::split_regions;
-use super::cublaslt::{lt_fused, LtBuffers, LtHandle};
+use super::cublaslt::{lt_fused, lt_plain, LtBuffers, LtHandle};
 use super::fusions::Fusion;
 use super::launch::{EpBuffers, TreeKernel};
 use super::tree::EpilogueTree;
@@ -47,6 +48,9 @@ pub struct EpBenchRow {
     /// For a coordinate tree: median milliseconds of the same GEMM with the baseline tree
     /// (the epilogue without the coordinate dependence, [`coordinate_baseline`]).
     pub baseline_ms: Option<f64>,
+    /// For a named fusion: median milliseconds of cuBLASLt's GEMM with its default epilogue
+    /// on the same operands (the vendor's plain GEMM).
+    pub vendor_plain_ms: Option<f64>,
 }
 
 impl EpBenchRow {
@@ -58,6 +62,12 @@ impl EpBenchRow {
     /// `other / ours`: above 1 when ours is faster.
     pub fn speedup(&self) -> f64 {
         self.other_ms / self.ours_ms
+    }
+
+    /// `other / vendor plain - 1`: the vendor's cost of the same fusion over its own plain
+    /// GEMM (named fusions only).
+    pub fn vendor_overhead(&self) -> Option<f64> {
+        self.vendor_plain_ms.map(|v| self.other_ms / v - 1.0)
     }
 }
 
@@ -122,7 +132,8 @@ fn plain_kernel(
     PathKernel::new(rt, &crate::sm90::plan_path(p, rt.arch(), path)?)
 }
 
-/// Ours, plain and cuBLASLt for every shape and fusion (`rounds` medians of `inner` launches),
+/// Ours, plain, cuBLASLt's fusion and cuBLASLt's plain GEMM for every shape and fusion
+/// (`rounds` medians of `inner` launches),
 /// on the path `path` picks ([`crate::sm90::plan_path`]; the Hopper path on sm_90a unless it
 /// forces the sm80-class one). Ours is
 /// what [`TreeKernel::plan`] compiles: the fused v1 kernel for the fusions it expresses (the
@@ -192,11 +203,18 @@ pub fn bench_fusions(
             let mut f_ours = || ours.launch(rt, &o.a, &o.b, &o.s, &binding, &bufs);
             let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
             let mut f_lt = || lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs);
-            let [ours_ms, plain_ms, lt_ms] = interleaved(
+            let lt_plain_bufs = LtBuffers {
+                d: &o.d2,
+                bias: None,
+                aux: None,
+                ..lt_bufs
+            };
+            let mut f_lt_plain = || lt_plain(rt, &lt, &o.p, 1.0, &lt_plain_bufs);
+            let [ours_ms, plain_ms, lt_ms, lt_plain_ms] = interleaved(
                 rt,
                 rounds,
                 inner,
-                &mut [&mut f_ours, &mut f_plain, &mut f_lt],
+                &mut [&mut f_ours, &mut f_plain, &mut f_lt, &mut f_lt_plain],
             )?;
             let row = EpBenchRow {
                 shape,
@@ -207,6 +225,7 @@ pub fn bench_fusions(
                 path: ours.path_name(),
                 rel_diff,
                 baseline_ms: None,
+                vendor_plain_ms: Some(lt_plain_ms),
             };
             progress(&row);
             rows.push(row);
@@ -337,5 +356,6 @@ pub fn bench_coordinate(
         path: one.path_name(),
         rel_diff,
         baseline_ms,
+        vendor_plain_ms: None,
     })
 }

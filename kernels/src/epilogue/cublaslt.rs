@@ -140,6 +140,31 @@ pub fn lt_fused(
     alpha: f32,
     bufs: &LtBuffers<'_>,
 ) -> Result<()> {
+    lt_matmul(rt, h, Some(fusion), p, alpha, bufs)
+}
+
+/// Runs `D = alpha * A B` with cuBLASLt's default epilogue, on the operands and with the
+/// descriptors of [`lt_fused`] (`bias` and `aux` are not read): the vendor's plain GEMM, the
+/// baseline of its own fusions' cost.
+pub fn lt_plain(
+    rt: &Runtime,
+    h: &LtHandle,
+    p: &GemmProblem,
+    alpha: f32,
+    bufs: &LtBuffers<'_>,
+) -> Result<()> {
+    lt_matmul(rt, h, None, p, alpha, bufs)
+}
+
+/// [`lt_fused`] (`Some`) or [`lt_plain`] (`None`).
+fn lt_matmul(
+    rt: &Runtime,
+    h: &LtHandle,
+    fusion: Option<Fusion>,
+    p: &GemmProblem,
+    alpha: f32,
+    bufs: &LtBuffers<'_>,
+) -> Result<()> {
     p.validate()?;
     if p.batch != 1 || p.a_major != Major::Row || p.b_major != Major::Col || p.input != p.output {
         return Err(KernelError::InvalidProblem {
@@ -155,24 +180,30 @@ pub fn lt_fused(
         DType::F32 => sys::cudaDataType_t::CUDA_R_32F,
     };
     let (m, n, k) = (p.m, p.n, p.k);
-    let tree = fusion.tree();
-    let reads_aux =
-        tree.d.uses(super::tree::Leaf::AuxIn) || tree.d.uses(super::tree::Leaf::AuxInBits);
-    let writes_aux = tree
-        .d
-        .sinks()
-        .iter()
-        .any(|s| matches!(s, super::tree::Sink::Aux(_)));
+    let (reads_aux, writes_aux) = match fusion {
+        Some(f) => {
+            let tree = f.tree();
+            (
+                tree.d.uses(super::tree::Leaf::AuxIn) || tree.d.uses(super::tree::Leaf::AuxInBits),
+                tree.d
+                    .sinks()
+                    .iter()
+                    .any(|s| matches!(s, super::tree::Sink::Aux(_))),
+            )
+        }
+        None => (false, false),
+    };
     let bits = matches!(
         fusion,
-        Fusion::ReluAuxBias | Fusion::DRelu | Fusion::DReluBgrad
+        Some(Fusion::ReluAuxBias | Fusion::DRelu | Fusion::DReluBgrad)
     );
     // Every fusion but DRELU and DGELU reads a bias or writes a bias gradient.
-    let uses_bias = !matches!(fusion, Fusion::DRelu | Fusion::DGelu);
+    let uses_bias = fusion.is_some_and(|f| !matches!(f, Fusion::DRelu | Fusion::DGelu));
     let bias_len = match fusion {
-        Fusion::BgradB => m,
+        Some(Fusion::BgradB) => m,
         _ => n,
     };
+    let name = fusion.map_or("the default epilogue", |f| f.name());
     let size_ok = |b: &DeviceBuf, dtype: DType, len: i64| b.dtype == dtype && b.len as i64 >= len;
     if !size_ok(bufs.a, p.input, m * k)
         || !size_ok(bufs.b, p.input, n * k)
@@ -190,8 +221,7 @@ pub fn lt_fused(
             return Err(KernelError::InvalidProblem {
                 op: OP,
                 msg: format!(
-                    "{} needs a bias (gradient) buffer of {bias_len} x {}",
-                    fusion.name(),
+                    "{name} needs a bias (gradient) buffer of {bias_len} x {}",
                     p.output
                 ),
             })
@@ -228,7 +258,7 @@ pub fn lt_fused(
             _ => {
                 return Err(KernelError::InvalidProblem {
                     op: OP,
-                    msg: format!("{} needs an aux buffer of {need} x {dtype}", fusion.name()),
+                    msg: format!("{name} needs an aux buffer of {need} x {dtype}"),
                 })
             }
         }
@@ -257,7 +287,10 @@ pub fn lt_fused(
     set_attr(
         &desc,
         A::CUBLASLT_MATMUL_DESC_EPILOGUE,
-        &epilogue_enum(fusion),
+        &fusion.map_or(
+            sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_DEFAULT,
+            epilogue_enum,
+        ),
     )?;
     if uses_bias {
         set_attr(&desc, A::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias)?;
