@@ -283,8 +283,9 @@ pub struct GemmBenchArgs {
 pub enum BenchCommand {
     /// Time our GEMM against cuBLAS (plain) and cuBLASLt (same fused epilogue), interleaved.
     Gemm(GemmBenchArgs),
-    /// Time tree epilogues: each named fusion against our plain GEMM and cuBLASLt's fusion of
-    /// the same name, and coordinate-aware trees in one kernel against one launch per region.
+    /// Time tree epilogues: each named fusion against our plain GEMM, cuBLASLt's fusion of the
+    /// same name and cuBLASLt's plain GEMM, and coordinate-aware trees in one kernel against
+    /// one launch per region.
     Epilogues {
         /// Write the rows as JSON to this file.
         #[arg(long)]
