@@ -204,7 +204,6 @@ pub fn bench_fusions(
             let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
             let mut f_lt = || lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs);
             let lt_plain_bufs = LtBuffers {
-                d: &o.d2,
                 bias: None,
                 aux: None,
                 ..lt_bufs
