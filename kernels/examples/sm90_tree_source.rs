@@ -1,12 +1,13 @@
 //! Prints the complete source of the Hopper GEMM with a named fusion's tree epilogue, as the
 //! tree launcher compiles it for a bf16 binding at 4096^3 (types compiled in, room for `N`
 //! staged inputs, default the launcher's choice, beta `BETA`, default 0; bias vectors staged
-//! as the launcher stages them): `sm90_tree_source FUSION [N [BETA]]`, e.g.
-//! `sm90_tree_source dgelu 1`. An experiment helper, with `sm90_compile_file` for ptxas
+//! as the launcher stages them): `sm90_tree_source FUSION [N [BETA [SCHEDULE [MxNxK]]]]`, e.g.
+//! `sm90_tree_source dgelu 1` or `sm90_tree_source bias -1 0 pingpong 8192x8192x4096` (N -1:
+//! the launcher's choice; SCHEDULE `cooperative`, `pingpong` or `auto`). An experiment helper, with `sm90_compile_file` for ptxas
 //! statistics and a CUBIN to disassemble.
 use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_plan};
 use tessera_kernels::epilogue::{Binding, Fusion};
-use tessera_kernels::sm90::Sm90Options;
+use tessera_kernels::sm90::{Schedule, Sm90Options};
 use tessera_kernels::{DType, GemmProblem};
 
 fn main() {
@@ -16,17 +17,43 @@ fn main() {
         .get(1)
         .and_then(|a| Fusion::ALL.iter().find(|f| f.name() == a))
     else {
-        eprintln!("usage: sm90_tree_source FUSION [STAGED_INPUTS [BETA]]; fusions: {names:?}");
+        eprintln!(
+            "usage: sm90_tree_source FUSION [STAGED_INPUTS [BETA [SCHEDULE [MxNxK]]]]; fusions: {names:?}"
+        );
         std::process::exit(1);
     };
     let staged: i64 = optional_arg(&args, 2, "STAGED_INPUTS", -1);
     let beta: f32 = optional_arg(&args, 3, "BETA", 0.0);
+    let schedule = match args.get(4).map(String::as_str) {
+        None | Some("auto") => None,
+        Some("cooperative") => Some(Schedule::Cooperative),
+        Some("pingpong") => Some(Schedule::PingPong),
+        Some(s) => {
+            eprintln!("SCHEDULE `{s}`: cooperative, pingpong or auto");
+            std::process::exit(1);
+        }
+    };
+    let (m, n, k) = match args.get(5).map(|s| {
+        let v: Vec<Option<i64>> = s.split('x').map(|x| x.parse().ok()).collect();
+        match v[..] {
+            [Some(m), Some(n), Some(k)] => Some((m, n, k)),
+            _ => None,
+        }
+    }) {
+        None => (4096, 4096, 4096),
+        Some(Some(mnk)) => mnk,
+        Some(None) => {
+            eprintln!("MxNxK `{}`: three integers joined by x", args[5]);
+            std::process::exit(1);
+        }
+    };
     let t = f.tree();
-    let p = GemmProblem::new(4096, 4096, 4096);
-    let mut b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+    let p = GemmProblem::new(m, n, k);
+    let mut b = Binding::for_tree(&t, m, n, k, 1, DType::Bf16);
     b.beta = beta;
     let opts = Sm90Options {
         epilogue_inputs: (staged >= 0).then_some(staged),
+        schedule,
         ..Sm90Options::default()
     };
     match tree_sm90_plan(&p, &t, &b, opts)
