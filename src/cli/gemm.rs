@@ -691,12 +691,16 @@ fn bench_epilogues(
             Err(e) => return fail(format!("--coord `{c}`: {e}")),
         }
     }
+    if rounds == 0 {
+        return fail("bench epilogues: --rounds 0: at least one timed round is needed");
+    }
     let rt = match Runtime::new(0) {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
     println!(
-        "device {} ({}, {} SMs), {} rounds, interleaved (ours, our plain GEMM, other), median per GEMM",
+        "device {} ({}, {} SMs), {} rounds, interleaved (the order rotated each round), median per GEMM; \
+         `paired`: the median and quartiles of each round's ours / plain",
         rt.device_name(),
         rt.arch(),
         rt.sm_count(),
@@ -711,7 +715,7 @@ fn bench_epilogues(
         2.0 * shape.0 as f64 * shape.1 as f64 * shape.2 as f64 / ms / 1e9
     };
     println!(
-        "{:>18} {:>5} {:>14} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>14} {:>9}",
+        "{:>18} {:>5} {:>14} {:>9} {:>9} {:>9} {:>9} {:>22} {:>8} {:>9} {:>14} {:>9}",
         "shape",
         "path",
         "fusion",
@@ -719,11 +723,22 @@ fn bench_epilogues(
         "plain",
         "cuBLASLt",
         "vs plain",
+        "paired [quartiles]",
         "vs Lt",
         "Lt plain",
         "Lt vs Lt plain",
         "rel diff"
     );
+    // A row's paired cost over plain: the median and quartiles of the rounds' ratios.
+    let paired = |r: &EpBenchRow| {
+        let (q1, q3) = r.overhead_quartiles();
+        format!(
+            "{:+.1}% [{:+.1}, {:+.1}]",
+            100.0 * r.overhead_paired(),
+            100.0 * q1,
+            100.0 * q3
+        )
+    };
     let mut all: Vec<(String, EpBenchRow)> = Vec::new();
     for &shape in &shapes {
         let rows = bench_fusions(&rt, &[shape], &fusions, rounds, inner(shape), path, |r| {
@@ -735,7 +750,7 @@ fn bench_epilogues(
                 _ => ("-".to_string(), "-".to_string()),
             };
             println!(
-                "{:>18} {:>5} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>8.3} {:>9} {:>14} {:>9.1e}",
+                "{:>18} {:>5} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>22} {:>8.3} {:>9} {:>14} {:>9.1e}",
                 format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2),
                 r.path,
                 r.name,
@@ -743,6 +758,7 @@ fn bench_epilogues(
                 tf(r.shape, r.plain_ms),
                 tf(r.shape, r.other_ms),
                 100.0 * r.overhead(),
+                paired(r),
                 r.speedup(),
                 lt_plain,
                 lt_cost,
@@ -798,6 +814,7 @@ fn bench_epilogues(
                     "kind": kind, "m": r.shape.0, "n": r.shape.1, "k": r.shape.2,
                     "name": r.name, "path": r.path, "ours_ms": r.ours_ms, "plain_ms": r.plain_ms,
                     "other_ms": r.other_ms, "overhead": r.overhead(), "speedup": r.speedup(),
+                    "overhead_paired": r.overhead_paired(), "overhead_rounds": r.overhead_rounds,
                     "rel_diff": r.rel_diff, "baseline_ms": r.baseline_ms,
                     "vendor_plain_ms": r.vendor_plain_ms, "vendor_overhead": r.vendor_overhead(),
                 })

@@ -4,8 +4,9 @@
 //! [`crate::gemm::GemmKernel`]) and cuBLASLt's fusion of the same name
 //! ([`super::cublaslt::lt_fused`]) with cuBLASLt's plain GEMM on the same operands
 //! ([`super::cublaslt::lt_plain`], the baseline of the vendor's own fusion cost), interleaved
-//! in one process (ours, plain, cuBLASLt's fusion, cuBLASLt's plain, ours, ...), medians of
-//! timed batches; and for a coordinate-aware tree, one kernel against one launch per region.
+//! in one process (rounds of one timed batch each, the order rotated by one contender each
+//! round), medians of timed batches and of each round's ratio of ours to plain; and for a
+//! coordinate-aware tree, one kernel against one launch per region.
 //!
 //! Operands are nn.Linear's (A row-major M x K, B column-major, bf16 in and out, bias per
 //! output column). Inputs are random; outputs are not checked here (the GPU tests do that).
@@ -51,12 +52,30 @@ pub struct EpBenchRow {
     /// For a named fusion: median milliseconds of cuBLASLt's GEMM with its default epilogue
     /// on the same operands (the vendor's plain GEMM).
     pub vendor_plain_ms: Option<f64>,
+    /// `ours / plain - 1` of each timed round (the two batches of a round ran back to back,
+    /// so a drift of the machine's state over the run moves both).
+    pub overhead_rounds: Vec<f64>,
 }
 
 impl EpBenchRow {
     /// `ours / plain - 1`: the epilogue's cost over the plain GEMM.
     pub fn overhead(&self) -> f64 {
         self.ours_ms / self.plain_ms - 1.0
+    }
+
+    /// The median over rounds of each round's `ours / plain - 1` ([`Self::overhead_rounds`]):
+    /// the epilogue's cost measured pair by pair.
+    pub fn overhead_paired(&self) -> f64 {
+        quantile(&self.overhead_rounds, 0.5)
+    }
+
+    /// The lower and upper quartiles of [`Self::overhead_rounds`]: the spread of the paired
+    /// cost within this run.
+    pub fn overhead_quartiles(&self) -> (f64, f64) {
+        (
+            quantile(&self.overhead_rounds, 0.25),
+            quantile(&self.overhead_rounds, 0.75),
+        )
     }
 
     /// `other / ours`: above 1 when ours is faster.
@@ -71,24 +90,42 @@ impl EpBenchRow {
     }
 }
 
-/// Times `N` contenders interleaved: `rounds` rounds of `inner` launches each, after one
-/// warm-up round; returns their medians.
+/// The `q`-quantile of `v` (nearest rank, `q` in [0, 1]); NaN when `v` is empty.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[((s.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Times `N` contenders interleaved: `rounds` rounds of one batch of `inner` launches each
+/// (after one warm-up round), round `r` starting with contender `r % N`, so that no contender
+/// always follows the same one. Returns each contender's milliseconds per launch, round by
+/// round.
 fn interleaved<const N: usize>(
     rt: &Runtime,
     rounds: usize,
     inner: usize,
     fs: &mut [&mut dyn FnMut() -> Result<()>; N],
-) -> Result<[f64; N]> {
+) -> Result<[Vec<f64>; N]> {
     let mut t: [Vec<f64>; N] = std::array::from_fn(|_| Vec::new());
     for round in 0..=rounds {
-        for (i, f) in fs.iter_mut().enumerate() {
-            let ms = time_batch(rt, inner, |_| (**f)())? / inner as f64;
+        for j in 0..N {
+            let i = (round + j) % N;
+            let ms = time_batch(rt, inner, |_| (*fs[i])())? / inner as f64;
             if round > 0 {
                 t[i].push(ms);
             }
         }
     }
-    Ok(std::array::from_fn(|i| median(&mut t[i])))
+    Ok(t)
+}
+
+/// Each round's `ours / plain - 1`.
+fn round_overheads(ours: &[f64], plain: &[f64]) -> Vec<f64> {
+    ours.iter().zip(plain).map(|(o, p)| o / p - 1.0).collect()
 }
 
 struct Operands {
@@ -209,7 +246,7 @@ pub fn bench_fusions(
                 ..lt_bufs
             };
             let mut f_lt_plain = || lt_plain(rt, &lt, &o.p, 1.0, &lt_plain_bufs);
-            let [ours_ms, plain_ms, lt_ms, lt_plain_ms] = interleaved(
+            let [mut t_ours, mut t_plain, mut t_lt, mut t_lt_plain] = interleaved(
                 rt,
                 rounds,
                 inner,
@@ -218,13 +255,14 @@ pub fn bench_fusions(
             let row = EpBenchRow {
                 shape,
                 name: f.name().to_string(),
-                plain_ms,
-                ours_ms,
-                other_ms: lt_ms,
+                overhead_rounds: round_overheads(&t_ours, &t_plain),
+                plain_ms: median(&mut t_plain),
+                ours_ms: median(&mut t_ours),
+                other_ms: median(&mut t_lt),
                 path: ours.path_name(),
                 rel_diff,
                 baseline_ms: None,
-                vendor_plain_ms: Some(lt_plain_ms),
+                vendor_plain_ms: Some(median(&mut t_lt_plain)),
             };
             progress(&row);
             rows.push(row);
@@ -325,7 +363,7 @@ pub fn bench_coordinate(
         None => None,
     };
     let base_bufs = bufs(&o.d2);
-    let (ours_ms, plain_ms, split_ms, baseline_ms) = match &base {
+    let (mut t_one, mut t_plain, mut t_split, t_base) = match &base {
         Some((k, bind)) => {
             let mut f_base = || k.launch(rt, &o.a, &o.b, &o.s, bind, &base_bufs);
             let [a, b, c, d] = interleaved(
@@ -349,12 +387,13 @@ pub fn bench_coordinate(
     Ok(EpBenchRow {
         shape,
         name: tree.to_string(),
-        plain_ms,
-        ours_ms,
-        other_ms: split_ms,
+        overhead_rounds: round_overheads(&t_one, &t_plain),
+        plain_ms: median(&mut t_plain),
+        ours_ms: median(&mut t_one),
+        other_ms: median(&mut t_split),
         path: one.path_name(),
         rel_diff,
-        baseline_ms,
+        baseline_ms: t_base.map(|mut t| median(&mut t)),
         vendor_plain_ms: None,
     })
 }
