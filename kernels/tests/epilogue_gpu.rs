@@ -562,6 +562,64 @@ fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
     assert_eq!(split, 24);
 }
 
+/// The plans the planner picks by itself for a tree at a shape whose plain GEMM takes the
+/// ping-pong schedule (132 tiles of 128 x 256, at most 64 k-tiles): the light trees run the
+/// generated epilogue on ping-pong 128 x 128 (bias and relu_bias too, which elsewhere take
+/// the fused v1 kernel), a bias gradient the generated epilogue on the cooperative schedule,
+/// a GELU the v1 kernel. D (tight: TMA stores; and one with an odd N: the scratch path), aux
+/// and the sums against the float64 evaluator.
+#[test]
+fn light_trees_take_the_plain_gemm_pingpong_schedule() {
+    use tessera_kernels::epilogue::launch::TreeKernel;
+    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::GemmProblem;
+    let Some(rt) = hopper_runtime("the default ping-pong plan") else {
+        return;
+    };
+    let mut r = Rng::new(29);
+    let mut checked = 0;
+    for (m, n, k) in [(1531i64, 2816i64, 200i64), (1531, 2811, 136)] {
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let p = GemmProblem::new(m, n, k);
+        let s = GemmStrides::tight(&p);
+        let a = rounded(&mut r, mu * ku, DType::Bf16);
+        let b = rounded(&mut r, ku * nu, DType::Bf16);
+        let acc = accumulator(&p, &s, &a, &b);
+        let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
+        let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+        for (f, beta, want) in [
+            (Fusion::Bias, 0.0, Some(Schedule::PingPong)),
+            (Fusion::ReluBias, 0.0, Some(Schedule::PingPong)),
+            (Fusion::ReluAuxBias, 0.0, Some(Schedule::PingPong)),
+            (Fusion::DRelu, 0.0, Some(Schedule::PingPong)),
+            (Fusion::DReluBgrad, 0.5, Some(Schedule::Cooperative)),
+            (Fusion::GeluBias, 0.0, None),
+        ] {
+            let t = f.tree();
+            let mut bind = Binding::for_tree(&t, m, n, k, 1, DType::Bf16);
+            bind.alpha = 0.5;
+            bind.beta = beta;
+            let g = TreeKernel::plan(&rt, &p, &t, &bind, PathOptions::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", f.name()));
+            let name = format!("{} at {m}x{n}x{k} [{}]", f.name(), g.path_name());
+            // (None: the fused v1 kernel.)
+            match (&g, want) {
+                (TreeKernel::Hopper(h), Some(s)) => {
+                    let plan = h.plan();
+                    assert_eq!(plan.schedule, s, "{name}");
+                    let bn = if s == Schedule::PingPong { 128 } else { 256 };
+                    assert_eq!((plan.cta_tile.0, plan.cta_tile.1), (128, bn), "{name}");
+                }
+                (TreeKernel::Fused(_), None) => {}
+                _ => panic!("{name}: not the expected kernel"),
+            }
+            check_tree_gemm(&rt, &mut r, &g, &name, &t, bind, &s, &acc, (&a_d, &b_d));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 12);
+}
+
 /// Launches `g` (compiled for `t` and a binding like `bind`) over A and B (`ab`, read with
 /// `s`) with fresh random vectors and inputs, then checks D, aux and the sums against the
 /// float64 evaluator of `t` over `acc` (the product `A B`). `bind` gives the extents, D's

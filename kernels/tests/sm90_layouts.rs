@@ -793,14 +793,50 @@ fn plain_gemm_takes_pingpong_up_to_64_k_tiles() {
     ] {
         assert_eq!(sched(&square, o), coop, "{o:?}");
     }
-    // Forced, ping-pong stays available; and a tree epilogue plans cooperative.
+    // Forced, ping-pong stays available.
     let forced = Sm90Options {
         schedule: Some(Schedule::PingPong),
         ..d
     };
     assert_eq!(sched(&GemmProblem::new(8192, 8192, 8192), forced), pp);
-    let t = parse_epilogue("relu(acc)").unwrap();
-    let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
-    let plan = tree_sm90_plan(&square, &t, &b, d).unwrap();
-    assert_eq!(plan.schedule, Schedule::Cooperative);
+    // A tree epilogue: a light one (no exponential, erf or tanh, no reduction) takes the
+    // plain GEMM's schedule, ping-pong where the plain GEMM has it; any other tree, or any
+    // tree where the plain GEMM is cooperative, plans cooperative; a forced schedule holds.
+    let tree_sched = |text: &str, p: &GemmProblem, o: Sm90Options| {
+        let t = parse_epilogue(text).unwrap();
+        let b = Binding::for_tree(&t, p.m, p.n, p.k, p.batch, DType::Bf16);
+        let plan = tree_sm90_plan(p, &t, &b, o).unwrap();
+        (plan.schedule, plan.cta_tile.0, plan.cta_tile.1)
+    };
+    for text in [
+        "relu(acc)",
+        "relu_aux_bias",
+        "drelu",
+        "relu(acc + bias_row) + aux_in",
+    ] {
+        assert_eq!(tree_sched(text, &square, d), pp, "{text}");
+        let long_k = GemmProblem::new(4096, 4096, 4160);
+        assert_eq!(tree_sched(text, &long_k, d), coop, "{text}");
+        let few_tiles = GemmProblem::new(2048, 2048, 4096);
+        assert_eq!(
+            tree_sched(text, &few_tiles, d).0,
+            Schedule::Cooperative,
+            "{text}"
+        );
+        let forced_coop = Sm90Options {
+            schedule: Some(Schedule::Cooperative),
+            ..d
+        };
+        assert_eq!(tree_sched(text, &square, forced_coop), coop, "{text}");
+    }
+    for text in [
+        "gelu_bias",
+        "dgelu",
+        "sigmoid(acc)",
+        "select(row < 9, acc, tanh(acc))",
+        "drelu_bgrad",
+        "bgrad_col(relu(acc))",
+    ] {
+        assert_eq!(tree_sched(text, &square, d), coop, "{text}");
+    }
 }

@@ -945,6 +945,66 @@ pub fn tree_sm90_options(
     o
 }
 
+/// Whether `tree` is light: no exponential, erf or tanh among its element-wise functions
+/// (GELU, sigmoid, tanh, SiLU and their derivatives), no reduction (bias gradients) and no
+/// operand sums. ReLU, clamp, their derivatives, negation, conversions, arithmetic,
+/// comparisons, selects and aux outputs are light. The planner gives such a tree the plain
+/// GEMM's schedule ([`tree_takes_pingpong`]).
+///
+/// ```
+/// use tessera_kernels::epilogue::cuda::light_tree;
+/// use tessera_kernels::epilogue::{parse_epilogue, Fusion};
+/// assert!(light_tree(&Fusion::ReluAuxBias.tree()));
+/// assert!(light_tree(&Fusion::DRelu.tree()));
+/// assert!(!light_tree(&Fusion::DReluBgrad.tree()));
+/// assert!(!light_tree(&Fusion::GeluBias.tree()));
+/// assert!(!light_tree(&parse_epilogue("select(row < 8, acc, sigmoid(acc))").unwrap()));
+/// ```
+pub fn light_tree(tree: &EpilogueTree) -> bool {
+    tree.sum_k.is_empty()
+        && !tree.d.any(&|e| {
+            matches!(
+                e,
+                Expr::Sink(Sink::Bgrad(_), _)
+                    | Expr::Unary(
+                        UnaryOp::Gelu
+                            | UnaryOp::GeluTanh
+                            | UnaryOp::Sigmoid
+                            | UnaryOp::Tanh
+                            | UnaryOp::Silu
+                            | UnaryOp::DGelu
+                            | UnaryOp::DGeluTanh
+                            | UnaryOp::DSigmoid
+                            | UnaryOp::DTanh
+                            | UnaryOp::DSilu,
+                        _
+                    )
+            )
+        })
+}
+
+/// Whether a tree epilogue left to the planner (`opts.schedule` unset) takes the ping-pong
+/// schedule: when `tree` is [`light_tree`] and the plain GEMM of `problem` with the same
+/// options would (the planner's rule, [`crate::sm90::plan::PINGPONG_MAX_K_TILES`]). There one
+/// warpgroup's epilogue runs under the other's mainloop. Measured on the H100 on six shapes
+/// with K = 4096 (`docs/perf.md`, session 16; cost over the plain GEMM, mean of 12 samples,
+/// ping-pong against cooperative): relu_aux_bias +5.6 against +8.4%, bias +2.9 against +3.8%
+/// (the cooperative one the v1 kernel), relu_bias +4.9 both; drelu +4.5 against +4.1% in one
+/// visit, better on ping-pong on every shape in another; drelu_bgrad +8.5 against +7.6%, and
+/// the v1 GELU_BIAS two to four times as much on ping-pong as cooperative.
+pub fn tree_takes_pingpong(
+    problem: &crate::problem::GemmProblem,
+    tree: &EpilogueTree,
+    opts: crate::sm90::Sm90Options,
+) -> bool {
+    let mut plain = *problem;
+    plain.epilogue = crate::problem::Epilogue::default();
+    opts.schedule.is_none()
+        && light_tree(tree)
+        && crate::sm90::Sm90Plan::with_options(&plain, opts)
+            .is_ok_and(|p| p.schedule == crate::sm90::Schedule::PingPong)
+}
+
 /// The Hopper plan of `problem` for a tree epilogue: with the staged inputs and bias vectors
 /// of [`tree_sm90_options`] where the plan keeps the stages it has without them; else with the
 /// staged inputs alone, else with the vectors alone, else the plan of `opts`. (A stage fewer
@@ -954,19 +1014,28 @@ pub fn tree_sm90_options(
 /// ```
 /// use tessera_kernels::epilogue::cuda::tree_sm90_plan;
 /// use tessera_kernels::epilogue::{parse_epilogue, Binding};
-/// use tessera_kernels::sm90::Sm90Options;
+/// use tessera_kernels::sm90::{Schedule, Sm90Options};
 /// use tessera_kernels::{DType, GemmProblem, Major};
 /// let mut p = GemmProblem::new(4096, 4096, 4096);
 /// p.b_major = Major::Col;
 /// let t = parse_epilogue("relu(acc + bias_col) + aux_in").unwrap();
 /// let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
-/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+/// let coop = Sm90Options { schedule: Some(Schedule::Cooperative), ..Sm90Options::default() };
+/// let plan = tree_sm90_plan(&p, &t, &b, coop).unwrap();
 /// // Both do not fit beside four 128 x 256 stages: aux_in is staged, the bias is not.
 /// assert_eq!((plan.stages, plan.staged_inputs, plan.vector_stage), (4, 1, (0, 0)));
 /// let t = parse_epilogue("relu(acc + bias_col)").unwrap();
 /// let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
-/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+/// let plan = tree_sm90_plan(&p, &t, &b, coop).unwrap();
 /// assert_eq!((plan.stages, plan.vector_stage), (4, (0, 256)));
+/// // Left to the planner, that light tree takes the plain GEMM's ping-pong 128 x 128 plan
+/// // (K is 64 k-tiles), with its six stages.
+/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+/// assert_eq!((plan.schedule, plan.cta_tile, plan.stages), (Schedule::PingPong, (128, 128, 64), 6));
+/// // A GELU keeps the cooperative schedule.
+/// let t = parse_epilogue("gelu(acc + bias_col)").unwrap();
+/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+/// assert_eq!((plan.schedule, plan.cta_tile), (Schedule::Cooperative, (128, 256, 64)));
 /// ```
 pub fn tree_sm90_plan(
     problem: &crate::problem::GemmProblem,
@@ -975,10 +1044,16 @@ pub fn tree_sm90_plan(
     opts: crate::sm90::Sm90Options,
 ) -> crate::error::Result<crate::sm90::Sm90Plan> {
     use crate::sm90::{Schedule, Sm90Plan};
-    // Cooperative unless asked: the planner's ping-pong default is for the plain GEMM, and
-    // under ping-pong a heavier epilogue slows the other warpgroup's mainloop.
+    // Unless asked: ping-pong where the plain GEMM takes it and the tree is light
+    // ([`tree_takes_pingpong`]), else cooperative (under ping-pong a transcendental epilogue
+    // slows the other warpgroup's mainloop).
+    let schedule = match opts.schedule {
+        Some(s) => s,
+        None if tree_takes_pingpong(problem, tree, opts) => Schedule::PingPong,
+        None => Schedule::Cooperative,
+    };
     let opts = crate::sm90::Sm90Options {
-        schedule: Some(opts.schedule.unwrap_or(Schedule::Cooperative)),
+        schedule: Some(schedule),
         ..opts
     };
     let base = Sm90Plan::with_options(problem, opts)?;
