@@ -91,6 +91,25 @@ __device__ __forceinline__ unsigned tessera_pack2(float lo, float hi, int dtype)
   return r;
 }
 
+// An element's bits as stored (a 16-bit value zero-extended, or an fp32's bits), loaded
+// through the non-coherent path, for a value wanted much later: nothing reads the register
+// until tessera_raw_to_f32, so the load's latency passes while the warp goes on (converted on
+// arrival, the warp waited for it there). The asm is volatile so that the load stays where it
+// is written.
+__device__ __forceinline__ unsigned tessera_load_raw(const void* p, long long i, int dtype) {
+  unsigned v;
+  if (dtype == 2) {
+    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(static_cast<const unsigned*>(p) + i));
+  } else {
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=r"(v) : "l"(static_cast<const tessera_b16*>(p) + i));
+  }
+  return v;
+}
+
+__device__ __forceinline__ float tessera_raw_to_f32(unsigned v, int dtype) {
+  return dtype == 2 ? __uint_as_float(v) : tessera_b16_to_f32((tessera_b16)v, dtype);
+}
+
 __device__ __forceinline__ float tessera_load(const void* p, long long i, int dtype) {
   if (dtype == 2) return static_cast<const float*>(p)[i];
   return tessera_b16_to_f32(static_cast<const tessera_b16*>(p)[i], dtype);

@@ -977,6 +977,47 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       if (!kPingPong) unit_of(n, w);
       const int b = nb, tm = ntm, tn = ntn;
       const bool epi_unit = !kStreamK || w.ke == k_tiles;
+#ifdef TESSERA_EPILOGUE_TREE
+      // The vector stage's values, as raw bits, converted after the mainloop (converted on
+      // arrival, the warp waited for the load). Ping-pong (kEarly below): loaded before the
+      // turn wait, which lasts the other warpgroup's mainloop. Else: with the first k-tile,
+      // after its wgmma are issued (at the top of the tile they held relu_aux_bias's first
+      // wgmma back: first-stage wait 1.36 against 0.91 kc). A load outstanding in the mainloop holds the
+      // next k-tile's wgmma back until it arrives: loaded with the first k-tile, ping-pong's
+      // mainloop took 35.5 kc a tile with a bias against 34.0 without, 34.1 loaded before the
+      // turn wait (sm90_timeline at 4096^3, docs/perf.md, session 16).
+      unsigned vec_in[kVecPer];
+      auto load_tile_vectors = [&] {
+        if (kVecLen > 0) {
+          const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
+#pragma unroll
+          for (int i = 0; i < kVecPer; ++i) {
+            const int e = t + 128 * i;
+            unsigned v = 0u;
+            if (e < kVecCols) {
+              const int col = tn * kBN + e;
+              if (col < p.n) v = tessera_load_raw(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
+            } else if (e < kVecLen) {
+              const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kVecCols);
+              if (row < p.m) v = tessera_load_raw(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
+            }
+            vec_in[i] = v;
+          }
+        }
+      };
+      // A bit-mask input's words of the tile (tessera_sm90_preload_tile), likewise: loaded
+      // here where the vectors are; else fetched into L2 at the top of the tile and loaded
+      // with the second k-tile, after its wgmma. (Not where the epilogue stores a bit mask:
+      // relu_aux_bias, with its vector loaded here right after the previous tile's mask
+      // stores, took 228-231 us a launch at 4096^3 against 203, and 8192 x 14336 x 4096 cost
+      // 17-18% over the plain GEMM against 1-2%: docs/perf.md, session 16.)
+      unsigned tile_words[kTesseraEpTileWords];
+      constexpr bool kEarly = kPingPong && !kTesseraEpBits;
+      if (kEarly) {
+        load_tile_vectors();
+        tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+      }
+#endif
       if (kPingPong && (cw == 1 || local > 0)) {
         // A parity wait only tells the current phase from the one before. This warpgroup's
         // first stage of this tile is k_tiles stages past the other's, possibly several phases
@@ -1012,48 +1053,27 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
         }
       };
-      // The vector stage's values, loaded with the first k-tile (at the top of the tile they
-      // held relu_aux_bias's first wgmma back: first-stage wait 1.36 against 0.91 kc).
-      float vec_in[kVecPer];
-      auto load_tile_vectors = [&] {
-        if (kVecLen > 0) {
-          const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
-#pragma unroll
-          for (int i = 0; i < kVecPer; ++i) {
-            const int e = t + 128 * i;
-            float v = 0.0f;
-            if (e < kVecCols) {
-              const int col = tn * kBN + e;
-              if (col < p.n) v = tessera_ep_ld(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
-            } else if (e < kVecLen) {
-              const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kVecCols);
-              if (row < p.m) v = tessera_ep_ld(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
-            }
-            vec_in[i] = v;
-          }
-        }
-      };
 #endif
 #ifndef TESSERA_EPILOGUE_TREE
-      float bias_in[kBiasPer];
+      // (Raw bits, converted after the mainloop, as the tree path's vectors below.)
+      unsigned bias_in[kBiasPer];
       if (kStageBias) {
 #pragma unroll
         for (int i = 0; i < kBiasPer; ++i) {
           const int e = t + 128 * i;
           const int g = kEpiBias == 2 ? tn * kBN + e : tm * kBM + (kPingPong ? e : 64 * cw + e);
           const bool in = e < kBiasStage && g < (kEpiBias == 2 ? p.n : p.m);
-          bias_in[i] = in ? tessera_load(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0.0f;
+          bias_in[i] = in ? tessera_load_raw(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0u;
         }
       }
 #endif
 #ifdef TESSERA_EPILOGUE_TREE
-      // The mask words of an aux_in_bits input for every pass: fetched into L2 here, loaded
-      // with the second k-tile, after its wgmma. (Loaded from DRAM with the first k-tile,
-      // drelu's mainloop took 69.3 kc a tile against 65.5: the next k-tile's wgmma fence
-      // seems to wait for the warp's outstanding loads. Loaded here, the trees with C staged
+      // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input for
+      // every pass, fetched into L2 here, loaded with the second k-tile, after its wgmma. (Loaded from DRAM with the first
+      // k-tile, drelu's mainloop took 69.3 kc a tile against 65.5: the next k-tile's wgmma
+      // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
       // spilled.)
-      unsigned tile_words[kTesseraEpTileWords];
-      if (epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+      if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
 #endif
       // This unit's first k-tile is the g0-th the producer loaded (its kpos; whole tiles: n
       // k_tiles, ping-pong counting the other warpgroup's tiles between).
@@ -1084,8 +1104,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // (Relative to the unit: a stream-K part with the tile's last k-tile starts inside K.)
         if (epi_unit) {
           const int kq = kt - w.kb;
-          if (kq == 0) load_tile_vectors();
-          if (kq == (w.ke - w.kb > 1 ? 1 : 0)) tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+          if (!kEarly && kq == 0) load_tile_vectors();
+          if (!kEarly && kq == (w.ke - w.kb > 1 ? 1 : 0)) tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
           if (stage_in && kq < kTilePasses) stage_tile_pass(kq);
         }
 #endif
@@ -1214,7 +1234,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         if (kVecLen > 0) {
 #pragma unroll
           for (int i = 0; i < kVecPer; ++i) {
-            if (t + 128 * i < kVecLen) vec_t[t + 128 * i] = vec_in[i];
+            const int e = t + 128 * i;
+            if (e < kVecLen) {
+              const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
+              (void)a;
+              vec_t[e] = tessera_raw_to_f32(vec_in[i], e < kVecCols ? TESSERA_EP_DT_BIAS_COL : TESSERA_EP_DT_BIAS_ROW);
+            }
           }
           tessera_bar_sync(1 + cw, 128);
         }
@@ -1368,7 +1393,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       if (kStageBias) {
 #pragma unroll
         for (int i = 0; i < kBiasPer; ++i) {
-          if (t + 128 * i < kBiasStage) bias_t[t + 128 * i] = bias_in[i];
+          if (t + 128 * i < kBiasStage) bias_t[t + 128 * i] = tessera_raw_to_f32(bias_in[i], kEpiOut);
         }
       }
       if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
