@@ -53,6 +53,7 @@ if [ "${SAN:-0}" = 1 ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
 --path sm90 --schedule pingpong --epilogue relu(acc+bias_row)+aux_in
 --path sm90 --schedule pingpong --epilogue relu(acc+bias_col)*0.5
 --path sm90 --schedule pingpong --epilogue drelu
+--path sm90 --schedule pingpong --epilogue gelu_aux(acc+bias_col)*0.5
 --path sm80 --epilogue bias,gelu,aux,c
 --path sm80 --epilogue dgelu_bgrad
 RUNS

@@ -565,8 +565,8 @@ fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
 /// The plans the planner picks by itself for a tree at a shape whose plain GEMM takes the
 /// ping-pong schedule (132 tiles of 128 x 256, at most 64 k-tiles): the light trees run the
 /// generated epilogue on ping-pong 128 x 128 (bias and relu_bias too, which elsewhere take
-/// the fused v1 kernel), a bias gradient the generated epilogue on the cooperative schedule,
-/// a GELU the v1 kernel. D (tight: TMA stores; and one with an odd N: the scratch path), aux
+/// the fused v1 kernel; and GELU_AUX_BIAS, which stores a full aux), a bias gradient the
+/// generated epilogue on the cooperative schedule, GELU_BIAS the v1 kernel. D (tight: TMA stores; and one with an odd N: the scratch path), aux
 /// and the sums against the float64 evaluator.
 #[test]
 fn light_trees_take_the_plain_gemm_pingpong_schedule() {
@@ -593,6 +593,7 @@ fn light_trees_take_the_plain_gemm_pingpong_schedule() {
             (Fusion::ReluAuxBias, 0.0, Some(Schedule::PingPong)),
             (Fusion::DRelu, 0.0, Some(Schedule::PingPong)),
             (Fusion::DReluBgrad, 0.5, Some(Schedule::Cooperative)),
+            (Fusion::GeluAuxBias, 0.0, Some(Schedule::PingPong)),
             (Fusion::GeluBias, 0.0, None),
         ] {
             let t = f.tree();
@@ -617,7 +618,7 @@ fn light_trees_take_the_plain_gemm_pingpong_schedule() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 12);
+    assert_eq!(checked, 14);
 }
 
 /// Launches `g` (compiled for `t` and a binding like `bind`) over A and B (`ab`, read with

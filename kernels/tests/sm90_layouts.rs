@@ -799,9 +799,10 @@ fn plain_gemm_takes_pingpong_up_to_64_k_tiles() {
         ..d
     };
     assert_eq!(sched(&GemmProblem::new(8192, 8192, 8192), forced), pp);
-    // A tree epilogue: a light one (no exponential, erf or tanh, no reduction) takes the
-    // plain GEMM's schedule, ping-pong where the plain GEMM has it; any other tree, or any
-    // tree where the plain GEMM is cooperative, plans cooperative; a forced schedule holds.
+    // A tree epilogue: a light one (no exponential, erf or tanh, no reduction) or one that
+    // stores a full aux (and has no reduction) takes the plain GEMM's schedule, ping-pong
+    // where the plain GEMM has it; any other tree, or any tree where the plain GEMM is
+    // cooperative, plans cooperative; a forced schedule holds.
     let tree_sched = |text: &str, p: &GemmProblem, o: Sm90Options| {
         let t = parse_epilogue(text).unwrap();
         let b = Binding::for_tree(&t, p.m, p.n, p.k, p.batch, DType::Bf16);
@@ -813,6 +814,8 @@ fn plain_gemm_takes_pingpong_up_to_64_k_tiles() {
         "relu_aux_bias",
         "drelu",
         "relu(acc + bias_row) + aux_in",
+        "gelu_aux_bias",
+        "sigmoid(aux(acc))",
     ] {
         assert_eq!(tree_sched(text, &square, d), pp, "{text}");
         let long_k = GemmProblem::new(4096, 4096, 4160);
@@ -836,6 +839,7 @@ fn plain_gemm_takes_pingpong_up_to_64_k_tiles() {
         "select(row < 9, acc, tanh(acc))",
         "drelu_bgrad",
         "bgrad_col(relu(acc))",
+        "bgrad_col(gelu_aux(acc))",
     ] {
         assert_eq!(tree_sched(text, &square, d), coop, "{text}");
     }

@@ -307,6 +307,10 @@ pub enum BenchCommand {
         /// Timed rounds per contender.
         #[arg(long, default_value_t = 9)]
         rounds: usize,
+        /// `off`: every fusion runs the generated epilogue, also those the fused v1 epilogue
+        /// expresses (bias, relu_bias, gelu_bias, gelu_aux_bias); default `on`.
+        #[arg(long, default_value = "on")]
+        fused_v1: String,
         /// Our kernels' path and the Hopper planner's forced choices (e.g. `--schedule
         /// pingpong`), for the plain GEMM and every tree alike.
         #[command(flatten)]
@@ -637,15 +641,21 @@ fn bench_epilogues(
     fusions: Option<String>,
     coord: Vec<String>,
     rounds: usize,
+    fused_v1: &str,
     kernel: KernelArgs,
 ) -> ExitCode {
     use tessera_kernels::epilogue::bench::{bench_coordinate, bench_fusions, EpBenchRow};
     use tessera_kernels::epilogue::Fusion;
     use tessera_kernels::runtime::Runtime;
 
-    let path = match tree_path_options(&kernel, "bench epilogues") {
+    let mut path = match tree_path_options(&kernel, "bench epilogues") {
         Ok(p) => p,
         Err(e) => return fail(e),
+    };
+    path.generated_epilogue = match fused_v1 {
+        "on" => false,
+        "off" => true,
+        other => return fail(format!("bench epilogues: --fused-v1 `{other}`: on or off")),
     };
     let shapes = match shapes_arg(shapes, quick) {
         Ok(v) => v,
@@ -863,8 +873,13 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             fusions,
             coord,
             rounds,
+            fused_v1,
             kernel,
-        } => return bench_epilogues(json, quick, shapes, fusions, coord, rounds, kernel),
+        } => {
+            return bench_epilogues(
+                json, quick, shapes, fusions, coord, rounds, &fused_v1, kernel,
+            )
+        }
         BenchCommand::Mma { json, rounds } => return bench_mma(json, rounds),
     };
     let choice = match path_choice(&cl.path) {

@@ -949,7 +949,7 @@ pub fn tree_sm90_options(
 /// (GELU, sigmoid, tanh, SiLU and their derivatives), no reduction (bias gradients) and no
 /// operand sums. ReLU, clamp, their derivatives, negation, conversions, arithmetic,
 /// comparisons, selects and aux outputs are light. The planner gives such a tree the plain
-/// GEMM's schedule ([`tree_takes_pingpong`]).
+/// GEMM's schedule ([`tree_takes_pingpong`]), and a [`full_aux_tree`] as well.
 ///
 /// ```
 /// use tessera_kernels::epilogue::cuda::light_tree;
@@ -983,15 +983,37 @@ pub fn light_tree(tree: &EpilogueTree) -> bool {
         })
 }
 
+/// Whether `tree` stores a full aux tensor (one element per output element, as GELU_AUX_BIAS
+/// keeps the pre-activation) and has no reduction (bias gradient) or operand sum.
+///
+/// ```
+/// use tessera_kernels::epilogue::cuda::full_aux_tree;
+/// use tessera_kernels::epilogue::{parse_epilogue, Fusion};
+/// assert!(full_aux_tree(&Fusion::GeluAuxBias.tree()));
+/// assert!(!full_aux_tree(&Fusion::GeluBias.tree()));
+/// assert!(!full_aux_tree(&Fusion::ReluAuxBias.tree())); // a bit mask
+/// assert!(!full_aux_tree(&parse_epilogue("bgrad_col(gelu_aux(acc))").unwrap()));
+/// ```
+pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
+    tree.sum_k.is_empty()
+        && !tree.d.any(&|e| matches!(e, Expr::Sink(Sink::Bgrad(_), _)))
+        && tree
+            .d
+            .any(&|e| matches!(e, Expr::Sink(Sink::Aux(AuxFormat::Full(_)), _)))
+}
+
 /// Whether a tree epilogue left to the planner (`opts.schedule` unset) takes the ping-pong
-/// schedule: when `tree` is [`light_tree`] and the plain GEMM of `problem` with the same
-/// options would (the planner's rule, [`crate::sm90::plan::PINGPONG_MAX_K_TILES`]). There one
-/// warpgroup's epilogue runs under the other's mainloop. Measured on the H100 on six shapes
-/// with K = 4096 (`docs/perf.md`, session 16; cost over the plain GEMM, mean of 12 samples,
-/// ping-pong against cooperative): relu_aux_bias +5.6 against +8.4%, bias +2.9 against +3.8%
-/// (the cooperative one the v1 kernel), relu_bias +4.9 both; drelu +4.5 against +4.1% in one
-/// visit, better on ping-pong on every shape in another; drelu_bgrad +8.5 against +7.6%, and
-/// the v1 GELU_BIAS two to four times as much on ping-pong as cooperative.
+/// schedule: when `tree` is [`light_tree`] or a [`full_aux_tree`], and the plain GEMM of
+/// `problem` with the same options would (the planner's rule,
+/// [`crate::sm90::plan::PINGPONG_MAX_K_TILES`]). There one warpgroup's epilogue runs under the
+/// other's mainloop. Measured on the H100 on six shapes with K = 4096 (`docs/perf.md`, session
+/// 16; cost over the plain GEMM, mean of 12 samples, ping-pong against cooperative):
+/// relu_aux_bias +5.6 against +8.4%, bias +2.9 against +3.8% (the cooperative one the v1
+/// kernel), relu_bias +4.9 both; drelu +4.5 against +4.1% in one visit, better on ping-pong
+/// on every shape in another; drelu_bgrad +8.5 against +7.6%. With the vectors loaded before
+/// the turn wait (v5.7): GELU_AUX_BIAS +6.5% against +10.2% for the v1 kernel (lower on
+/// every shape), but GELU_BIAS +18.4% against +7.0% (+25..+33% on the two largest shapes),
+/// so a transcendental tree without a full aux stays cooperative.
 pub fn tree_takes_pingpong(
     problem: &crate::problem::GemmProblem,
     tree: &EpilogueTree,
@@ -1000,7 +1022,7 @@ pub fn tree_takes_pingpong(
     let mut plain = *problem;
     plain.epilogue = crate::problem::Epilogue::default();
     opts.schedule.is_none()
-        && light_tree(tree)
+        && (light_tree(tree) || full_aux_tree(tree))
         && crate::sm90::Sm90Plan::with_options(&plain, opts)
             .is_ok_and(|p| p.schedule == crate::sm90::Schedule::PingPong)
 }

@@ -1064,7 +1064,8 @@ fn need<'x>(op: &'static str, what: &str, buf: Option<&'x DeviceBuf>) -> Result<
 impl TreeFused {
     /// Plans `problem` (plain epilogue) with the fused epilogue [`fused_v1_for`] finds for
     /// `tree` bound like `binding`, on the path `path` picks for the runtime's device
-    /// ([`crate::sm90::plan_path`]), and compiles it; `None` when there is none.
+    /// ([`crate::sm90::plan_path`]), and compiles it; `None` when there is none, or when `path`
+    /// asks for the generated epilogue.
     pub fn plan(
         rt: &Runtime,
         problem: &crate::problem::GemmProblem,
@@ -1073,6 +1074,9 @@ impl TreeFused {
         path: crate::sm90::PathOptions,
     ) -> Result<Option<TreeFused>> {
         refuse_col_major_d("TreeFused::plan", problem)?;
+        if path.generated_epilogue {
+            return Ok(None);
+        }
         let Some(e) = fused_v1_for(tree, binding, problem.output) else {
             return Ok(None);
         };

@@ -1154,6 +1154,9 @@ pub struct PathOptions {
     pub force_sm80: bool,
     /// The Hopper planner's forced choices, used when the Hopper path is taken.
     pub sm90: Sm90Options,
+    /// Compile a tree epilogue with the generated epilogue even where the fused v1 epilogue
+    /// expresses it (`epilogue::launch::TreeFused`); for comparing the two.
+    pub generated_epilogue: bool,
 }
 
 impl PathOptions {
@@ -1170,6 +1173,7 @@ impl PathOptions {
         PathOptions {
             force_sm80: false,
             sm90,
+            generated_epilogue: false,
         }
     }
 }
