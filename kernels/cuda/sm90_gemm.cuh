@@ -982,10 +982,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // arrival, the warp waited for the load). Ping-pong (kEarly below): loaded before the
       // turn wait, which lasts the other warpgroup's mainloop. Else: with the first k-tile,
       // after its wgmma are issued (at the top of the tile they held relu_aux_bias's first
-      // wgmma back: first-stage wait 1.36 against 0.91 kc). A load outstanding in the mainloop holds the
-      // next k-tile's wgmma back until it arrives: loaded with the first k-tile, ping-pong's
-      // mainloop took 35.5 kc a tile with a bias against 34.0 without, 34.1 loaded before the
-      // turn wait (sm90_timeline at 4096^3, docs/perf.md, session 16).
+      // wgmma back: first-stage wait 1.36 against 0.91 kc). A load outstanding in the
+      // mainloop holds the next k-tile's wgmma back until it arrives: loaded with the first
+      // k-tile, ping-pong's mainloop took 35.5 kc a tile with a bias against 34.0 without,
+      // 34.1 loaded before the turn wait (sm90_timeline at 4096^3, docs/perf.md, session 16).
       unsigned vec_in[kVecPer];
       auto load_tile_vectors = [&] {
         if (kVecLen > 0) {
@@ -1055,7 +1055,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       };
 #endif
 #ifndef TESSERA_EPILOGUE_TREE
-      // (Raw bits, converted after the mainloop, as the tree path's vectors below.)
+      // (Raw bits, converted after the mainloop, as the tree path's vectors above.)
       unsigned bias_in[kBiasPer];
       if (kStageBias) {
 #pragma unroll
@@ -1068,11 +1068,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       }
 #endif
 #ifdef TESSERA_EPILOGUE_TREE
-      // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input for
-      // every pass, fetched into L2 here, loaded with the second k-tile, after its wgmma. (Loaded from DRAM with the first
-      // k-tile, drelu's mainloop took 69.3 kc a tile against 65.5: the next k-tile's wgmma
-      // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
-      // spilled.)
+      // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input
+      // for every pass, fetched into L2 here, loaded with the second k-tile, after its wgmma.
+      // (Loaded from DRAM with the first k-tile, drelu's mainloop took 69.3 kc a tile against
+      // 65.5: the next k-tile's wgmma fence waits for the warp's outstanding loads. Loaded
+      // here, the trees with C staged spilled.)
       if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
 #endif
       // This unit's first k-tile is the g0-th the producer loaded (its kpos; whole tiles: n
