@@ -1008,9 +1008,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // A bit-mask input's words of the tile (tessera_sm90_preload_tile), likewise: loaded
       // here where the vectors are; else fetched into L2 at the top of the tile and loaded
       // with the second k-tile, after its wgmma. (Not where the epilogue stores a bit mask:
-      // relu_aux_bias, with its vector loaded here right after the previous tile's mask
-      // stores, took 228-231 us a launch at 4096^3 against 203, and 8192 x 14336 x 4096 cost
-      // 17-18% over the plain GEMM against 1-2%: docs/perf.md, session 16.)
+      // relu_aux_bias with its vector loaded here, or right after the turn wait, took 228-232
+      // us a launch at 4096^3 against 203 with it in the first k-tile, and 8192 x 14336 x 4096
+      // cost 17-18% over the plain GEMM against 1-2%; why is not known: docs/perf.md,
+      // session 16.)
       unsigned tile_words[kTesseraEpTileWords];
       constexpr bool kEarly = kPingPong && !kTesseraEpBits;
       if (kEarly) {
