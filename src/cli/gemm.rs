@@ -140,24 +140,14 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
         .map(str::parse::<ClusterShare>)
         .transpose()
         .map_err(|e| e.to_string())?;
-    let tma_store = match cl.tma_store.as_deref() {
-        None => None,
-        Some("on") => Some(true),
-        Some("off") => Some(false),
-        Some(x) => return Err(format!("--tma-store `{x}`: `on` or `off`")),
-    };
+    let tma_store = on_off("--tma-store", cl.tma_store.as_deref())?;
     let schedule = match cl.schedule.as_deref() {
         None => None,
         Some("cooperative") => Some(Schedule::Cooperative),
         Some("pingpong") | Some("ping-pong") => Some(Schedule::PingPong),
         Some(x) => return Err(format!("--schedule `{x}`: `cooperative` or `pingpong`")),
     };
-    let stream_k = match cl.stream_k.as_deref() {
-        None => None,
-        Some("on") => Some(true),
-        Some("off") => Some(false),
-        Some(x) => return Err(format!("--stream-k `{x}`: `on` or `off`")),
-    };
+    let stream_k = on_off("--stream-k", cl.stream_k.as_deref())?;
     Ok(Sm90Options {
         tile,
         stages: cl.stages,
@@ -170,6 +160,16 @@ fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
         epilogue_inputs: None,
         epilogue_vectors: (false, false),
     })
+}
+
+/// An `on`/`off` flag's value (`None` when not given).
+fn on_off(flag: &str, v: Option<&str>) -> Result<Option<bool>, String> {
+    match v {
+        None => Ok(None),
+        Some("on") => Ok(Some(true)),
+        Some("off") => Ok(Some(false)),
+        Some(x) => Err(format!("{flag} `{x}`: `on` or `off`")),
+    }
 }
 
 /// The path options of a tree epilogue's kernel (`run gemm` / `bench epilogues`): the Hopper
@@ -652,10 +652,9 @@ fn bench_epilogues(
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    path.generated_epilogue = match fused_v1 {
-        "on" => false,
-        "off" => true,
-        other => return fail(format!("bench epilogues: --fused-v1 `{other}`: on or off")),
+    path.generated_epilogue = match on_off("--fused-v1", Some(fused_v1)) {
+        Ok(v) => v == Some(false),
+        Err(e) => return fail(format!("bench epilogues: {e}")),
     };
     let shapes = match shapes_arg(shapes, quick) {
         Ok(v) => v,

@@ -961,26 +961,30 @@ pub fn tree_sm90_options(
 /// assert!(!light_tree(&parse_epilogue("select(row < 8, acc, sigmoid(acc))").unwrap()));
 /// ```
 pub fn light_tree(tree: &EpilogueTree) -> bool {
-    tree.sum_k.is_empty()
+    sums_nothing(tree)
         && !tree.d.any(&|e| {
             matches!(
                 e,
-                Expr::Sink(Sink::Bgrad(_), _)
-                    | Expr::Unary(
-                        UnaryOp::Gelu
-                            | UnaryOp::GeluTanh
-                            | UnaryOp::Sigmoid
-                            | UnaryOp::Tanh
-                            | UnaryOp::Silu
-                            | UnaryOp::DGelu
-                            | UnaryOp::DGeluTanh
-                            | UnaryOp::DSigmoid
-                            | UnaryOp::DTanh
-                            | UnaryOp::DSilu,
-                        _
-                    )
+                Expr::Unary(
+                    UnaryOp::Gelu
+                        | UnaryOp::GeluTanh
+                        | UnaryOp::Sigmoid
+                        | UnaryOp::Tanh
+                        | UnaryOp::Silu
+                        | UnaryOp::DGelu
+                        | UnaryOp::DGeluTanh
+                        | UnaryOp::DSigmoid
+                        | UnaryOp::DTanh
+                        | UnaryOp::DSilu,
+                    _
+                )
             )
         })
+}
+
+/// Whether `tree` has no reduction (bias gradient) and no operand sum.
+fn sums_nothing(tree: &EpilogueTree) -> bool {
+    tree.sum_k.is_empty() && !tree.d.any(&|e| matches!(e, Expr::Sink(Sink::Bgrad(_), _)))
 }
 
 /// Whether `tree` stores a full aux tensor (one element per output element, as GELU_AUX_BIAS
@@ -995,8 +999,7 @@ pub fn light_tree(tree: &EpilogueTree) -> bool {
 /// assert!(!full_aux_tree(&parse_epilogue("bgrad_col(gelu_aux(acc))").unwrap()));
 /// ```
 pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
-    tree.sum_k.is_empty()
-        && !tree.d.any(&|e| matches!(e, Expr::Sink(Sink::Bgrad(_), _)))
+    sums_nothing(tree)
         && tree
             .d
             .any(&|e| matches!(e, Expr::Sink(Sink::Aux(AuxFormat::Full(_)), _)))
@@ -1066,9 +1069,9 @@ pub fn tree_sm90_plan(
     opts: crate::sm90::Sm90Options,
 ) -> crate::error::Result<crate::sm90::Sm90Plan> {
     use crate::sm90::{Schedule, Sm90Plan};
-    // Unless asked: ping-pong where the plain GEMM takes it and the tree is light
-    // ([`tree_takes_pingpong`]), else cooperative (under ping-pong a transcendental epilogue
-    // slows the other warpgroup's mainloop).
+    // Unless asked: ping-pong where the plain GEMM takes it and the tree is light or stores a
+    // full aux ([`tree_takes_pingpong`]), else cooperative (under ping-pong other
+    // transcendental epilogues and reductions cost more).
     let schedule = match opts.schedule {
         Some(s) => s,
         None if tree_takes_pingpong(problem, tree, opts) => Schedule::PingPong,

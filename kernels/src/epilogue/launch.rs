@@ -1050,8 +1050,8 @@ impl TreeSm90 {
 /// A tree run by the plan's kernel compiled with the fused v1 epilogue [`fused_v1_for`]
 /// finds for it (the named fusions BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS and their
 /// variants): that kernel loads every operand of a block before its first store and needs no
-/// generated code. [`TreeKernel::plan`] takes this route when it can, but for a light tree
-/// that takes the ping-pong schedule on the Hopper path ([`super::cuda::tree_takes_pingpong`]).
+/// generated code. [`TreeKernel::plan`] takes this route when it can, but for a tree that
+/// takes the ping-pong schedule on the Hopper path ([`super::cuda::tree_takes_pingpong`]).
 pub struct TreeFused {
     kernel: crate::sm90::launch::PathKernel,
     tree: EpilogueTree,
@@ -1084,8 +1084,8 @@ impl TreeFused {
         p.epilogue = e;
         let sm90 = path.sm90;
         let path = crate::sm90::plan_path(&p, rt.arch(), path)?;
-        // On the Hopper path a light tree left to the planner runs the plain GEMM's ping-pong
-        // schedule with the generated epilogue: on ping-pong the v1 kernel's bias and
+        // On the Hopper path a tree left to the planner that takes the plain GEMM's ping-pong
+        // schedule runs the generated epilogue: on ping-pong the v1 kernel's bias and
         // relu_bias cost +9..+18% over the plain GEMM at 8192 x 11008 x 4096 and 8192 x 14336
         // x 4096, the generated epilogue's -4..+6% (`docs/perf.md`, session 16).
         if matches!(path, crate::sm90::GemmPath::Hopper(_))
