@@ -132,6 +132,41 @@ __device__ __forceinline__ void tessera_tlp(int seq, int event) {
   } while (0)
 #endif
 
+#ifdef TESSERA_SM90_CLOCK
+// The clock stamps (only when the source defines TESSERA_SM90_CLOCK as the array's length,
+// four per CTA; sm90_timeline does, with or without the timeline above). Per CTA: the SM clock
+// and the global timer (ns) when thread 0 starts, and the latest of both when a consumer
+// warpgroup finishes: entry cta * 4 + {0 clock, 1 ns, 2 end clock, 3 end ns}. The ratio of the
+// two spans is the SM clock the CTA ran at.
+constexpr long long kTlCtaLen = TESSERA_SM90_CLOCK;
+__device__ unsigned long long tessera_timeline_cta[kTlCtaLen];
+__device__ __forceinline__ unsigned long long tessera_globaltimer() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}
+__device__ __forceinline__ void tessera_tl_cta(bool end) {
+  const long long i = (long long)blockIdx.x * 4;
+  if (i + 3 >= kTlCtaLen) return;
+  const unsigned long long clk = clock64(), ns = tessera_globaltimer();
+  if (end) {
+    atomicMax(&tessera_timeline_cta[i + 2], clk);
+    atomicMax(&tessera_timeline_cta[i + 3], ns);
+  } else {
+    tessera_timeline_cta[i] = clk;
+    tessera_timeline_cta[i + 1] = ns;
+  }
+}
+#define TESSERA_TL_CTA(cond, end) \
+  do {                            \
+    if (cond) tessera_tl_cta(end); \
+  } while (0)
+#else
+#define TESSERA_TL_CTA(cond, end) \
+  do {                            \
+  } while (0)
+#endif
+
 static_assert(kCluster == 1 || (kCluster == 2 && kShareA != kShareB && !kPingPong),
               "a pair of CTAs shares exactly one operand, cooperative schedule");
 static_assert(!kShareA || (kPartRowsA * kCluster == kBM && kPartBytesA % 1024 == 0),
@@ -786,6 +821,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   const unsigned vec_base = bias_base + (kBiasStage > 0 ? kConsumers * 2 * kBiasStage * 4 : 0);
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
+  TESSERA_TL_CTA(threadIdx.x == 0, false);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tessera_mbar_init(bars + 8 * s, 1);
@@ -1639,6 +1675,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   // The last TMA stores have finished (reading the buffers and writing D) before the CTA
   // leaves. (Only the threads that issued stores have groups to wait for.)
   if (kEpiTmaStore) tessera_bulk_wait<0>();
+  TESSERA_TL_CTA(wg > 0 && t == 0, true);
   // No CTA of a cluster leaves while its partner may still multicast into its shared memory or
   // arrive on its barriers: all of that happens before the partner arrives here.
 #if TESSERA_SM90_CLUSTER > 1

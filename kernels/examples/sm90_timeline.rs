@@ -1,7 +1,8 @@
 //! The timeline of one launch of the Hopper GEMM: whether the consumer warpgroups' mainloops
 //! keep the tensor cores busy, and whether (ping-pong) one's epilogue runs under the other's
 //! mainloop. `sm90_timeline M N K [--schedule cooperative|pingpong] [--epilogue LIST]
-//! [--tree TEXT] [--tile BMxBN] [--stages S] [--stream-k on|off] [--cta C] [--define NAME[=VALUE]]...`; `--tree` runs a
+//! [--tree TEXT] [--tile BMxBN] [--stages S] [--stream-k on|off] [--cta C] [--sustain MS]
+//! [--clock-only] [--define NAME[=VALUE]]...`; `--tree` runs a
 //! tree epilogue (`parse_epilogue`: the generated fragment path) instead; each `--define` adds a
 //! macro to the compiled source (for experiments guarded by `#ifdef` in a working copy of the
 //! kernel).
@@ -14,7 +15,13 @@
 //! waiting for its turn, waiting for its first stage, in its mainloop and in its epilogue; the
 //! fraction of a CTA's span in which some consumer's mainloop runs (the tensor cores' share);
 //! and, for ping-pong, the fraction of each epilogue that another warpgroup's mainloop covers.
-//! Then CTA `C`'s (default 0) events, one line a tile. Times are in thousands of SM clocks.
+//! `--sustain MS` launches the kernel back to back for MS milliseconds before the timed launches,
+//! so that they run at the clock sustained load settles to. `--clock-only` compiles only the
+//! two clock stamps of each CTA, not the per-tile ones, and prints only the launch's times and
+//! clock. The stamped launch also prints its span on the global timer and the SM clock each CTA ran at
+//! (its clock cycles over its nanoseconds), so a slower launch with the same cycles shows as a
+//! lower clock. Then CTA `C`'s (default 0) events, one line a tile. Times are in thousands of SM
+//! clocks.
 #[cfg(feature = "cuda")]
 fn main() {
     if let Err(e) = timeline::run() {
@@ -90,6 +97,35 @@ mod timeline {
             .chunks_exact(8)
             .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
             .collect())
+    }
+
+    /// The stamped launch's span on the global timer and the SM clock each CTA ran at (its
+    /// clock cycles over its global-timer nanoseconds, start to the last consumer's end).
+    fn print_clock(cta: &[u64], grid: usize) {
+        let mut mhz = Vec::new();
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        for s in cta.chunks_exact(4).take(grid) {
+            let (clk, ns) = (s[2].saturating_sub(s[0]), s[3].saturating_sub(s[1]));
+            if s[1] == 0 || ns == 0 {
+                continue;
+            }
+            first = first.min(s[1]);
+            last = last.max(s[3]);
+            mhz.push(clk as f64 * 1e3 / ns as f64);
+        }
+        if mhz.is_empty() {
+            return;
+        }
+        mhz.sort_by(f64::total_cmp);
+        println!(
+            "stamped launch: {:.1} us from the first CTA's start to the last one's end (global timer); \
+             SM clock over a CTA's span: median {:.0} MHz, min {:.0}, max {:.0} ({} CTAs)",
+            (last - first) as f64 / 1e3,
+            mhz[mhz.len() / 2],
+            mhz[0],
+            mhz[mhz.len() - 1],
+            mhz.len()
+        );
     }
 
     /// Total length of the union of intervals.
@@ -197,7 +233,18 @@ mod timeline {
             (Some(t), Some(b)) => sm90_tree_source(&plan, t, Some(b)).map_err(|e| e.to_string())?,
             _ => cuda_source(&plan),
         };
-        let source = format!("{defines}#define TESSERA_SM90_TIMELINE {len}\n{body}");
+        // `--clock-only`: only the per-CTA clock stamps (two a CTA), not the per-tile timeline,
+        // so the kernel is the production one but for them.
+        let clock_only = args.iter().any(|a| a == "--clock-only");
+        let tl_define = if clock_only {
+            String::new()
+        } else {
+            format!("#define TESSERA_SM90_TIMELINE {len}\n")
+        };
+        let source = format!(
+            "{defines}{tl_define}#define TESSERA_SM90_CLOCK {}\n{body}",
+            sms * 4
+        );
 
         let mut rng = Rng::new(7);
         let up = |rng: &mut Rng, len: i64| {
@@ -270,6 +317,21 @@ mod timeline {
             launch()?;
         }
         sync()?;
+        // `--sustain MS`: back-to-back launches for MS milliseconds first, so that the timed
+        // and stamped launches run at the clock that sustained load settles to (the power cap).
+        let sustain: f64 = match flag(&args, "--sustain") {
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("--sustain `{v}` is not a number of milliseconds"))?,
+            None => 0.0,
+        };
+        let t_sustain = Instant::now();
+        while t_sustain.elapsed().as_secs_f64() * 1e3 < sustain {
+            for _ in 0..10 {
+                launch()?;
+            }
+            sync()?;
+        }
         let reps = 20;
         let t0 = Instant::now();
         for _ in 0..reps {
@@ -277,16 +339,20 @@ mod timeline {
         }
         sync()?;
         let us = t0.elapsed().as_secs_f64() * 1e6 / reps as f64;
-        for g in ["tessera_timeline", "tessera_timeline_pass"] {
+        let globals: &[&str] = if clock_only {
+            &["tessera_timeline_cta"]
+        } else {
+            &[
+                "tessera_timeline",
+                "tessera_timeline_pass",
+                "tessera_timeline_cta",
+            ]
+        };
+        for g in globals {
             rt.zero_global(&source, g).map_err(|e| e.to_string())?;
         }
         launch()?;
         sync()?;
-        let stamps = read_u64(&rt, &source, "tessera_timeline")?;
-        let at = |cta: usize, wg: usize, slot: usize, ev: usize| {
-            stamps[((cta * 3 + wg) * TILES + slot) * EVENTS + ev]
-        };
-
         println!(
             "{} on {}: {m}x{n}x{k}, {shown}, {:?} schedule, tile {}x{}, {} stages, grid {grid}; \
              {us:.1} us a launch (host clock, {reps} launches)",
@@ -297,6 +363,14 @@ mod timeline {
             plan.cta_tile.1,
             plan.stages
         );
+        print_clock(&read_u64(&rt, &source, "tessera_timeline_cta")?, grid);
+        if clock_only {
+            return Ok(());
+        }
+        let stamps = read_u64(&rt, &source, "tessera_timeline")?;
+        let at = |cta: usize, wg: usize, slot: usize, ev: usize| {
+            stamps[((cta * 3 + wg) * TILES + slot) * EVENTS + ev]
+        };
         let consumers = plan.consumers as usize;
         let (mut turn, mut data, mut main, mut epi, mut hidden, mut tiles) =
             (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
