@@ -1,7 +1,7 @@
 //! The timeline of one launch of the Hopper GEMM: whether the consumer warpgroups' mainloops
 //! keep the tensor cores busy, and whether (ping-pong) one's epilogue runs under the other's
 //! mainloop. `sm90_timeline M N K [--schedule cooperative|pingpong] [--epilogue LIST]
-//! [--tree TEXT] [--tile BMxBN] [--stages S] [--stream-k on|off] [--cta C] [--sustain MS]
+//! [--tree TEXT] [--tile BMxBN] [--stages S] [--group-m G] [--stream-k on|off] [--cta C] [--sustain MS]
 //! [--clock-only] [--define NAME[=VALUE]]...`; `--tree` runs a
 //! tree epilogue (`parse_epilogue`: the generated fragment path) instead; each `--define` adds a
 //! macro to the compiled source (for experiments guarded by `#ifdef` in a working copy of the
@@ -188,6 +188,9 @@ mod timeline {
         };
         if let Some(s) = flag(&args, "--stages") {
             opts.stages = Some(s.parse().map_err(|_| format!("--stages `{s}`"))?);
+        }
+        if let Some(g) = flag(&args, "--group-m") {
+            opts.group_m = Some(g.parse().map_err(|_| format!("--group-m `{g}`"))?);
         }
         let show: usize = flag(&args, "--cta")
             .map_or(Ok(0), |s| s.parse().map_err(|_| format!("--cta `{s}`")))?;
