@@ -45,6 +45,7 @@ if [ "${SAN:-0}" = 1 ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
 --path sm90 --epilogue bias,gelu_tanh,aux
 --path sm90 --cluster 2 --epilogue rowbias,gelu,aux
 --path sm90 --epilogue relu_aux_bias
+--path sm90 --schedule pingpong --epilogue relu_aux_bias
 --path sm90 --epilogue dgelu_bgrad
 --path sm90 --tile 128x256 --epilogue select(col<100,sigmoid(acc),select(row>=128,tanh(acc),acc))
 --path sm90 --schedule pingpong --epilogue drelu_bgrad

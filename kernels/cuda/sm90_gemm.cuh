@@ -1249,6 +1249,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         static_assert(!kTesseraEpAuxFull || kStoreBufs >= 2, "a pass with aux fills two buffers");
         constexpr int kPassesN = kBN / kEpiCols;
         constexpr int kPairs = kEpiRegs / 2;
+        // Passes whose output-mask words a row stores together (see store_mask_word).
+        constexpr int kMaskGroup = kTesseraEpBits && kPassesN % 4 == 0 ? 4 : 1;
         const TesseraEpArgs& ea = tessera_ep_args;
         const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
         TesseraEpCta cta{};
@@ -1317,6 +1319,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         {  // (Without a select: the passes as they were, in the kernel's own scope.)
           constexpr int fixed = 0;
 #endif
+          // An output mask's words of a group of kMaskGroup consecutive passes of a row, held
+          // until the group's last pass, which stores them together (one 16-byte store where
+          // the row's words are aligned and inside D).
+          unsigned mask_held[kMaskGroup];
 #pragma unroll
           for (int pass = 0; pass < kTilePasses; ++pass) {
             const TesseraSm90PassPre pre = tessera_sm90_pass_words(tile_words, pass, lane);
@@ -1361,18 +1367,34 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
               mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
             }
+            // The group's words (the last pass of a group stores them): four words in one
+            // 16-byte store where they are aligned and inside D, else word by word. (A store a
+            // word, each a sector of its own, added one L2 write request per 32 elements:
+            // relu_aux_bias 228 against relu_bias 218 us at 4096^3, ncu, docs/perf.md, session 17.)
             auto store_mask_word = [&] {
-              const int valid = min(32, p.n - cb);
+              mask_held[j % kMaskGroup] = mask_word;
+              if (j % kMaskGroup != kMaskGroup - 1) return;
+              const int c0 = cb - (kMaskGroup - 1) * kEpiCols;  // the group's first column
               unsigned* wp = mask_rows[h];
-              if ((lane & 2) == 0 && wp != nullptr && valid > 0) {
-                wp += j;
+              if ((lane & 2) != 0 || wp == nullptr) return;
+              wp += j - (kMaskGroup - 1);
+              if (kMaskGroup == 4 && c0 + 4 * kEpiCols <= p.n &&
+                  (reinterpret_cast<unsigned long long>(wp) & 15u) == 0) {
+                *reinterpret_cast<uint4*>(wp) = make_uint4(mask_held[0], mask_held[1 % kMaskGroup],
+                                                           mask_held[2 % kMaskGroup], mask_held[3 % kMaskGroup]);
+                return;
+              }
+#pragma unroll
+              for (int g = 0; g < kMaskGroup; ++g) {
+                const int valid = min(32, p.n - (c0 + g * kEpiCols));
+                if (valid <= 0) break;
                 if (valid == 32) {
-                  *wp = mask_word;
+                  wp[g] = mask_held[g];
                 } else {
                   // The row's last, partial word: only its own bits.
                   const unsigned mask = (1u << valid) - 1u;
-                  atomicAnd(wp, ~mask);
-                  atomicOr(wp, mask_word & mask);
+                  atomicAnd(wp + g, ~mask);
+                  atomicOr(wp + g, mask_held[g] & mask);
                 }
               }
             };

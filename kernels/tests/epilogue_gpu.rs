@@ -567,7 +567,8 @@ fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
 /// generated epilogue on ping-pong 128 x 128 (bias and relu_bias too, which elsewhere take
 /// the fused v1 kernel; and GELU_AUX_BIAS, which stores a full aux), a bias gradient the
 /// generated epilogue on the cooperative schedule, GELU_BIAS the v1 kernel. D (tight: TMA stores; and one with an odd N: the scratch path), aux
-/// and the sums against the float64 evaluator.
+/// and the sums against the float64 evaluator; and RELU_AUX_BIAS with a mask pitch of an odd
+/// number of words.
 #[test]
 fn light_trees_take_the_plain_gemm_pingpong_schedule() {
     use tessera_kernels::epilogue::launch::TreeKernel;
@@ -617,8 +618,22 @@ fn light_trees_take_the_plain_gemm_pingpong_schedule() {
             check_tree_gemm(&rt, &mut r, &g, &name, &t, bind, &s, &acc, (&a_d, &b_d));
             checked += 1;
         }
+        // The output mask with a pitch of an odd number of words: every other row's words
+        // are not 16-byte aligned, so those rows store a word at a time, the others four at
+        // once.
+        let t = Fusion::ReluAuxBias.tree();
+        let mut bind = Binding::for_tree(&t, m, n, k, 1, DType::Bf16);
+        let ld = (n + 127) / 128 * 128 + 32;
+        let aux = bind.aux.as_mut().expect("relu_aux_bias stores a mask");
+        aux.ld = ld;
+        aux.batch_stride = m * ld;
+        let g = TreeKernel::plan(&rt, &p, &t, &bind, PathOptions::default())
+            .unwrap_or_else(|e| panic!("relu_aux_bias, odd pitch: {e}"));
+        let name = format!("relu_aux_bias at {m}x{n}x{k}, mask pitch {ld} bits");
+        check_tree_gemm(&rt, &mut r, &g, &name, &t, bind, &s, &acc, (&a_d, &b_d));
+        checked += 1;
     }
-    assert_eq!(checked, 14);
+    assert_eq!(checked, 16);
 }
 
 /// Launches `g` (compiled for `t` and a binding like `bind`) over A and B (`ab`, read with
