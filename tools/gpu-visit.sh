@@ -82,9 +82,27 @@ if [ "${NCU:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ]; then
       ./tessera bench epilogues --fusions $f --shapes 4096x4096x4096 --rounds 1 --coord none > "$OUT/ncu_$f.txt" 2>&1
   done
 fi
+# NCU_METRICS=1: per tree of NCU_TREES (default relu_bias relu_aux_bias drelu_bgrad), one
+# production kernel (sm90_timeline --clock-only) at 4096^3 under ncu, clocks locked to base:
+# duration, cycles, instructions, global stores and their sectors, L2 write requests, DRAM
+# bytes (docs/perf.md, session 17, found relu_aux_bias's mask stores this way).
+if [ "${NCU_METRICS:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ] && [ -x ./sm90_timeline ]; then
+  M=gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,smsp__inst_executed_op_global_st.sum
+  M=$M,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,lts__t_requests_srcunit_tex_op_write.sum
+  M=$M,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum
+  for tree in ${NCU_TREES:-relu_bias relu_aux_bias drelu_bgrad}; do
+    for sched in pingpong cooperative; do
+      echo "## $tree, $sched"
+      timeout 120 /usr/local/cuda/bin/ncu --launch-skip 5 --launch-count 1 --metrics $M \
+        ./sm90_timeline 4096 4096 4096 --schedule $sched --tree "$tree" --clock-only 2>&1 |
+        grep -E "^\s+(gpu__|sm__|dram__|lts__|smsp__|l1tex__)" | awk '{print $1, $(NF-1), $NF}'
+    done
+  done > "$OUT/ncu_metrics.log" 2>&1
+fi
 tar czf "$FINAL/visit.tgz" -C "$OUT" .
 grep -E "^(tree|PASSED|FAILED|error)|PASS|FAIL" "$OUT/run.log" | cut -c1-200 | tail -30
 [ -f "$OUT/sanitizer.log" ] && { echo "== compute-sanitizer"; cat "$OUT/sanitizer.log"; }
+[ -f "$OUT/ncu_metrics.log" ] && { echo "== ncu metrics"; cat "$OUT/ncu_metrics.log"; }
 if [ "${STD:-1}" = 1 ]; then
 echo "== tree epilogues"; cat "$OUT/bench_epilogues.log"
 echo "== sm90 (Hopper) vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90.log" | head -30
