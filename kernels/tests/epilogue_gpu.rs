@@ -95,6 +95,27 @@ fn accumulator(
     acc
 }
 
+/// Random bf16 operands of `p` (A `batch x M x K`, B `batch x K x N`, in that order from `r`),
+/// their float64 product (`accumulator`, read with `s`), and A and B on the device.
+fn operands(
+    rt: &Runtime,
+    r: &mut Rng,
+    p: &tessera_kernels::GemmProblem,
+    s: &tessera_kernels::reference::GemmStrides,
+) -> (Vec<f64>, DeviceBuf, DeviceBuf) {
+    let (mb, kb, nb) = (
+        (p.batch * p.m) as usize,
+        p.k as usize,
+        (p.batch * p.n) as usize,
+    );
+    let a = rounded(r, mb * kb, DType::Bf16);
+    let b = rounded(r, kb * nb, DType::Bf16);
+    let acc = accumulator(p, s, &a, &b);
+    let a_d = DeviceBuf::upload(rt, DType::Bf16, &a).unwrap();
+    let b_d = DeviceBuf::upload(rt, DType::Bf16, &b).unwrap();
+    (acc, a_d, b_d)
+}
+
 fn words(rt: &Runtime, buf: &DeviceBuf) -> Vec<u32> {
     buf.download_words(rt).unwrap()
 }
@@ -407,7 +428,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     let Some(rt) = runtime() else { return };
     let mut r = Rng::new(11);
     let (m, n, k, nb) = (130i64, 200i64, 64i64, 2i64);
-    let (mu, nu, ku, bu) = (m as usize, n as usize, k as usize, nb as usize);
+    let (mu, nu) = (m as usize, n as usize);
     let out = DType::Bf16;
     let mut p = GemmProblem::new(m, n, k);
     p.batch = nb;
@@ -443,11 +464,7 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
             )));
         }
     }
-    let a = rounded(&mut r, bu * mu * ku, DType::Bf16);
-    let b = rounded(&mut r, bu * ku * nu, DType::Bf16);
-    let acc = accumulator(&p, &s, &a, &b);
-    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
-    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    let (acc, a_d, b_d) = operands(&rt, &mut r, &p, &s);
     for (t, path, pad) in [
         Fusion::GeluAuxBias.tree(),
         Fusion::ReluAuxBias.tree(),
@@ -493,17 +510,12 @@ fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
     };
     let mut r = Rng::new(23);
     let (m, n, k, nb) = (300i64, 520i64, 1000i64, 2i64);
-    let (mu, nu, ku, bu) = (m as usize, n as usize, k as usize, nb as usize);
     let out = DType::Bf16;
     let mut p = GemmProblem::new(m, n, k);
     p.batch = nb;
     p.output = out;
     let s = GemmStrides::tight(&p);
-    let a = rounded(&mut r, bu * mu * ku, DType::Bf16);
-    let b = rounded(&mut r, bu * ku * nu, DType::Bf16);
-    let acc = accumulator(&p, &s, &a, &b);
-    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
-    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    let (acc, a_d, b_d) = operands(&rt, &mut r, &p, &s);
     let sk = Sm90Options {
         stream_k: Some(true),
         ..Sm90Options::default()
@@ -579,14 +591,9 @@ fn light_trees_take_the_plain_gemm_pingpong_schedule() {
     let mut r = Rng::new(29);
     let mut checked = 0;
     for (m, n, k) in [(1531i64, 2816i64, 200i64), (1531, 2811, 136)] {
-        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
         let p = GemmProblem::new(m, n, k);
         let s = GemmStrides::tight(&p);
-        let a = rounded(&mut r, mu * ku, DType::Bf16);
-        let b = rounded(&mut r, ku * nu, DType::Bf16);
-        let acc = accumulator(&p, &s, &a, &b);
-        let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
-        let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+        let (acc, a_d, b_d) = operands(&rt, &mut r, &p, &s);
         for (f, beta, want) in [
             (Fusion::Bias, 0.0, Some(Schedule::PingPong)),
             (Fusion::ReluBias, 0.0, Some(Schedule::PingPong)),
@@ -789,7 +796,7 @@ fn pingpong_turns_hold_over_many_short_tiles() {
     };
     let mut r = Rng::new(29);
     let (m, n, k) = (4096i64, 4096i64, 64i64);
-    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let (mu, nu) = (m as usize, n as usize);
     let p = GemmProblem::new(m, n, k);
     let s = GemmStrides::tight(&p);
     let opts = Sm90Options {
@@ -799,11 +806,7 @@ fn pingpong_turns_hold_over_many_short_tiles() {
         ..Sm90Options::default()
     };
     let plan = Sm90Plan::with_options(&p, opts).unwrap();
-    let a = rounded(&mut r, mu * ku, DType::Bf16);
-    let b = rounded(&mut r, ku * nu, DType::Bf16);
-    let acc = accumulator(&p, &s, &a, &b);
-    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
-    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    let (acc, a_d, b_d) = operands(&rt, &mut r, &p, &s);
     let aux_in = rounded(&mut r, mu * nu, DType::Bf16);
     let aux64: Vec<f64> = aux_in.iter().map(|&x| x as f64).collect();
     let aux_d = DeviceBuf::upload(&rt, DType::Bf16, &aux_in).unwrap();
@@ -1077,16 +1080,12 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
     let Some(rt) = runtime() else { return };
     let mut r = Rng::new(23);
     let (m, n, k) = (300i64, 520i64, 64i64);
-    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let (mu, nu) = (m as usize, n as usize);
     let out = DType::F32;
     let mut p = GemmProblem::new(m, n, k);
     p.output = out;
     let s = GemmStrides::tight(&p);
-    let a = rounded(&mut r, mu * ku, DType::Bf16);
-    let b = rounded(&mut r, ku * nu, DType::Bf16);
-    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
-    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
-    let acc = accumulator(&p, &s, &a, &b);
+    let (acc, a_d, b_d) = operands(&rt, &mut r, &p, &s);
     // On the 128-row tile grid, and off it (rows and columns).
     // The sm80-class path, and on sm_90a the Hopper path's cooperative and ping-pong plans:
     // their interior 64 x 32 blocks decide hoisted predicates once (blocks on either side of
@@ -1212,15 +1211,11 @@ fn a_mask_region_off_the_16_byte_grid_matches_the_evaluator() {
     };
     let mut r = Rng::new(31);
     let (m, n, k) = (300i64, 1000i64, 64i64);
-    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let (mu, nu) = (m as usize, n as usize);
     let cols = 32i64..n;
     let p = GemmProblem::new(m, n, k);
     let s = GemmStrides::tight(&p);
-    let a = rounded(&mut r, mu * ku, DType::Bf16);
-    let b = rounded(&mut r, ku * nu, DType::Bf16);
-    let acc = accumulator(&p, &s, &a, &b);
-    let a_d = DeviceBuf::upload(&rt, DType::Bf16, &a).unwrap();
-    let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
+    let (acc, a_d, b_d) = operands(&rt, &mut r, &p, &s);
     let bias = rounded(&mut r, nu, DType::Bf16);
     let bias_d = DeviceBuf::upload(&rt, DType::Bf16, &bias).unwrap();
     let t = Fusion::ReluAuxBias.tree();
