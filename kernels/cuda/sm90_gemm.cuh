@@ -708,8 +708,13 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   cta.staged_br = kTesseraVecRows > 0;
   constexpr int kSlotR = int(kTesseraEpStageC), kSlotX = int(kTesseraEpStageC) + int(kTesseraEpStageR);
   wb[0] = wb[1] = 0u;
+  // The partial sums start from -0.0, the identity of fp32 addition (x + -0 = x for every x,
+  // where x + +0 is not x for x = -0), so that the compiler can drop each sum's first addition.
+  // (From +0.0, drelu_bgrad's pass took 63 FADD a thread where 15 add anything; -0.0 saved 0.3%
+  // of its launch, docs/perf.md, session 18.) The sums are the same: they end in the zeroed
+  // fp32 workspace, where +0 + -0 = +0.
 #pragma unroll
-  for (int k = 0; k < kEpiRegs / 2; ++k) cs[k] = 0.0f;
+  for (int k = 0; k < kEpiRegs / 2; ++k) cs[k] = -0.0f;
 #pragma unroll
   for (int k = 0; k < kEpiRegs; k += 2) {
     if ((k / 2) % kGroup == 0) tessera_ep_opaque_inputs(g);
@@ -718,9 +723,9 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
     // Even (fragment_pass_form: cc is 2 (lane % 4) + 8 (k / 4), cb a multiple of kEpiCols);
     // said so, the compiler knows the parity of col + e (a mask bit's place in its pair).
     const int col = (cb + cc) & ~1;
-    cta.reg_row = 0.0f;
-    cta.reg_col0 = 0.0f;
-    cta.reg_col1 = 0.0f;
+    cta.reg_row = -0.0f;
+    cta.reg_col0 = -0.0f;
+    cta.reg_col1 = -0.0f;
     cta.bits = 0u;
     float d0 = 0.0f, d1 = 0.0f, x0 = 0.0f, x1 = 0.0f;
     if (kInside || (row < p.m && col < p.n)) {
@@ -1254,7 +1259,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         const TesseraEpArgs& ea = tessera_ep_args;
         const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
         TesseraEpCta cta{};
-        float rs[2] = {0.0f, 0.0f};
+        float rs[2] = {-0.0f, -0.0f};  // (from -0.0: see tessera_sm90_tree_frag)
         // An output mask's rows: per m64 half, the first word of the tile's columns in the row
         // of the slot lane bit 0 picks (the row this lane stores, when lane bit 1 is clear);
         // null past M. (The launch takes this path only when rows, batches and the region
@@ -1334,7 +1339,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             tessera_sm90_pass_regs(acc, pass, 0, v);
             unsigned dpk[kPairs], apk[kPairs], wb[2];
             float cs[kPairs];
-            if (j == 0) rs[0] = rs[1] = 0.0f;
+            if (j == 0) rs[0] = rs[1] = -0.0f;
             // This pass's staged inputs: wait for their blocks (read by the elements).
             const int slot = pass % kInBufs;
             const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
