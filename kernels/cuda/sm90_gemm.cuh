@@ -1051,8 +1051,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // with the second k-tile, after its wgmma. (Not where the epilogue stores a bit mask:
       // relu_aux_bias with its vector loaded here, or right after the turn wait, took 228-232
       // us a launch at 4096^3 against 203 with it in the first k-tile, and 8192 x 14336 x 4096
-      // cost 17-18% over the plain GEMM against 1-2%; why is not known: docs/perf.md,
-      // session 16.)
+      // cost 17-18% over the plain GEMM against 1-2%, docs/perf.md, session 16. Loaded here it
+      // takes about 3% fewer cycles on four shapes, but it ran at a lower clock: 1274 against
+      // 1415 MHz at 8192 x 14336 x 4096, session 18.)
       unsigned tile_words[kTesseraEpTileWords];
       constexpr bool kEarly = kPingPong && !kTesseraEpBits;
       if (kEarly) {
