@@ -22,7 +22,7 @@ pub mod tutorial {
     #[doc = include_str!("../docs/02_algebra.md")]
     pub mod ch02_algebra {}
     pub use tessera_kernels::epilogue::tutorial as ch06_epilogues;
-    pub use tessera_kernels::sm90::tutorial_05 as ch05_hopper;
     pub use tessera_kernels::tutorial_04 as ch04_tiling_a_gemm;
+    pub use tessera_kernels::tutorial_05 as ch05_hopper;
     pub use tessera_swizzle::tutorial as ch03_swizzles;
 }

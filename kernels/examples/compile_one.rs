@@ -1,7 +1,7 @@
 //! Compiles one plan with NVRTC, prints ptxas statistics and writes the CUBIN:
 //! `cargo run --example compile_one --features cuda -- M N K [BMxBNxBK] [stages] [out.cubin]`.
 use tessera_kernels::{
-    codegen::cuda_source, runtime::compile, Arch, GemmPlan, GemmProblem, PlanOptions,
+    codegen::cuda_source, launch::runtime::compile, Arch, GemmPlan, GemmProblem, PlanOptions,
 };
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();

@@ -6,10 +6,10 @@
 //! difference between the two results on sampled rows.
 #[cfg(feature = "cuda")]
 fn main() {
-    use tessera_kernels::bench::{standard_epilogues, standard_shapes, BenchConfig};
-    use tessera_kernels::runtime::Runtime;
-    use tessera_kernels::sm90::bench::run_bench_sm90;
-    use tessera_kernels::sm90::Sm90Options;
+    use tessera_kernels::bench::gemm::{standard_epilogues, standard_shapes, BenchConfig};
+    use tessera_kernels::bench::sm90::run_bench_sm90;
+    use tessera_kernels::launch::runtime::Runtime;
+    use tessera_kernels::plan::Sm90Options;
 
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |flag: &str| {
@@ -28,7 +28,7 @@ fn main() {
     opts.stages = value("--stages").and_then(|s| s.parse().ok());
     opts.group_m = value("--group").and_then(|s| s.parse().ok());
     if args.iter().any(|a| a == "--pingpong") {
-        opts.schedule = Some(tessera_kernels::sm90::Schedule::PingPong);
+        opts.schedule = Some(tessera_kernels::plan::Schedule::PingPong);
         opts.tile = opts.tile.or(Some((128, 128)));
     }
     let mut cfg = BenchConfig::default();
@@ -57,7 +57,7 @@ fn main() {
         "M x N x K", "epilogue", "ours TF", "vendor TF", "ratio", "/plain", "rel diff", "vendor"
     );
     println!("{head}");
-    let line = |r: &tessera_kernels::bench::BenchRow| {
+    let line = |r: &tessera_kernels::bench::gemm::BenchRow| {
         format!(
             "{:>17} {:>14} {:>9.1} {:>9.1} {:>7.3} {:>7.3} {:>9.2e}  {}",
             format!("{}x{}x{}", r.m, r.n, r.k),

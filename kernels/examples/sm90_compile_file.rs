@@ -17,7 +17,12 @@ fn main() {
         }
     };
     let kernel = args.get(3).map(String::as_str).unwrap_or("tessera_gemm");
-    match tessera_kernels::runtime::compile(&src, kernel, tessera_kernels::Arch::Sm90a, true) {
+    match tessera_kernels::launch::runtime::compile(
+        &src,
+        kernel,
+        tessera_kernels::Arch::Sm90a,
+        true,
+    ) {
         Ok(c) => {
             println!("{}", c.log);
             if let Some(out) = args.get(2) {

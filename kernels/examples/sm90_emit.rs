@@ -3,7 +3,7 @@
 //! feature and `--cubin FILE`, also compiles it with NVRTC for sm_90a and writes the CUBIN
 //! (for `cuobjdump --dump-sass`); `--epilogue bias,gelu_tanh` plans that epilogue, `--pingpong`
 //! the ping-pong schedule (128x128).
-use tessera_kernels::sm90::{codegen::cuda_source, Sm90Plan};
+use tessera_kernels::{codegen::sm90::cuda_source, plan::Sm90Plan};
 use tessera_kernels::GemmProblem;
 
 fn main() {
@@ -27,11 +27,11 @@ fn main() {
             }
         }
     }
-    let opts = tessera_kernels::sm90::Sm90Options {
+    let opts = tessera_kernels::plan::Sm90Options {
         schedule: argv
             .iter()
             .any(|a| a == "--pingpong")
-            .then_some(tessera_kernels::sm90::Schedule::PingPong),
+            .then_some(tessera_kernels::plan::Schedule::PingPong),
         tile: argv.iter().any(|a| a == "--pingpong").then_some((128, 128)),
         ..Default::default()
     };
@@ -58,7 +58,7 @@ fn main() {
 
 #[cfg(feature = "cuda")]
 fn write_cubin(src: &str, name: &str, path: &str) {
-    match tessera_kernels::runtime::compile(src, name, tessera_kernels::Arch::Sm90a, true) {
+    match tessera_kernels::launch::runtime::compile(src, name, tessera_kernels::Arch::Sm90a, true) {
         Ok(c) => {
             eprintln!("{}", c.log);
             if let Err(e) = std::fs::write(path, &c.cubin) {

@@ -39,17 +39,17 @@ fn main() {
 mod timeline {
     use std::time::Instant;
 
+    use tessera_kernels::codegen::sm90::cuda_source;
     use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_plan};
-    use tessera_kernels::epilogue::launch::{EpBuffers, TreeSm90};
     use tessera_kernels::epilogue::{parse_epilogue, Binding};
-    use tessera_kernels::gemm::{DeviceBuf, GemmArgs};
-    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::launch::runtime::Runtime;
+    use tessera_kernels::launch::sm80::{DeviceBuf, GemmArgs};
+    use tessera_kernels::launch::sm90::Sm90Kernel;
+    use tessera_kernels::launch::tree::{EpBuffers, TreeSm90};
+    use tessera_kernels::plan::sm90::EPI_COLS;
+    use tessera_kernels::plan::GemmStrides;
+    use tessera_kernels::plan::{Schedule, Sm90Options, Sm90Plan};
     use tessera_kernels::rng::Rng;
-    use tessera_kernels::runtime::Runtime;
-    use tessera_kernels::sm90::codegen::cuda_source;
-    use tessera_kernels::sm90::launch::Sm90Kernel;
-    use tessera_kernels::sm90::plan::EPI_COLS;
-    use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
     use tessera_kernels::{BiasMode, DType, Epilogue, GemmProblem, Major};
 
     /// Slots per (CTA, warpgroup) and events per slot, as in `sm90_gemm.cuh`.

@@ -7,7 +7,7 @@
 //! statistics and a CUBIN to disassemble.
 use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_plan};
 use tessera_kernels::epilogue::{Binding, Fusion};
-use tessera_kernels::sm90::{Schedule, Sm90Options};
+use tessera_kernels::plan::{Schedule, Sm90Options};
 use tessera_kernels::{DType, GemmProblem};
 
 fn main() {

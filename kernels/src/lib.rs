@@ -23,25 +23,23 @@ pub mod codegen;
 pub mod epilogue;
 pub mod error;
 pub mod plan;
-pub mod problem;
 pub mod reference;
 pub mod rng;
-pub mod sm90;
 
 #[cfg(feature = "cuda")]
 pub mod bench;
 #[cfg(feature = "cuda")]
-pub mod gemm;
-#[cfg(feature = "cuda")]
-pub mod runtime;
-#[cfg(feature = "cuda")]
-pub mod verify;
+pub mod launch;
 
 pub use arch::Arch;
 pub use error::{KernelError, Result};
+pub use plan::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
 pub use plan::{GemmPlan, PlanOptions};
-pub use problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
 
 /// Chapter 4 of the tutorial: tiling a GEMM with the layout algebra.
 #[doc = include_str!("../../docs/04_tiling_a_gemm.md")]
 pub mod tutorial_04 {}
+
+/// Chapter 5 of the tutorial: the Hopper GEMM, from one shared-memory layout.
+#[doc = include_str!("../../docs/05_hopper.md")]
+pub mod tutorial_05 {}

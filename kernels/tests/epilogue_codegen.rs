@@ -151,7 +151,7 @@ fn host_mirror_matches_the_device_struct_field_by_field() {
 #[test]
 fn tree_gemm_params_match_the_sm80_template() {
     use tessera_kernels::codegen::GEMM_SM80_CUH;
-    use tessera_kernels::epilogue::launch::{tree_gemm_params_layout, TreeGemmParams};
+    use tessera_kernels::launch::tree::{tree_gemm_params_layout, TreeGemmParams};
     let (device, size) = device_layout(GEMM_SM80_CUH, "TesseraGemmParams");
     let host: Vec<(String, usize)> = tree_gemm_params_layout()
         .into_iter()

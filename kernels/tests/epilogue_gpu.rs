@@ -8,15 +8,15 @@
 
 use tessera_kernels::epilogue::check::Binding;
 use tessera_kernels::epilogue::eval::{evaluate, EvalInputs};
-use tessera_kernels::epilogue::launch::{EpBuffers, EpilogueApply};
 use tessera_kernels::epilogue::{
     parse_epilogue, residual_relu, AuxFormat, EpilogueTree, Fusion, Sink,
 };
-use tessera_kernels::gemm::DeviceBuf;
+use tessera_kernels::launch::runtime::Runtime;
+use tessera_kernels::launch::sm80::DeviceBuf;
+use tessera_kernels::launch::tree::{EpBuffers, EpilogueApply};
+use tessera_kernels::plan::{PathOptions, Schedule, Sm90Options};
 use tessera_kernels::reference::round_to;
 use tessera_kernels::rng::Rng;
-use tessera_kernels::runtime::Runtime;
-use tessera_kernels::sm90::{PathOptions, Schedule, Sm90Options};
 use tessera_kernels::DType;
 
 fn runtime() -> Option<Runtime> {
@@ -74,7 +74,7 @@ fn rounded(r: &mut Rng, n: usize, t: DType) -> Vec<f32> {
 /// The float64 product `A B` of `p` (`batch x M x N`, row-major), A and B read with `s`.
 fn accumulator(
     p: &tessera_kernels::GemmProblem,
-    s: &tessera_kernels::reference::GemmStrides,
+    s: &tessera_kernels::plan::GemmStrides,
     a: &[f32],
     b: &[f32],
 ) -> Vec<f64> {
@@ -101,7 +101,7 @@ fn operands(
     rt: &Runtime,
     r: &mut Rng,
     p: &tessera_kernels::GemmProblem,
-    s: &tessera_kernels::reference::GemmStrides,
+    s: &tessera_kernels::plan::GemmStrides,
 ) -> (Vec<f64>, DeviceBuf, DeviceBuf) {
     let (mb, kb, nb) = (
         (p.batch * p.m) as usize,
@@ -302,9 +302,9 @@ fn generated_epilogues_match_the_evaluator() {
 
 #[test]
 fn operand_sums_match_the_evaluator() {
-    use tessera_kernels::epilogue::launch::OperandSum;
     use tessera_kernels::epilogue::Operand;
-    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::launch::tree::OperandSum;
+    use tessera_kernels::plan::GemmStrides;
     use tessera_kernels::{GemmProblem, Major};
     let Some(rt) = runtime() else { return };
     let k = OperandSum::new(&rt).unwrap();
@@ -417,9 +417,9 @@ fn both_coordinate_strategies_match_the_evaluator() {
 #[test]
 fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
     use tessera_kernels::epilogue::cuda::gemm_has_tree_hook;
-    use tessera_kernels::epilogue::launch::TreeKernel;
-    use tessera_kernels::reference::GemmStrides;
-    use tessera_kernels::sm90::{GemmPath, Schedule, Sm90Options, Sm90Plan};
+    use tessera_kernels::launch::tree::TreeKernel;
+    use tessera_kernels::plan::GemmStrides;
+    use tessera_kernels::plan::{GemmPath, Schedule, Sm90Options, Sm90Plan};
     use tessera_kernels::{Arch, GemmPlan, GemmProblem};
     if !gemm_has_tree_hook() {
         eprintln!("SKIPPED: the sm80 template has no TESSERA_EPILOGUE_TREE hook yet");
@@ -501,9 +501,9 @@ fn the_gemm_with_a_tree_epilogue_matches_the_evaluator() {
 /// each tile's sums are added once. D, aux and the sums against the float64 evaluator.
 #[test]
 fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
-    use tessera_kernels::epilogue::launch::{TreeKernel, TreeSm90};
-    use tessera_kernels::reference::GemmStrides;
-    use tessera_kernels::sm90::Sm90Plan;
+    use tessera_kernels::launch::tree::{TreeKernel, TreeSm90};
+    use tessera_kernels::plan::GemmStrides;
+    use tessera_kernels::plan::Sm90Plan;
     use tessera_kernels::GemmProblem;
     let Some(rt) = hopper_runtime("stream-K") else {
         return;
@@ -582,8 +582,8 @@ fn tree_epilogues_on_stream_k_parts_match_the_evaluator() {
 /// and the sums against the float64 evaluator.
 #[test]
 fn light_trees_take_the_plain_gemm_pingpong_schedule() {
-    use tessera_kernels::epilogue::launch::TreeKernel;
-    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::launch::tree::TreeKernel;
+    use tessera_kernels::plan::GemmStrides;
     use tessera_kernels::GemmProblem;
     let Some(rt) = hopper_runtime("the default ping-pong plan") else {
         return;
@@ -636,11 +636,11 @@ fn light_trees_take_the_plain_gemm_pingpong_schedule() {
 fn check_tree_gemm(
     rt: &Runtime,
     r: &mut Rng,
-    g: &tessera_kernels::epilogue::launch::TreeKernel,
+    g: &tessera_kernels::launch::tree::TreeKernel,
     name: &str,
     t: &EpilogueTree,
     mut bind: Binding,
-    s: &tessera_kernels::reference::GemmStrides,
+    s: &tessera_kernels::plan::GemmStrides,
     acc: &[f64],
     ab: (&DeviceBuf, &DeviceBuf),
 ) {
@@ -787,9 +787,9 @@ fn check_tree_gemm(
 /// evaluator after each batch of launches.
 #[test]
 fn pingpong_turns_hold_over_many_short_tiles() {
-    use tessera_kernels::epilogue::launch::TreeSm90;
-    use tessera_kernels::reference::GemmStrides;
-    use tessera_kernels::sm90::Sm90Plan;
+    use tessera_kernels::launch::tree::TreeSm90;
+    use tessera_kernels::plan::GemmStrides;
+    use tessera_kernels::plan::Sm90Plan;
     use tessera_kernels::GemmProblem;
     let Some(rt) = hopper_runtime("the ping-pong schedule") else {
         return;
@@ -856,8 +856,8 @@ fn pingpong_turns_hold_over_many_short_tiles() {
 /// sums) on the device, independently of tessera's kernels.
 #[test]
 fn named_fusions_match_cublaslt() {
-    use tessera_kernels::epilogue::cublaslt::{lt_fused, lt_plain, LtBuffers, LtHandle};
-    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::bench::cublaslt::{lt_fused, lt_plain, LtBuffers, LtHandle};
+    use tessera_kernels::plan::GemmStrides;
     use tessera_kernels::GemmProblem;
     let Some(rt) = runtime() else { return };
     let h = LtHandle::new(&rt).unwrap();
@@ -1070,8 +1070,8 @@ fn named_fusions_match_cublaslt() {
 fn gemm_coordinate_strategies_match_the_evaluator() {
     use tessera_kernels::epilogue::coord::split_regions;
     use tessera_kernels::epilogue::cuda::gemm_has_tree_hook;
-    use tessera_kernels::epilogue::launch::TreeKernel;
-    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::launch::tree::TreeKernel;
+    use tessera_kernels::plan::GemmStrides;
     use tessera_kernels::{Arch, GemmProblem};
     if !gemm_has_tree_hook() {
         eprintln!("SKIPPED: the sm80 template has no TESSERA_EPILOGUE_TREE hook yet");
@@ -1165,7 +1165,7 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
 
 #[test]
 fn the_epilogue_benchmark_runs() {
-    use tessera_kernels::epilogue::bench::{bench_coordinate, bench_fusions};
+    use tessera_kernels::bench::epilogues::{bench_coordinate, bench_fusions};
     use tessera_kernels::Arch;
     let Some(rt) = runtime() else { return };
     let paths: &[PathOptions] = if rt.arch() == Arch::Sm90a {
@@ -1203,8 +1203,8 @@ fn the_epilogue_benchmark_runs() {
 /// on both Hopper schedules; the mask's words left of the region keep their junk.
 #[test]
 fn a_mask_region_off_the_16_byte_grid_matches_the_evaluator() {
-    use tessera_kernels::epilogue::launch::TreeKernel;
-    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::launch::tree::TreeKernel;
+    use tessera_kernels::plan::GemmStrides;
     use tessera_kernels::GemmProblem;
     let Some(rt) = hopper_runtime("the mask region") else {
         return;

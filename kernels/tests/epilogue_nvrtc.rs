@@ -7,7 +7,7 @@
 
 use tessera_kernels::epilogue::cuda::apply_kernel_source;
 use tessera_kernels::epilogue::{parse_epilogue, residual_relu, Binding, EpilogueTree, Fusion};
-use tessera_kernels::runtime::{compile, nvrtc_version};
+use tessera_kernels::launch::runtime::{compile, nvrtc_version};
 use tessera_kernels::Arch;
 use tessera_kernels::DType;
 
@@ -133,7 +133,7 @@ fn the_gemm_with_a_tree_epilogue_compiles_without_spills() {
 #[test]
 fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
     use tessera_kernels::epilogue::cuda::sm90_tree_source;
-    use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
+    use tessera_kernels::plan::{Schedule, Sm90Options, Sm90Plan};
     use tessera_kernels::GemmProblem;
     if let Err(e) = nvrtc_version() {
         if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {

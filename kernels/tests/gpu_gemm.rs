@@ -4,11 +4,11 @@
 //! failure. `TESSERA_SEED=<n>` replays a run.
 #![cfg(feature = "cuda")]
 
-use tessera_kernels::gemm::{DeviceBuf, GemmArgs, GemmKernel};
-use tessera_kernels::reference::GemmStrides;
+use tessera_kernels::bench::verify::{check_plan, require};
+use tessera_kernels::launch::runtime::Runtime;
+use tessera_kernels::launch::sm80::{DeviceBuf, GemmArgs, GemmKernel};
+use tessera_kernels::plan::GemmStrides;
 use tessera_kernels::rng::Rng;
-use tessera_kernels::runtime::Runtime;
-use tessera_kernels::verify::{check_plan, require};
 use tessera_kernels::{
     Activation, Arch, BiasMode, DType, Epilogue, GemmPlan, GemmProblem, KernelError, Major,
     PlanOptions,

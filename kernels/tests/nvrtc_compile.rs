@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use tessera_kernels::codegen::cuda_source;
-use tessera_kernels::runtime::{compile, nvrtc_version};
+use tessera_kernels::launch::runtime::{compile, nvrtc_version};
 use tessera_kernels::{Arch, DType, GemmPlan, GemmProblem, Major};
 
 /// The variants: the planner's outputs over every input type, both storage orders of A and B,

@@ -241,8 +241,8 @@ fn snapshot_preambles() {
 /// every storage order of A and B, both bias directions and ragged extents.
 #[test]
 fn column_major_d_plans_are_the_transposed_products_plans() {
-    use tessera_kernels::sm90::codegen::cuda_source as sm90_source;
-    use tessera_kernels::sm90::Sm90Plan;
+    use tessera_kernels::codegen::sm90::cuda_source as sm90_source;
+    use tessera_kernels::plan::Sm90Plan;
     use tessera_kernels::Epilogue;
     let orders = [Major::Row, Major::Col];
     for (m, n, k) in [(100, 300, 64), (4096, 1000, 512), (7, 9, 24)] {

@@ -3,7 +3,8 @@
 //! element, for every storage order of A and B, with C, both bias directions, aux, padded
 //! leading dimensions and batches. No GPU.
 
-use tessera_kernels::reference::{reference_rows, GemmStrides, HostGemm};
+use tessera_kernels::plan::GemmStrides;
+use tessera_kernels::reference::{reference_rows, HostGemm};
 use tessera_kernels::rng::Rng;
 use tessera_kernels::{Activation, BiasMode, Epilogue, GemmProblem, Major};
 

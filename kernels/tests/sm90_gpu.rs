@@ -5,14 +5,14 @@
 //! that a failure. `TESSERA_SEED=<n>` replays a run.
 #![cfg(feature = "cuda")]
 
-use tessera_kernels::gemm::{DeviceBuf, GemmArgs};
-use tessera_kernels::reference::GemmStrides;
+use tessera_kernels::bench::verify::require;
+use tessera_kernels::bench::verify_sm90::check_sm90;
+use tessera_kernels::launch::runtime::Runtime;
+use tessera_kernels::launch::sm80::{DeviceBuf, GemmArgs};
+use tessera_kernels::launch::sm90::Sm90Kernel;
+use tessera_kernels::plan::GemmStrides;
+use tessera_kernels::plan::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::rng::Rng;
-use tessera_kernels::runtime::Runtime;
-use tessera_kernels::sm90::launch::Sm90Kernel;
-use tessera_kernels::sm90::verify::check_sm90;
-use tessera_kernels::sm90::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
-use tessera_kernels::verify::require;
 use tessera_kernels::{
     Activation, Arch, BiasMode, DType, Epilogue, GemmProblem, KernelError, Major,
 };

@@ -3,12 +3,12 @@
 //! wgmma descriptor fields, the accumulator fragment; the planner's limits; and snapshots of
 //! the generated preamble. No GPU, no NVRTC.
 
-use tessera_kernels::plan::{SmemLayout, SwizzleBits};
-use tessera_kernels::sm90::codegen::preamble;
-use tessera_kernels::sm90::layouts::{
+use tessera_kernels::codegen::sm90::preamble;
+use tessera_kernels::plan::sm90_layouts::{
     tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaSwizzle,
 };
-use tessera_kernels::sm90::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
+use tessera_kernels::plan::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
+use tessera_kernels::plan::{SmemLayout, SwizzleBits};
 use tessera_kernels::{BiasMode, DType, Epilogue, GemmProblem};
 use tessera_layout::IntTuple;
 

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use tessera_kernels::runtime::{compile, nvrtc_version};
-use tessera_kernels::sm90::codegen::cuda_source;
-use tessera_kernels::sm90::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
+use tessera_kernels::codegen::sm90::cuda_source;
+use tessera_kernels::launch::runtime::{compile, nvrtc_version};
+use tessera_kernels::plan::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::{Activation, Arch, BiasMode, DType, Epilogue, GemmProblem};
 
 /// The variants: both 16-bit input types, each tile the planner picks on its own (128x256,

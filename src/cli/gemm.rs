@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use tessera_kernels::codegen::cuda_source;
 use tessera_kernels::epilogue::{describe, parse_epilogue, to_v1};
 #[cfg(feature = "cuda")]
-use tessera_kernels::sm90::PathOptions;
-use tessera_kernels::sm90::{choose_path, ClusterShare, GemmPath, Schedule, Sm90Options, Sm90Plan};
+use tessera_kernels::plan::PathOptions;
+use tessera_kernels::plan::{choose_path, ClusterShare, GemmPath, Schedule, Sm90Options, Sm90Plan};
 use tessera_kernels::{Arch, DType, Epilogue, GemmPlan, GemmProblem, Major, PlanOptions};
 
 /// The problem, as given on the command line.
@@ -465,7 +465,7 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
             }
             _ => Ok((
                 plan.to_string(),
-                tessera_kernels::sm90::codegen::cuda_source(
+                tessera_kernels::codegen::sm90::cuda_source(
                     &plan.compiled_for(tessera_kernels::arch::H100_SMS),
                 ),
             )),
@@ -498,10 +498,10 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
 /// Runs `tessera run`.
 #[cfg(feature = "cuda")]
 pub fn run(cmd: RunCommand) -> ExitCode {
-    use tessera_kernels::reference::GemmStrides;
+    use tessera_kernels::bench::verify::check_plan;
+    use tessera_kernels::launch::runtime::Runtime;
+    use tessera_kernels::plan::GemmStrides;
     use tessera_kernels::rng::Rng;
-    use tessera_kernels::runtime::Runtime;
-    use tessera_kernels::verify::check_plan;
 
     let RunCommand::Gemm { problem: pa, seed } = cmd;
     // A tree the fused epilogue cannot run goes through the generated tree epilogue.
@@ -534,7 +534,7 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         }
         GemmPath::Hopper(plan) => {
             print!("{plan}");
-            tessera_kernels::sm90::launch::Sm90Kernel::new(&rt, &plan).and_then(|k| {
+            tessera_kernels::launch::sm90::Sm90Kernel::new(&rt, &plan).and_then(|k| {
                 match k.max_clusters() {
                     Some(c) => println!(
                         "  grid         {} CTAs (the driver holds {c} clusters at once)",
@@ -542,7 +542,12 @@ pub fn run(cmd: RunCommand) -> ExitCode {
                     ),
                     None => println!("  grid         {} CTAs", k.grid_ctas()),
                 }
-                tessera_kernels::sm90::verify::check_sm90(&rt, &k, GemmStrides::tight(&p), seed)
+                tessera_kernels::bench::verify_sm90::check_sm90(
+                    &rt,
+                    &k,
+                    GemmStrides::tight(&p),
+                    seed,
+                )
             })
         }
     };
@@ -560,12 +565,12 @@ pub fn run(cmd: RunCommand) -> ExitCode {
 }
 
 /// `tessera run gemm --epilogue TREE` for a tree only the generated tree epilogue runs: the
-/// float64 check of every output ([`tessera_kernels::epilogue::verify::check_tree`]).
+/// float64 check of every output ([`tessera_kernels::bench::verify_tree::check_tree`]).
 #[cfg(feature = "cuda")]
 fn run_tree(pa: ProblemArgs, seed: Option<u64>) -> ExitCode {
-    use tessera_kernels::epilogue::verify::check_tree;
+    use tessera_kernels::bench::verify_tree::check_tree;
+    use tessera_kernels::launch::runtime::Runtime;
     use tessera_kernels::rng::Rng;
-    use tessera_kernels::runtime::Runtime;
 
     let tree = match parse_epilogue(&pa.epilogue) {
         Ok(t) => t,
@@ -627,7 +632,7 @@ fn shapes_arg(shapes: Option<String>, quick: bool) -> Result<Vec<(i64, i64, i64)
     match shapes {
         Some(s) => s.split(',').map(parse_triple).collect(),
         None if quick => Ok(vec![(4096, 4096, 4096), (8192, 8192, 8192)]),
-        None => Ok(tessera_kernels::bench::standard_shapes()),
+        None => Ok(tessera_kernels::bench::gemm::standard_shapes()),
     }
 }
 
@@ -644,9 +649,9 @@ fn bench_epilogues(
     fused_v1: &str,
     kernel: KernelArgs,
 ) -> ExitCode {
-    use tessera_kernels::epilogue::bench::{bench_coordinate, bench_fusions, EpBenchRow};
+    use tessera_kernels::bench::epilogues::{bench_coordinate, bench_fusions, EpBenchRow};
     use tessera_kernels::epilogue::Fusion;
-    use tessera_kernels::runtime::Runtime;
+    use tessera_kernels::launch::runtime::Runtime;
 
     let mut path = match tree_path_options(&kernel, "bench epilogues") {
         Ok(p) => p,
@@ -852,8 +857,8 @@ fn bench_epilogues(
 /// Runs `tessera bench`.
 #[cfg(feature = "cuda")]
 pub fn bench(cmd: BenchCommand) -> ExitCode {
-    use tessera_kernels::bench::{run_bench, standard_epilogues, BenchConfig};
-    use tessera_kernels::runtime::Runtime;
+    use tessera_kernels::bench::gemm::{run_bench, standard_epilogues, BenchConfig};
+    use tessera_kernels::launch::runtime::Runtime;
 
     let GemmBenchArgs {
         json,
@@ -957,7 +962,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         "ours range ms"
     );
     println!("{header}");
-    let line = |r: &tessera_kernels::bench::BenchRow| {
+    let line = |r: &tessera_kernels::bench::gemm::BenchRow| {
         format!(
             "{:>20} {:>16} {:>10.1} {:>10.1} {:>6.3} {:>8.3} {:>9.2e}  {:<20} {:.3}-{:.3}",
             format!("{}x{}x{}", r.m, r.n, r.k),
@@ -978,7 +983,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             Err(e) => return fail(e),
         };
         println!("kernel path: sm_90a (TMA + wgmma)");
-        tessera_kernels::sm90::bench::run_bench_sm90(&rt, &cfg, opts, |r| println!("{}", line(r)))
+        tessera_kernels::bench::sm90::run_bench_sm90(&rt, &cfg, opts, |r| println!("{}", line(r)))
     } else {
         if cl.hopper_given() || cfg.max_ctas.is_some() {
             return fail(
@@ -1034,7 +1039,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
 
 #[cfg(feature = "cuda")]
 fn bench_mma(json: Option<std::path::PathBuf>, rounds: usize) -> ExitCode {
-    use tessera_kernels::runtime::Runtime;
+    use tessera_kernels::launch::runtime::Runtime;
     let rt = match Runtime::new(0) {
         Ok(rt) => rt,
         Err(e) => return fail(e),
@@ -1045,7 +1050,7 @@ fn bench_mma(json: Option<std::path::PathBuf>, rounds: usize) -> ExitCode {
         rt.arch(),
         rt.sm_count()
     );
-    let r = match tessera_kernels::bench::run_mma_peak(&rt, rounds) {
+    let r = match tessera_kernels::bench::gemm::run_mma_peak(&rt, rounds) {
         Ok(r) => r,
         Err(e) => return fail(e),
     };

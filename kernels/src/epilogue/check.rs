@@ -2,7 +2,7 @@
 //! kernel's limits. Whatever would make the generated code read or write out of bounds,
 //! misaligned or in the wrong type is an [`EpilogueError`] here, never a GPU failure.
 
-use crate::problem::DType;
+use crate::plan::problem::DType;
 
 use super::error::{EpilogueError, Result};
 use super::tree::{AuxFormat, EpilogueTree, Expr, Leaf, Operand, Sink, VecAxis};

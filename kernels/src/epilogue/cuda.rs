@@ -32,8 +32,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::codegen::{preamble, COMMON_CUH, GEMM_SM80_CUH};
+use crate::plan::problem::DType;
 use crate::plan::GemmPlan;
-use crate::problem::DType;
 
 use super::error::{EpilogueError, Result};
 use super::tree::{
@@ -742,8 +742,8 @@ pub fn abi_asserts() -> String {
 }
 
 /// Tree epilogues address their outputs row-major.
-fn row_major_d_only(p: &crate::problem::GemmProblem, tree: &EpilogueTree) -> Result<()> {
-    if p.d_major == crate::problem::Major::Col {
+fn row_major_d_only(p: &crate::plan::problem::GemmProblem, tree: &EpilogueTree) -> Result<()> {
+    if p.d_major == crate::plan::problem::Major::Col {
         return Err(EpilogueError::Type {
             expr: tree.to_string(),
             msg: format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
@@ -808,7 +808,7 @@ pub fn gemm_has_tree_hook() -> bool {
 ///
 /// ```
 /// use tessera_kernels::epilogue::{cuda::sm90_tree_source, Fusion};
-/// use tessera_kernels::sm90::Sm90Plan;
+/// use tessera_kernels::plan::Sm90Plan;
 /// use tessera_kernels::GemmProblem;
 /// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
 /// let src = sm90_tree_source(&plan, &Fusion::DGeluBgrad.tree(), None).unwrap();
@@ -816,13 +816,13 @@ pub fn gemm_has_tree_hook() -> bool {
 /// assert!(src.contains("tessera_ep_flush_col"));
 /// ```
 pub fn sm90_tree_source(
-    plan: &crate::sm90::Sm90Plan,
+    plan: &crate::plan::Sm90Plan,
     tree: &EpilogueTree,
     binding: Option<&super::check::Binding>,
 ) -> Result<String> {
-    use crate::sm90::codegen::{preamble as sm90_preamble, SM90_GEMM_CUH, SM90_PTX_CUH};
+    use crate::codegen::sm90::{preamble as sm90_preamble, SM90_GEMM_CUH, SM90_PTX_CUH};
     row_major_d_only(&plan.problem, tree)?;
-    if plan.problem.epilogue != crate::problem::Epilogue::default() {
+    if plan.problem.epilogue != crate::plan::problem::Epilogue::default() {
         return Err(EpilogueError::Type {
             expr: tree.to_string(),
             msg: format!(
@@ -839,7 +839,7 @@ pub fn sm90_tree_source(
     }
     if plan.store.is_some() {
         // The fragment path (taken on TMA-store plans) assumes the wgmma fragment's form.
-        crate::sm90::plan::fragment_pass_form(&plan.acc).map_err(|e| EpilogueError::Type {
+        crate::plan::sm90::fragment_pass_form(&plan.acc).map_err(|e| EpilogueError::Type {
             expr: tree.to_string(),
             msg: e.to_string(),
         })?;
@@ -876,7 +876,7 @@ pub fn sm90_tree_source(
 }
 
 /// A full input tensor of a tree that the Hopper kernel's fragment path can stage through
-/// shared memory ([`crate::sm90::Sm90Plan::staged_inputs`]).
+/// shared memory ([`crate::plan::Sm90Plan::staged_inputs`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StagedInput {
     /// C (read when beta is not zero).
@@ -891,7 +891,7 @@ pub enum StagedInput {
 /// shared memory on its fragment path: the first of [`stageable_inputs`] that the plan has
 /// room for (none without the TMA-store epilogue).
 pub fn staged_inputs(
-    plan: &crate::sm90::Sm90Plan,
+    plan: &crate::plan::Sm90Plan,
     tree: &EpilogueTree,
     binding: &super::check::Binding,
 ) -> Vec<StagedInput> {
@@ -906,13 +906,13 @@ pub fn staged_inputs(
 /// The Hopper options a tree epilogue's kernel is planned with: `opts`, and where it leaves
 /// them unset (and the TMA-store epilogue is not turned off), room for the inputs the fragment
 /// path can stage ([`stageable_inputs`]) and for the tree's bias vectors, staged per tile
-/// ([`crate::sm90::Sm90Plan::vector_stage`]). A caller plans with these first and falls back
+/// ([`crate::plan::Sm90Plan::vector_stage`]). A caller plans with these first and falls back
 /// to `opts` when they do not fit.
 ///
 /// ```
 /// use tessera_kernels::epilogue::cuda::tree_sm90_options;
 /// use tessera_kernels::epilogue::{parse_epilogue, Binding};
-/// use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+/// use tessera_kernels::plan::{Sm90Options, Sm90Plan};
 /// use tessera_kernels::{DType, GemmProblem, Major};
 /// let t = parse_epilogue("relu(acc + bias_col + residual)").unwrap();
 /// let b = Binding::for_tree(&t, 512, 512, 256, 1, DType::Bf16);
@@ -926,8 +926,8 @@ pub fn staged_inputs(
 pub fn tree_sm90_options(
     tree: &EpilogueTree,
     binding: &super::check::Binding,
-    opts: crate::sm90::Sm90Options,
-) -> crate::sm90::Sm90Options {
+    opts: crate::plan::Sm90Options,
+) -> crate::plan::Sm90Options {
     let mut o = opts;
     if o.tma_store == Some(false) {
         return o;
@@ -1008,7 +1008,7 @@ pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
 /// Whether a tree epilogue left to the planner (`opts.schedule` unset) takes the ping-pong
 /// schedule: when `tree` is [`light_tree`] or a [`full_aux_tree`], and the plain GEMM of
 /// `problem` with the same options would (the planner's rule,
-/// [`crate::sm90::plan::PINGPONG_MAX_K_TILES`]). There one warpgroup's epilogue runs under the
+/// [`crate::plan::sm90::PINGPONG_MAX_K_TILES`]). There one warpgroup's epilogue runs under the
 /// other's mainloop. Measured on the H100 on six shapes with K = 4096 (`docs/perf.md`, session
 /// 16; cost over the plain GEMM, mean of 12 samples, ping-pong against cooperative):
 /// relu_aux_bias +5.6 against +8.4%, bias +2.9 against +3.8% (the cooperative one the v1
@@ -1018,16 +1018,16 @@ pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
 /// every shape), but GELU_BIAS +18.4% against +7.0% (+25..+33% on the two largest shapes),
 /// so a transcendental tree without a full aux stays cooperative.
 pub fn tree_takes_pingpong(
-    problem: &crate::problem::GemmProblem,
+    problem: &crate::plan::problem::GemmProblem,
     tree: &EpilogueTree,
-    opts: crate::sm90::Sm90Options,
+    opts: crate::plan::Sm90Options,
 ) -> bool {
     let mut plain = *problem;
-    plain.epilogue = crate::problem::Epilogue::default();
+    plain.epilogue = crate::plan::problem::Epilogue::default();
     opts.schedule.is_none()
         && (light_tree(tree) || full_aux_tree(tree))
-        && crate::sm90::Sm90Plan::with_options(&plain, opts)
-            .is_ok_and(|p| p.schedule == crate::sm90::Schedule::PingPong)
+        && crate::plan::Sm90Plan::with_options(&plain, opts)
+            .is_ok_and(|p| p.schedule == crate::plan::Schedule::PingPong)
 }
 
 /// The Hopper plan of `problem` for a tree epilogue: with the staged inputs and bias vectors
@@ -1039,7 +1039,7 @@ pub fn tree_takes_pingpong(
 /// ```
 /// use tessera_kernels::epilogue::cuda::tree_sm90_plan;
 /// use tessera_kernels::epilogue::{parse_epilogue, Binding};
-/// use tessera_kernels::sm90::{Schedule, Sm90Options};
+/// use tessera_kernels::plan::{Schedule, Sm90Options};
 /// use tessera_kernels::{DType, GemmProblem, Major};
 /// let mut p = GemmProblem::new(4096, 4096, 4096);
 /// p.b_major = Major::Col;
@@ -1063,12 +1063,12 @@ pub fn tree_takes_pingpong(
 /// assert_eq!((plan.schedule, plan.cta_tile), (Schedule::Cooperative, (128, 256, 64)));
 /// ```
 pub fn tree_sm90_plan(
-    problem: &crate::problem::GemmProblem,
+    problem: &crate::plan::problem::GemmProblem,
     tree: &EpilogueTree,
     binding: &super::check::Binding,
-    opts: crate::sm90::Sm90Options,
-) -> crate::error::Result<crate::sm90::Sm90Plan> {
-    use crate::sm90::{Schedule, Sm90Plan};
+    opts: crate::plan::Sm90Options,
+) -> crate::error::Result<crate::plan::Sm90Plan> {
+    use crate::plan::{Schedule, Sm90Plan};
     // Unless asked: ping-pong where the plain GEMM takes it and the tree is light or stores a
     // full aux ([`tree_takes_pingpong`]), else cooperative (under ping-pong other
     // transcendental epilogues and reductions cost more).
@@ -1077,7 +1077,7 @@ pub fn tree_sm90_plan(
         None if tree_takes_pingpong(problem, tree, opts) => Schedule::PingPong,
         None => Schedule::Cooperative,
     };
-    let opts = crate::sm90::Sm90Options {
+    let opts = crate::plan::Sm90Options {
         schedule: Some(schedule),
         ..opts
     };
@@ -1085,11 +1085,11 @@ pub fn tree_sm90_plan(
     let full = tree_sm90_options(tree, binding, opts);
     let candidates = [
         full,
-        crate::sm90::Sm90Options {
+        crate::plan::Sm90Options {
             epilogue_vectors: opts.epilogue_vectors,
             ..full
         },
-        crate::sm90::Sm90Options {
+        crate::plan::Sm90Options {
             epilogue_inputs: opts.epilogue_inputs,
             ..full
         },

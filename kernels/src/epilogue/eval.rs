@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use crate::problem::DType;
+use crate::plan::problem::DType;
 
 use super::error::{EpilogueError, Result};
 use super::tree::{

@@ -21,23 +21,15 @@
 //!
 //! The [`tutorial`] chapter walks through all of it.
 
-#[cfg(feature = "cuda")]
-pub mod bench;
 pub mod check;
 pub mod coord;
-#[cfg(feature = "cuda")]
-pub mod cublaslt;
 pub mod cuda;
 pub mod error;
 pub mod eval;
 pub mod fusions;
-#[cfg(feature = "cuda")]
-pub mod launch;
 pub mod paddle;
 pub mod parse;
 pub mod tree;
-#[cfg(feature = "cuda")]
-pub mod verify;
 
 pub use check::{Binding, KernelCaps, MatSpec, VecSpec};
 pub use error::EpilogueError;

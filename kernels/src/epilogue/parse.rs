@@ -18,7 +18,7 @@
 //! (`bias rowbias colbias relu gelu gelu_erf gelu_tanh aux c beta none`).
 
 use super::check::{Binding, MatSpec};
-use crate::problem::{DType, Epilogue};
+use crate::plan::problem::{DType, Epilogue};
 
 use super::error::{EpilogueError, Result};
 use super::fusions::Fusion;
@@ -101,7 +101,7 @@ fn is_v1_list(s: &str) -> bool {
 /// assert_eq!(t.to_string(), "gelu(aux(alpha * acc + bias_col))");
 /// ```
 pub fn from_v1(e: &Epilogue) -> EpilogueTree {
-    use crate::problem::{Activation, BiasMode};
+    use crate::plan::problem::{Activation, BiasMode};
     let mut x = build::alpha() * build::acc();
     if e.beta != 0.0 {
         x = x + build::beta() * build::c();
@@ -135,7 +135,7 @@ pub fn from_v1(e: &Epilogue) -> EpilogueTree {
 /// assert!(to_v1(&parse_epilogue("relu_aux(alpha * acc)").unwrap()).is_none()); // a bit-mask
 /// ```
 pub fn to_v1(tree: &EpilogueTree) -> Option<Epilogue> {
-    use crate::problem::{Activation, BiasMode};
+    use crate::plan::problem::{Activation, BiasMode};
     if !tree.sum_k.is_empty() {
         return None;
     }
@@ -156,7 +156,7 @@ pub fn to_v1(tree: &EpilogueTree) -> Option<Epilogue> {
     }
     if let Expr::Binary(BinaryOp::Add, rest, bias) = x {
         match **bias {
-            Expr::Leaf(Leaf::BiasRow) => e.bias = crate::problem::BiasMode::PerRow,
+            Expr::Leaf(Leaf::BiasRow) => e.bias = crate::plan::problem::BiasMode::PerRow,
             Expr::Leaf(Leaf::BiasCol) => e.bias = BiasMode::PerCol,
             _ => {}
         }
@@ -593,7 +593,7 @@ impl Parser<'_> {
     }
 }
 
-/// The fused v1 epilogue ([`crate::problem::Epilogue`]) that computes `tree` for launches
+/// The fused v1 epilogue ([`crate::plan::problem::Epilogue`]) that computes `tree` for launches
 /// bound like `binding` with output type `out`, if any: [`super::to_v1`] expresses the tree
 /// (an optional ReLU/GELU of `alpha * acc (+ beta * c) (+ bias)`, the pre-activation
 /// optionally stored as a full aux) and every tensor the v1 kernels touch is bound in `out`
@@ -617,8 +617,8 @@ pub fn fused_v1_for(
     tree: &EpilogueTree,
     binding: &Binding,
     out: DType,
-) -> Option<crate::problem::Epilogue> {
-    use crate::problem::BiasMode;
+) -> Option<crate::plan::problem::Epilogue> {
+    use crate::plan::problem::BiasMode;
     let mut e = to_v1(tree)?;
     let mat_ok = |m: &Option<MatSpec>| m.is_some_and(|m| !m.bits && m.dtype == out);
     if binding.d.bits || binding.d.dtype != out {

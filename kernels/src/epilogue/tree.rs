@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use crate::problem::DType;
+use crate::plan::problem::DType;
 
 use super::error::{EpilogueError, Result};
 

@@ -7,13 +7,13 @@ use tessera_layout::Layout;
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
+use crate::plan::problem::{Activation, BiasMode, DType, GemmProblem, Major};
 use crate::plan::SmemLayout;
-use crate::problem::{Activation, BiasMode, DType, GemmProblem, Major};
 use tessera_layout::composition;
 use tessera_swizzle::algebra::composition as sw_composition;
 use tessera_swizzle::{bank_conflicts, BankConflicts};
 
-use super::layouts::{
+use super::sm90_layouts::{
     tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, WgmmaDesc,
 };
 
@@ -277,7 +277,7 @@ fn warp_box(smem: &SmemLayout) -> Result<TmaBox> {
 /// the 8 lanes of a warp with the same `lane % 4`.
 ///
 /// ```
-/// use tessera_kernels::sm90::{plan::fragment_pass_form, Sm90Plan};
+/// use tessera_kernels::plan::{sm90::fragment_pass_form, Sm90Plan};
 /// use tessera_kernels::GemmProblem;
 /// let plan = Sm90Plan::new(&GemmProblem::new(256, 256, 64)).unwrap();
 /// fragment_pass_form(&plan.acc).unwrap();
@@ -521,7 +521,7 @@ impl Sm90Plan {
     /// Plans `problem` with the planner's own choices.
     ///
     /// ```
-    /// use tessera_kernels::sm90::{Schedule, Sm90Plan};
+    /// use tessera_kernels::plan::{Schedule, Sm90Plan};
     /// use tessera_kernels::GemmProblem;
     /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
     /// assert_eq!((plan.cta_tile, plan.consumers, plan.threads), ((128, 256, 64), 2, 384));
@@ -816,7 +816,7 @@ impl Sm90Plan {
     /// and its stores are skipped). The tile grid itself when `cluster` is 1.
     ///
     /// ```
-    /// use tessera_kernels::sm90::{ClusterShare, Sm90Options, Sm90Plan};
+    /// use tessera_kernels::plan::{ClusterShare, Sm90Options, Sm90Plan};
     /// use tessera_kernels::GemmProblem;
     /// let opts = Sm90Options { tile: Some((128, 256)), cluster: Some(2), share: Some(ClusterShare::A), ..Default::default() };
     /// let plan = Sm90Plan::with_options(&GemmProblem::new(1000, 1300, 512), opts).unwrap();
@@ -838,7 +838,7 @@ impl Sm90Plan {
     /// most the caps, whole clusters, at least one cluster.
     ///
     /// ```
-    /// use tessera_kernels::sm90::{Sm90Options, Sm90Plan};
+    /// use tessera_kernels::plan::{Sm90Options, Sm90Plan};
     /// use tessera_kernels::GemmProblem;
     /// let p = GemmProblem::new(4096, 4096, 4096);
     /// let single = Sm90Plan::new(&p).unwrap();
@@ -868,7 +868,7 @@ impl Sm90Plan {
     /// a CTA waiting for another's part needs.
     ///
     /// ```
-    /// use tessera_kernels::sm90::{Schedule, Sm90Options, Sm90Plan};
+    /// use tessera_kernels::plan::{Schedule, Sm90Options, Sm90Plan};
     /// use tessera_kernels::GemmProblem;
     /// let coop = Sm90Options { schedule: Some(Schedule::Cooperative), ..Default::default() };
     /// let plan = Sm90Plan::with_options(&GemmProblem::new(8192, 14336, 4096), coop).unwrap();
@@ -900,10 +900,10 @@ impl Sm90Plan {
     /// The plan as compiled for a device of `sms` SMs: without the stream-K parts' code
     /// when stream-K is automatic ([`Sm90Plan::stream_k_min_idle`] above 0) and a launch on
     /// the full persistent grid splits nothing. (Asked for, stream-K stays compiled in, for
-    /// launches on smaller grids, [`crate::sm90::launch::Sm90Kernel::set_max_ctas`].)
+    /// launches on smaller grids, [`crate::launch::sm90::Sm90Kernel::set_max_ctas`].)
     ///
     /// ```
-    /// use tessera_kernels::sm90::Sm90Plan;
+    /// use tessera_kernels::plan::Sm90Plan;
     /// use tessera_kernels::GemmProblem;
     /// let split = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
     /// assert!(split.compiled_for(132).stream_k);
@@ -1130,7 +1130,7 @@ pub enum GemmPath {
 /// ([`KernelError::Misaligned`]); a caller can then plan the sm80-class path instead.
 ///
 /// ```
-/// use tessera_kernels::sm90::{choose_path, GemmPath};
+/// use tessera_kernels::plan::{choose_path, GemmPath};
 /// use tessera_kernels::{Arch, GemmProblem};
 /// assert!(matches!(choose_path(&GemmProblem::new(4096, 4096, 4096), Arch::Sm90a), Ok(GemmPath::Hopper(_))));
 /// assert!(matches!(choose_path(&GemmProblem::new(4096, 4096, 4096), Arch::Sm80), Ok(GemmPath::Sm80(_))));
@@ -1155,7 +1155,7 @@ pub struct PathOptions {
     /// The Hopper planner's forced choices, used when the Hopper path is taken.
     pub sm90: Sm90Options,
     /// Compile a tree epilogue with the generated epilogue even where the fused v1 epilogue
-    /// expresses it (`epilogue::launch::TreeFused`); for comparing the two.
+    /// expresses it (`launch::tree::TreeFused`); for comparing the two.
     pub generated_epilogue: bool,
 }
 
@@ -1182,7 +1182,7 @@ impl PathOptions {
 /// `opts.sm90`, or the sm80-class plan when `opts.force_sm80`.
 ///
 /// ```
-/// use tessera_kernels::sm90::{plan_path, GemmPath, PathOptions, Schedule, Sm90Options};
+/// use tessera_kernels::plan::{plan_path, GemmPath, PathOptions, Schedule, Sm90Options};
 /// use tessera_kernels::{Arch, GemmProblem};
 /// let p = GemmProblem::new(4096, 4096, 4096);
 /// assert!(matches!(plan_path(&p, Arch::Sm90a, PathOptions::default()), Ok(GemmPath::Hopper(_))));

@@ -424,3 +424,110 @@ impl fmt::Display for GemmProblem {
         )
     }
 }
+
+/// Element strides of every operand: leading dimensions and batch strides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmStrides {
+    /// Leading dimension of A (row stride if row-major, column stride if column-major).
+    pub lda: i64,
+    /// Leading dimension of B.
+    pub ldb: i64,
+    /// Leading dimension of C (in the problem's `d_major` order, as D and aux).
+    pub ldc: i64,
+    /// Leading dimension of D (row stride if row-major, column stride if column-major).
+    pub ldd: i64,
+    /// Leading dimension of aux.
+    pub ldaux: i64,
+    /// Elements between consecutive batches of A.
+    pub batch_a: i64,
+    /// ... of B.
+    pub batch_b: i64,
+    /// ... of C.
+    pub batch_c: i64,
+    /// ... of D.
+    pub batch_d: i64,
+    /// ... of bias (0: one bias for all batches).
+    pub batch_bias: i64,
+    /// ... of aux.
+    pub batch_aux: i64,
+}
+
+impl GemmStrides {
+    /// Tightly packed operands.
+    pub fn tight(p: &GemmProblem) -> GemmStrides {
+        let lda = if p.a_major == Major::Row { p.k } else { p.m };
+        let ldb = if p.b_major == Major::Row { p.n } else { p.k };
+        let ld_out = if p.d_major == Major::Row { p.n } else { p.m };
+        GemmStrides {
+            lda,
+            ldb,
+            ldc: ld_out,
+            ldd: ld_out,
+            ldaux: ld_out,
+            batch_a: p.m * p.k,
+            batch_b: p.k * p.n,
+            batch_c: p.m * p.n,
+            batch_d: p.m * p.n,
+            batch_bias: 0,
+            batch_aux: p.m * p.n,
+        }
+    }
+
+    /// Elements an operand buffer must hold: `(batch-1)*batch_stride + (outer-1)*ld + inner`.
+    pub fn extent(batch: i64, batch_stride: i64, outer: i64, ld: i64, inner: i64) -> i64 {
+        (batch - 1) * batch_stride + (outer - 1) * ld + inner
+    }
+
+    /// Elements an M x N output (D, C or aux) with leading dimension `ld` and batch stride
+    /// `batch_stride` must hold, in the problem's `d_major` order.
+    pub fn out_extent(p: &GemmProblem, batch_stride: i64, ld: i64) -> i64 {
+        match p.d_major {
+            Major::Row => GemmStrides::extent(p.batch, batch_stride, p.m, ld, p.n),
+            Major::Col => GemmStrides::extent(p.batch, batch_stride, p.n, ld, p.m),
+        }
+    }
+
+    /// Index of element `(b, i, j)` of an M x N output (D, C or aux) with leading dimension
+    /// `ld` and batch stride `batch_stride`, in the problem's `d_major` order.
+    pub fn out_index(p: &GemmProblem, batch_stride: i64, ld: i64, b: i64, i: i64, j: i64) -> usize {
+        (b * batch_stride
+            + match p.d_major {
+                Major::Row => i * ld + j,
+                Major::Col => j * ld + i,
+            }) as usize
+    }
+
+    /// The strides of the problem the kernels run ([`GemmProblem::row_major_d`]): for a
+    /// column-major D, A's and B's strides trade places; the outputs' stay (a column-major
+    /// M x N matrix with leading dimension `ld` is the row-major N x M one).
+    pub fn row_major_d(&self, p: &GemmProblem) -> GemmStrides {
+        if p.d_major == Major::Row {
+            return *self;
+        }
+        GemmStrides {
+            lda: self.ldb,
+            ldb: self.lda,
+            batch_a: self.batch_b,
+            batch_b: self.batch_a,
+            ..*self
+        }
+    }
+
+    /// Index of A(b, i, kk).
+    pub fn a_index(&self, p: &GemmProblem, b: i64, i: i64, kk: i64) -> usize {
+        (b * self.batch_a
+            + match p.a_major {
+                Major::Row => i * self.lda + kk,
+                Major::Col => kk * self.lda + i,
+            }) as usize
+    }
+
+    /// Index of B(b, kk, j).
+    pub fn b_index(&self, p: &GemmProblem, b: i64, kk: i64, j: i64) -> usize {
+        (b * self.batch_b
+            + match p.b_major {
+                Major::Row => kk * self.ldb + j,
+                Major::Col => j * self.ldb + kk,
+            }) as usize
+    }
+}

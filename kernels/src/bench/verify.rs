@@ -4,14 +4,13 @@
 use std::fmt;
 
 use crate::error::{KernelError, Result};
-use crate::gemm::{AccessPaths, DeviceBuf, GemmArgs, GemmKernel};
+use crate::launch::runtime::{driver_err, Runtime};
+use crate::launch::sm80::{AccessPaths, DeviceBuf, GemmArgs, GemmKernel};
+use crate::plan::problem::{BiasMode, GemmProblem, Major};
 use crate::plan::GemmPlan;
-use crate::problem::{BiasMode, GemmProblem, Major};
-use crate::reference::{
-    compare, reference_rows, round_to, Bounds, ErrorStats, GemmStrides, HostGemm,
-};
+use crate::plan::GemmStrides;
+use crate::reference::{compare, reference_rows, round_to, Bounds, ErrorStats, HostGemm};
 use crate::rng::Rng;
-use crate::runtime::{driver_err, Runtime};
 
 /// Host data for a problem: A, B, C, bias uniform in [-1, 1), rounded to their types.
 pub fn random_host(p: &GemmProblem, s: &GemmStrides, rng: &mut Rng) -> HostGemm {

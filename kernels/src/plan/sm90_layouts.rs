@@ -222,7 +222,7 @@ fn byte_swizzle(op: &'static str, smem: &SmemLayout, elem_bytes: i64) -> Result<
 ///
 /// ```
 /// use tessera_kernels::plan::{SmemLayout, SwizzleBits};
-/// use tessera_kernels::sm90::layouts::{tma_box_for, TmaSwizzle};
+/// use tessera_kernels::plan::sm90_layouts::{tma_box_for, TmaSwizzle};
 /// // The 128-byte K-major atom for 16-bit data, tiled to 128 rows: Sw<3,3,3> o (128,64):(64,1)
 /// // in elements, which is Sw<3,4,3> on bytes.
 /// let smem = SmemLayout {
@@ -330,7 +330,7 @@ impl fmt::Display for TmaSplit {
 ///
 /// ```
 /// use tessera_kernels::plan::{SmemLayout, SwizzleBits};
-/// use tessera_kernels::sm90::layouts::{tma_split_for, TmaSwizzle};
+/// use tessera_kernels::plan::sm90_layouts::{tma_split_for, TmaSwizzle};
 /// let smem = SmemLayout {
 ///     swizzle: SwizzleBits { bits: 3, base: 3, shift: 3 },
 ///     layout: "(256,64):(64,1)".parse().unwrap(),
@@ -403,7 +403,7 @@ pub fn tma_split_for(smem: &SmemLayout, elem_bytes: i64, parts: i64) -> Result<T
 ///
 /// ```
 /// use tessera_kernels::plan::{SmemLayout, SwizzleBits};
-/// use tessera_kernels::sm90::layouts::wgmma_desc_for;
+/// use tessera_kernels::plan::sm90_layouts::wgmma_desc_for;
 /// let smem = SmemLayout {
 ///     swizzle: SwizzleBits { bits: 3, base: 3, shift: 3 },
 ///     layout: "(256,64):(64,1)".parse().unwrap(),
@@ -463,7 +463,7 @@ pub fn wgmma_desc_for(smem: &SmemLayout, elem_bytes: i64) -> Result<WgmmaDesc> {
 /// `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`.
 ///
 /// ```
-/// use tessera_kernels::sm90::layouts::wgmma_acc_layout;
+/// use tessera_kernels::plan::sm90_layouts::wgmma_acc_layout;
 /// let acc = wgmma_acc_layout(256).unwrap();
 /// assert_eq!(acc.to_string(), "((4,8,4),(2,2,32)):((128,1,16),(64,8,512))");
 /// // A bijection onto the 64 x 256 tile.

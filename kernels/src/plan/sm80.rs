@@ -17,7 +17,7 @@ use tessera_swizzle::{bank_conflicts, BankConflicts, SwizzledLayout};
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
-use crate::problem::{DType, GemmProblem, Major};
+use crate::plan::problem::{DType, GemmProblem, Major};
 
 /// An XOR swizzle `Sw<B,M,S>` as three numbers, for planners that build their own layouts
 /// (the sm80 plan uses `tessera_swizzle::Swizzle` through [`StageLayout`]). Applied to an offset: `o ^ ((o & (((1<<B)-1) << (M+S))) >> S)`.

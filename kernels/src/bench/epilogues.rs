@@ -1,7 +1,7 @@
 //! The epilogue benchmark: for each shape and named fusion, the tree-epilogue GEMM
-//! ([`super::launch::TreeKernel`]: the Hopper kernel on sm_90a, else the sm80-class one), our
-//! plain GEMM on the same path and with the same plan ([`crate::sm90::launch::Sm90Kernel`] or
-//! [`crate::gemm::GemmKernel`]) and cuBLASLt's fusion of the same name
+//! ([`crate::launch::tree::TreeKernel`]: the Hopper kernel on sm_90a, else the sm80-class one), our
+//! plain GEMM on the same path and with the same plan ([`crate::launch::sm90::Sm90Kernel`] or
+//! [`crate::launch::sm80::GemmKernel`]) and cuBLASLt's fusion of the same name
 //! ([`super::cublaslt::lt_fused`]) with cuBLASLt's plain GEMM on the same operands
 //! ([`super::cublaslt::lt_plain`], the baseline of the vendor's own fusion cost), interleaved
 //! in one process (rounds of one timed batch each, the order rotated by one contender each
@@ -11,21 +11,21 @@
 //! Operands are nn.Linear's (A row-major M x K, B column-major, bf16 in and out, bias per
 //! output column). Inputs are random; outputs are not checked here (the GPU tests do that).
 
-use crate::bench::{median, sampled_rel_diff, time_batch};
+use crate::bench::gemm::{median, sampled_rel_diff, time_batch};
 use crate::error::Result;
-use crate::gemm::{DeviceBuf, GemmArgs};
-use crate::problem::{DType, GemmProblem};
-use crate::reference::GemmStrides;
+use crate::launch::runtime::Runtime;
+use crate::launch::sm80::{DeviceBuf, GemmArgs};
+use crate::launch::sm90::PathKernel;
+use crate::plan::problem::{DType, GemmProblem};
+use crate::plan::GemmStrides;
 use crate::rng::Rng;
-use crate::runtime::Runtime;
-use crate::sm90::launch::PathKernel;
 
-use super::check::Binding;
-use super::coord::split_regions;
 use super::cublaslt::{lt_fused, lt_plain, LtBuffers, LtHandle};
-use super::fusions::Fusion;
-use super::launch::{EpBuffers, TreeKernel};
-use super::tree::EpilogueTree;
+use crate::epilogue::check::Binding;
+use crate::epilogue::coord::split_regions;
+use crate::epilogue::fusions::Fusion;
+use crate::epilogue::tree::EpilogueTree;
+use crate::launch::tree::{EpBuffers, TreeKernel};
 
 /// One measured row.
 #[derive(Clone, Debug, PartialEq)]
@@ -164,14 +164,14 @@ fn operands(rt: &Runtime, (m, n, k): (i64, i64, i64), rng: &mut Rng) -> Result<O
 fn plain_kernel(
     rt: &Runtime,
     p: &GemmProblem,
-    path: crate::sm90::PathOptions,
+    path: crate::plan::PathOptions,
 ) -> Result<PathKernel> {
-    PathKernel::new(rt, &crate::sm90::plan_path(p, rt.arch(), path)?)
+    PathKernel::new(rt, &crate::plan::plan_path(p, rt.arch(), path)?)
 }
 
 /// Ours, plain, cuBLASLt's fusion and cuBLASLt's plain GEMM for every shape and fusion
 /// (`rounds` medians of `inner` launches),
-/// on the path `path` picks ([`crate::sm90::plan_path`]; the Hopper path on sm_90a unless it
+/// on the path `path` picks ([`crate::plan::plan_path`]; the Hopper path on sm_90a unless it
 /// forces the sm80-class one). Ours is
 /// what [`TreeKernel::plan`] compiles: the fused v1 kernel for the fusions it expresses (the
 /// row's `path` then ends in `-v1`), else the generated epilogue. Fusions with operand sums
@@ -182,7 +182,7 @@ pub fn bench_fusions(
     fusions: &[Fusion],
     rounds: usize,
     inner: usize,
-    path: crate::sm90::PathOptions,
+    path: crate::plan::PathOptions,
     mut progress: impl FnMut(&EpBenchRow),
 ) -> Result<Vec<EpBenchRow>> {
     let lt = LtHandle::new(rt)?;
@@ -275,14 +275,14 @@ pub fn bench_fusions(
 /// root, `b` (the branch of the rows or columns past a split); `None` for other trees.
 ///
 /// ```
-/// use tessera_kernels::epilogue::{bench::coordinate_baseline, parse_epilogue};
+/// use tessera_kernels::{bench::epilogues::coordinate_baseline, epilogue::parse_epilogue};
 /// let t = parse_epilogue("select(row < 2048, sigmoid(acc), tanh(acc))").unwrap();
 /// assert_eq!(coordinate_baseline(&t).unwrap().to_string(), "tanh(acc)");
 /// assert!(coordinate_baseline(&parse_epilogue("relu(acc)").unwrap()).is_none());
 /// ```
 pub fn coordinate_baseline(tree: &EpilogueTree) -> Option<EpilogueTree> {
     match &tree.d {
-        super::tree::Expr::Select(_, _, b) => Some(EpilogueTree {
+        crate::epilogue::tree::Expr::Select(_, _, b) => Some(EpilogueTree {
             d: (**b).clone(),
             sum_k: tree.sum_k.clone(),
         }),
@@ -299,7 +299,7 @@ pub fn bench_coordinate(
     tree: &EpilogueTree,
     rounds: usize,
     inner: usize,
-    path: crate::sm90::PathOptions,
+    path: crate::plan::PathOptions,
 ) -> Result<EpBenchRow> {
     let mut rng = Rng::new(2);
     let o = operands(rt, shape, &mut rng)?;

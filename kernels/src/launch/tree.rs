@@ -8,14 +8,14 @@ use cudarc::driver::{CudaFunction, CudaModule, DeviceRepr, LaunchConfig, PushKer
 use cudarc::nvrtc::Ptx;
 
 use crate::error::{KernelError, Result};
-use crate::gemm::DeviceBuf;
-use crate::problem::DType;
-use crate::runtime::{compile, driver_err, Runtime};
+use crate::launch::runtime::{compile, driver_err, Runtime};
+use crate::launch::sm80::DeviceBuf;
+use crate::plan::problem::DType;
 
-use super::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
-use super::cuda::{apply_kernel_source, EpArgs, StagedInput};
-use super::parse::fused_v1_for;
-use super::tree::{AuxFormat, EpilogueTree, Leaf, Sink};
+use crate::epilogue::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
+use crate::epilogue::cuda::{apply_kernel_source, EpArgs, StagedInput};
+use crate::epilogue::parse::fused_v1_for;
+use crate::epilogue::tree::{AuxFormat, EpilogueTree, Leaf, Sink};
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field by `TesseraEpArgs` (checked by
 // the `epilogue_codegen` test and a size assert compiled with every epilogue).
@@ -195,7 +195,7 @@ fn region_args(
 /// batch) and outputs D's type; returns the region's extents.
 fn region_matches_plan(
     op: &'static str,
-    p: &crate::problem::GemmProblem,
+    p: &crate::plan::problem::GemmProblem,
     b: &Binding,
     rows: &std::ops::Range<i64>,
     cols: &std::ops::Range<i64>,
@@ -261,7 +261,7 @@ impl EpilogueApply {
     }
 
     /// As [`EpilogueApply::launch`], over rows `rows` and columns `cols` of the output only
-    /// (one launch of a region plan, [`super::coord::split_regions`]): the epilogue sees the
+    /// (one launch of a region plan, [`crate::epilogue::coord::split_regions`]): the epilogue sees the
     /// full-output coordinates; `acc` is read at the same positions of the full matrix.
     pub fn launch_region(
         &self,
@@ -330,7 +330,7 @@ impl OperandSum {
         let src = format!(
             "// tessera operand sums\n{}\n{}",
             crate::codegen::COMMON_CUH,
-            super::cuda::OPERAND_SUM_CUH
+            crate::epilogue::cuda::OPERAND_SUM_CUH
         );
         let compiled = compile(&src, "tessera_ep_operand_sum", rt.arch(), false)?;
         rt.context()
@@ -355,15 +355,15 @@ impl OperandSum {
     pub fn launch(
         &self,
         rt: &Runtime,
-        p: &crate::problem::GemmProblem,
-        s: &crate::reference::GemmStrides,
-        which: super::tree::Operand,
+        p: &crate::plan::problem::GemmProblem,
+        s: &crate::plan::GemmStrides,
+        which: crate::epilogue::tree::Operand,
         operand: &DeviceBuf,
         out: &DeviceBuf,
         out_batch: i64,
     ) -> Result<()> {
-        use super::tree::Operand;
-        use crate::problem::Major;
+        use crate::epilogue::tree::Operand;
+        use crate::plan::problem::Major;
         p.validate()?;
         let (outer, ld, batch_stride, k_contiguous) = match which {
             Operand::A => (p.m, s.lda, s.batch_a, p.a_major == Major::Row),
@@ -509,7 +509,7 @@ pub fn tree_gemm_params_layout() -> Vec<(&'static str, usize)> {
     )
 }
 
-/// The sm80-class GEMM of a plan with a tree epilogue ([`super::cuda::gemm_tree_source`]).
+/// The sm80-class GEMM of a plan with a tree epilogue ([`crate::epilogue::cuda::gemm_tree_source`]).
 pub struct TreeGemm {
     plan: crate::plan::GemmPlan,
     tree: EpilogueTree,
@@ -519,8 +519,8 @@ pub struct TreeGemm {
 
 /// Tree epilogues address their outputs row-major; a problem with a column-major D is refused
 /// (the fused v1 epilogue runs it as the transposed product).
-fn refuse_col_major_d(op: &'static str, p: &crate::problem::GemmProblem) -> Result<()> {
-    if p.d_major == crate::problem::Major::Col {
+fn refuse_col_major_d(op: &'static str, p: &crate::plan::problem::GemmProblem) -> Result<()> {
+    if p.d_major == crate::plan::problem::Major::Col {
         return Err(KernelError::invalid(
             op,
             format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
@@ -538,7 +538,7 @@ impl TreeGemm {
         tree: &EpilogueTree,
     ) -> Result<TreeGemm> {
         refuse_col_major_d("TreeGemm::new", &plan.problem)?;
-        if !super::cuda::gemm_has_tree_hook() {
+        if !crate::epilogue::cuda::gemm_has_tree_hook() {
             return Err(KernelError::InvalidProblem {
                 op: "TreeGemm::new",
                 msg: "the sm80 template has no TESSERA_EPILOGUE_TREE hook".into(),
@@ -551,7 +551,7 @@ impl TreeGemm {
                 msg: format!("the plan targets {}", plan.arch),
             });
         }
-        let src = super::cuda::gemm_tree_source(plan, tree)?;
+        let src = crate::epilogue::cuda::gemm_tree_source(plan, tree)?;
         let compiled = compile(&src, &plan.kernel_name(), rt.arch(), false)?;
         rt.context()
             .bind_to_thread()
@@ -584,14 +584,14 @@ impl TreeGemm {
         rt: &Runtime,
         a: &DeviceBuf,
         b: &DeviceBuf,
-        strides: &crate::reference::GemmStrides,
+        strides: &crate::plan::GemmStrides,
         binding: &Binding,
         bufs: &EpBuffers<'_>,
     ) -> Result<()> {
         self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
     }
 
-    /// One launch of a region plan ([`super::coord::split_regions`]): the GEMM of rows `rows`
+    /// One launch of a region plan ([`crate::epilogue::coord::split_regions`]): the GEMM of rows `rows`
     /// of A and columns `cols` of B (the plan's problem must be that `rows x cols x K`
     /// product), with the epilogue writing the same rectangle of the full output `binding`
     /// describes (the epilogue sees full-output coordinates).
@@ -601,13 +601,13 @@ impl TreeGemm {
         rt: &Runtime,
         a: &DeviceBuf,
         b: &DeviceBuf,
-        strides: &crate::reference::GemmStrides,
+        strides: &crate::plan::GemmStrides,
         binding: &Binding,
         bufs: &EpBuffers<'_>,
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
-        use crate::problem::Major;
+        use crate::plan::problem::Major;
         const OP: &str = "tree gemm";
         let p = &self.plan.problem;
         p.validate()?;
@@ -742,14 +742,14 @@ impl TreeGemm {
     }
 }
 
-/// The Hopper GEMM of a plan with a tree epilogue ([`super::cuda::sm90_tree_source`]): TMA
+/// The Hopper GEMM of a plan with a tree epilogue ([`crate::epilogue::cuda::sm90_tree_source`]): TMA
 /// loads of the K-major A (`M x K`) and B (stored `N x K`), the plan's mainloop, and the
 /// generated epilogue with its reductions summed in registers.
 pub struct TreeSm90 {
-    kernel: crate::sm90::launch::Sm90Kernel,
+    kernel: crate::launch::sm90::Sm90Kernel,
     tree: EpilogueTree,
     /// The binding's compiled-in part.
-    statics: super::cuda::StaticTypes,
+    statics: crate::epilogue::cuda::StaticTypes,
     /// What the fragment path needs of a launch's tensors (fixed by the tree and the binding's
     /// compiled-in part).
     frag: FragNeeds,
@@ -768,36 +768,36 @@ impl TreeSm90 {
     /// Compiles `plan` (whose own epilogue must be the plain one) with `tree` as its
     /// epilogue, for the runtime's device (sm_90a), with `binding`'s types and reading of C
     /// compiled in: launches must bind the same types (and beta zero or not alike). The
-    /// plan is compiled as [`crate::sm90::Sm90Plan::compiled_for`] the device's SM count, and
+    /// plan is compiled as [`crate::plan::Sm90Plan::compiled_for`] the device's SM count, and
     /// with automatic stream-K, without the parts' code where the kernel would spill with it.
     pub fn new(
         rt: &Runtime,
-        plan: &crate::sm90::Sm90Plan,
+        plan: &crate::plan::Sm90Plan,
         tree: &EpilogueTree,
         binding: &Binding,
     ) -> Result<TreeSm90> {
         let plan = plan.compiled_for(rt.sm_count() as i64);
-        let src = super::cuda::sm90_tree_source(&plan, tree, Some(binding))?;
+        let src = crate::epilogue::cuda::sm90_tree_source(&plan, tree, Some(binding))?;
         let k = TreeSm90::from_source(rt, &plan, tree, binding, &src)?;
         // Automatic stream-K only where the kernel keeps every value in registers: with the
         // parts' code, drelu_bgrad reading C spilled a few bytes (docs/perf.md, session 12).
         if plan.stream_k && !plan.stream_k_forced() && k.resources()?.1 > 0 {
-            let whole = crate::sm90::Sm90Plan {
+            let whole = crate::plan::Sm90Plan {
                 stream_k: false,
                 ..plan
             };
-            let src = super::cuda::sm90_tree_source(&whole, tree, Some(binding))?;
+            let src = crate::epilogue::cuda::sm90_tree_source(&whole, tree, Some(binding))?;
             return TreeSm90::from_source(rt, &whole, tree, binding, &src);
         }
         Ok(k)
     }
 
-    /// As [`TreeSm90::new`], compiling `src`: [`super::cuda::sm90_tree_source`]'s text for
+    /// As [`TreeSm90::new`], compiling `src`: [`crate::epilogue::cuda::sm90_tree_source`]'s text for
     /// the same plan, tree and binding, with more `#define`s in front of it (an instrumented
     /// build, e.g. the per-tile timeline of `sm90_gemm.cuh`).
     pub fn from_source(
         rt: &Runtime,
-        plan: &crate::sm90::Sm90Plan,
+        plan: &crate::plan::Sm90Plan,
         tree: &EpilogueTree,
         binding: &Binding,
         src: &str,
@@ -805,22 +805,22 @@ impl TreeSm90 {
         refuse_col_major_d("TreeSm90::new", &plan.problem)?;
         let sinks = tree.d.sinks();
         Ok(TreeSm90 {
-            kernel: crate::sm90::launch::Sm90Kernel::from_source(rt, plan, src)?,
+            kernel: crate::launch::sm90::Sm90Kernel::from_source(rt, plan, src)?,
             tree: tree.clone(),
-            statics: super::cuda::StaticTypes::of(tree, binding),
+            statics: crate::epilogue::cuda::StaticTypes::of(tree, binding),
             frag: FragNeeds {
                 full_aux: sinks
                     .iter()
                     .any(|k| matches!(k, Sink::Aux(AuxFormat::Full(_)))),
                 bits_out: sinks.contains(&Sink::Aux(AuxFormat::Bits)),
                 bits_in: tree.d.uses(Leaf::AuxInBits),
-                staged: super::cuda::staged_inputs(plan, tree, binding),
+                staged: crate::epilogue::cuda::staged_inputs(plan, tree, binding),
             },
         })
     }
 
     /// The plan.
-    pub fn plan(&self) -> &crate::sm90::Sm90Plan {
+    pub fn plan(&self) -> &crate::plan::Sm90Plan {
         self.kernel.plan()
     }
 
@@ -847,14 +847,14 @@ impl TreeSm90 {
         rt: &Runtime,
         a: &DeviceBuf,
         b: &DeviceBuf,
-        strides: &crate::reference::GemmStrides,
+        strides: &crate::plan::GemmStrides,
         binding: &Binding,
         bufs: &EpBuffers<'_>,
     ) -> Result<()> {
         self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
     }
 
-    /// One launch of a region plan ([`super::coord::split_regions`]): the product of rows
+    /// One launch of a region plan ([`crate::epilogue::coord::split_regions`]): the product of rows
     /// `rows` of A and columns `cols` of B (the plan's problem must be that `rows x cols x K`
     /// product), the epilogue writing that rectangle of the full output `binding` describes
     /// (it sees full-output coordinates).
@@ -864,21 +864,21 @@ impl TreeSm90 {
         rt: &Runtime,
         a: &DeviceBuf,
         b: &DeviceBuf,
-        strides: &crate::reference::GemmStrides,
+        strides: &crate::plan::GemmStrides,
         binding: &Binding,
         bufs: &EpBuffers<'_>,
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
-        use crate::problem::Major;
-        use crate::sm90::launch::{encode_tma, tma_addressable, Sm90Params, TmaOperand};
+        use crate::launch::sm90::{encode_tma, tma_addressable, Sm90Params, TmaOperand};
+        use crate::plan::problem::Major;
         const OP: &str = "tree gemm (sm90)";
         let plan = self.kernel.plan();
         let p = &plan.problem;
         p.validate()?;
         check(&self.tree, binding, &KernelCaps::GENERATED)?;
         let args = region_args(rt, OP, &self.tree, binding, bufs, &rows, &cols)?;
-        let statics = super::cuda::StaticTypes::of(&self.tree, binding);
+        let statics = crate::epilogue::cuda::StaticTypes::of(&self.tree, binding);
         if statics != self.statics {
             return Err(KernelError::InvalidProblem {
                 op: OP,
@@ -955,7 +955,7 @@ impl TreeSm90 {
         // region (`{cols, rows, batch}` from its first element): the kernel's coordinates are
         // launch-relative.
         let region_map =
-            |name: &'static str, ptr: u64, spec: &MatSpec, st: &crate::sm90::Sm90Store| {
+            |name: &'static str, ptr: u64, spec: &MatSpec, st: &crate::plan::Sm90Store| {
                 let eb = spec.dtype.bytes() as u64;
                 let first = ptr + (rows.start * spec.ld + cols.start) as u64 * eb;
                 if eb != 2 || !tma_addressable(first, spec.ld, spec.batch_stride, p.batch, eb) {
@@ -1016,7 +1016,7 @@ impl TreeSm90 {
             }
             if let Some(d) = d {
                 if words && inputs_ok && (!full_aux || aux.is_some()) {
-                    flags = crate::sm90::launch::FLAG_TMA_STORE;
+                    flags = crate::launch::sm90::FLAG_TMA_STORE;
                     tma_d = d;
                     tma_aux = aux.unwrap_or(tma_a);
                 }
@@ -1051,9 +1051,9 @@ impl TreeSm90 {
 /// finds for it (the named fusions BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS and their
 /// variants): that kernel loads every operand of a block before its first store and needs no
 /// generated code. [`TreeKernel::plan`] takes this route when it can, but for a tree that
-/// takes the ping-pong schedule on the Hopper path ([`super::cuda::tree_takes_pingpong`]).
+/// takes the ping-pong schedule on the Hopper path ([`crate::epilogue::cuda::tree_takes_pingpong`]).
 pub struct TreeFused {
-    kernel: crate::sm90::launch::PathKernel,
+    kernel: crate::launch::sm90::PathKernel,
     tree: EpilogueTree,
 }
 
@@ -1064,14 +1064,14 @@ fn need<'x>(op: &'static str, what: &str, buf: Option<&'x DeviceBuf>) -> Result<
 impl TreeFused {
     /// Plans `problem` (plain epilogue) with the fused epilogue [`fused_v1_for`] finds for
     /// `tree` bound like `binding`, on the path `path` picks for the runtime's device
-    /// ([`crate::sm90::plan_path`]), and compiles it; `None` when there is none, or when `path`
+    /// ([`crate::plan::plan_path`]), and compiles it; `None` when there is none, or when `path`
     /// asks for the generated epilogue.
     pub fn plan(
         rt: &Runtime,
-        problem: &crate::problem::GemmProblem,
+        problem: &crate::plan::problem::GemmProblem,
         tree: &EpilogueTree,
         binding: &Binding,
-        path: crate::sm90::PathOptions,
+        path: crate::plan::PathOptions,
     ) -> Result<Option<TreeFused>> {
         refuse_col_major_d("TreeFused::plan", problem)?;
         if path.generated_epilogue {
@@ -1083,24 +1083,24 @@ impl TreeFused {
         let mut p = *problem;
         p.epilogue = e;
         let sm90 = path.sm90;
-        let path = crate::sm90::plan_path(&p, rt.arch(), path)?;
+        let path = crate::plan::plan_path(&p, rt.arch(), path)?;
         // On the Hopper path a tree left to the planner that takes the plain GEMM's ping-pong
         // schedule runs the generated epilogue: on ping-pong the v1 kernel's bias and
         // relu_bias cost +9..+18% over the plain GEMM at 8192 x 11008 x 4096 and 8192 x 14336
         // x 4096, the generated epilogue's -4..+6% (`docs/perf.md`, session 16).
-        if matches!(path, crate::sm90::GemmPath::Hopper(_))
-            && super::cuda::tree_takes_pingpong(problem, tree, sm90)
+        if matches!(path, crate::plan::GemmPath::Hopper(_))
+            && crate::epilogue::cuda::tree_takes_pingpong(problem, tree, sm90)
         {
             return Ok(None);
         }
         Ok(Some(TreeFused {
-            kernel: crate::sm90::launch::PathKernel::new(rt, &path)?,
+            kernel: crate::launch::sm90::PathKernel::new(rt, &path)?,
             tree: tree.clone(),
         }))
     }
 
     /// The problem (with the v1 epilogue) the kernel was compiled for.
-    pub fn problem(&self) -> &crate::problem::GemmProblem {
+    pub fn problem(&self) -> &crate::plan::problem::GemmProblem {
         self.kernel.problem()
     }
 
@@ -1111,7 +1111,7 @@ impl TreeFused {
         rt: &Runtime,
         a: &DeviceBuf,
         b: &DeviceBuf,
-        strides: &crate::reference::GemmStrides,
+        strides: &crate::plan::GemmStrides,
         binding: &Binding,
         bufs: &EpBuffers<'_>,
     ) -> Result<()> {
@@ -1141,9 +1141,9 @@ impl TreeFused {
             _ => None,
         };
         let (bias_spec, bias_buf) = match e.bias {
-            crate::problem::BiasMode::None => (None, None),
-            crate::problem::BiasMode::PerRow => (binding.bias_row, bufs.bias_row),
-            crate::problem::BiasMode::PerCol => (binding.bias_col, bufs.bias_col),
+            crate::plan::problem::BiasMode::None => (None, None),
+            crate::plan::problem::BiasMode::PerRow => (binding.bias_row, bufs.bias_row),
+            crate::plan::problem::BiasMode::PerCol => (binding.bias_col, bufs.bias_col),
         };
         let bias = match bias_spec {
             Some(v) => {
@@ -1160,7 +1160,7 @@ impl TreeFused {
             }
             _ => None,
         };
-        let args = crate::gemm::GemmArgs {
+        let args = crate::launch::sm80::GemmArgs {
             a,
             b,
             c,
@@ -1185,43 +1185,43 @@ pub enum TreeKernel {
 }
 
 impl TreeKernel {
-    /// Compiles the planned `path` (see [`crate::sm90::choose_path`]; its problem's own
+    /// Compiles the planned `path` (see [`crate::plan::choose_path`]; its problem's own
     /// epilogue must be the plain one) with `tree` as its epilogue, for launches that bind
     /// like `binding` (the Hopper kernel compiles the binding's types in).
     pub fn new(
         rt: &Runtime,
-        path: &crate::sm90::GemmPath,
+        path: &crate::plan::GemmPath,
         tree: &EpilogueTree,
         binding: &Binding,
     ) -> Result<TreeKernel> {
         Ok(match path {
-            crate::sm90::GemmPath::Hopper(p) => {
+            crate::plan::GemmPath::Hopper(p) => {
                 TreeKernel::Hopper(Box::new(TreeSm90::new(rt, p, tree, binding)?))
             }
-            crate::sm90::GemmPath::Sm80(p) => {
+            crate::plan::GemmPath::Sm80(p) => {
                 TreeKernel::Sm80(Box::new(TreeGemm::new(rt, p, tree)?))
             }
         })
     }
 
     /// Plans `problem` on the path `path` picks for the runtime's device
-    /// ([`crate::sm90::plan_path`]) and compiles it with `tree`: with the fused v1
+    /// ([`crate::plan::plan_path`]) and compiles it with `tree`: with the fused v1
     /// epilogue when the tree amounts to one ([`TreeFused`]), else the generated epilogue.
     pub fn plan(
         rt: &Runtime,
-        problem: &crate::problem::GemmProblem,
+        problem: &crate::plan::problem::GemmProblem,
         tree: &EpilogueTree,
         binding: &Binding,
-        path: crate::sm90::PathOptions,
+        path: crate::plan::PathOptions,
     ) -> Result<TreeKernel> {
         if let Some(f) = TreeFused::plan(rt, problem, tree, binding, path)? {
             return Ok(TreeKernel::Fused(Box::new(f)));
         }
         // On the Hopper path, room for the inputs and bias vectors the fragment path stages,
-        // where it costs no stage ([`super::cuda::tree_sm90_plan`]).
-        let planned = match crate::sm90::plan_path(problem, rt.arch(), path)? {
-            crate::sm90::GemmPath::Hopper(_) => crate::sm90::GemmPath::Hopper(Box::new(
-                super::cuda::tree_sm90_plan(problem, tree, binding, path.sm90)?,
+        // where it costs no stage ([`crate::epilogue::cuda::tree_sm90_plan`]).
+        let planned = match crate::plan::plan_path(problem, rt.arch(), path)? {
+            crate::plan::GemmPath::Hopper(_) => crate::plan::GemmPath::Hopper(Box::new(
+                crate::epilogue::cuda::tree_sm90_plan(problem, tree, binding, path.sm90)?,
             )),
             other => other,
         };
@@ -1234,8 +1234,8 @@ impl TreeKernel {
             TreeKernel::Sm80(_) => "sm80",
             TreeKernel::Hopper(_) => "sm90",
             TreeKernel::Fused(f) => match f.kernel {
-                crate::sm90::launch::PathKernel::Sm80(_) => "sm80-v1",
-                crate::sm90::launch::PathKernel::Hopper(_) => "sm90-v1",
+                crate::launch::sm90::PathKernel::Sm80(_) => "sm80-v1",
+                crate::launch::sm90::PathKernel::Hopper(_) => "sm90-v1",
             },
         }
     }
@@ -1246,7 +1246,7 @@ impl TreeKernel {
         rt: &Runtime,
         a: &DeviceBuf,
         b: &DeviceBuf,
-        strides: &crate::reference::GemmStrides,
+        strides: &crate::plan::GemmStrides,
         binding: &Binding,
         bufs: &EpBuffers<'_>,
     ) -> Result<()> {
@@ -1260,7 +1260,7 @@ impl TreeKernel {
         rt: &Runtime,
         a: &DeviceBuf,
         b: &DeviceBuf,
-        strides: &crate::reference::GemmStrides,
+        strides: &crate::plan::GemmStrides,
         binding: &Binding,
         bufs: &EpBuffers<'_>,
         rows: std::ops::Range<i64>,

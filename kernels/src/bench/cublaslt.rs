@@ -1,5 +1,5 @@
 //! cuBLASLt's fused epilogues run on tessera's row-major problem: the GPU reference for the
-//! named fusions ([`super::Fusion`]) and the vendor side of their benchmark.
+//! named fusions ([`crate::epilogue::Fusion`]) and the vendor side of their benchmark.
 //!
 //! tessera's `D (M x N, row-major) = A (M x K, row-major) B (K x N, column-major)` runs in
 //! cuBLASLt as the column-major `D' (N x M, ld N) = op(A') B'` with `A'` = B's storage (`K x N`
@@ -14,11 +14,11 @@ use cudarc::cublaslt::{result as lt, sys};
 use cudarc::driver::{CudaSlice, DevicePtr};
 
 use crate::error::{KernelError, Result};
-use crate::gemm::DeviceBuf;
-use crate::problem::{DType, GemmProblem, Major};
-use crate::runtime::{driver_err, Runtime};
+use crate::launch::runtime::{driver_err, Runtime};
+use crate::launch::sm80::DeviceBuf;
+use crate::plan::problem::{DType, GemmProblem, Major};
 
-use super::fusions::Fusion;
+use crate::epilogue::fusions::Fusion;
 
 const OP: &str = "cuBLASLt epilogue";
 
@@ -184,11 +184,12 @@ fn lt_matmul(
         Some(f) => {
             let tree = f.tree();
             (
-                tree.d.uses(super::tree::Leaf::AuxIn) || tree.d.uses(super::tree::Leaf::AuxInBits),
+                tree.d.uses(crate::epilogue::tree::Leaf::AuxIn)
+                    || tree.d.uses(crate::epilogue::tree::Leaf::AuxInBits),
                 tree.d
                     .sinks()
                     .iter()
-                    .any(|s| matches!(s, super::tree::Sink::Aux(_))),
+                    .any(|s| matches!(s, crate::epilogue::tree::Sink::Aux(_))),
             )
         }
         None => (false, false),

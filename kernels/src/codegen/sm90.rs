@@ -5,9 +5,11 @@
 use std::fmt::Write;
 
 use crate::codegen::{modes_expr, COMMON_CUH};
-use crate::problem::DType;
+use crate::plan::problem::DType;
 
-use super::plan::{ClusterShare, Sm90Plan, CONSUMER_REGS, EPI_COLS, EPI_PITCH, PRODUCER_REGS};
+use crate::plan::sm90::{
+    ClusterShare, Sm90Plan, CONSUMER_REGS, EPI_COLS, EPI_PITCH, PRODUCER_REGS,
+};
 
 /// The sm_90a PTX helpers (mbarrier, TMA, wgmma brackets, setmaxnreg).
 pub const SM90_PTX_CUH: &str = include_str!("../../cuda/sm90_ptx.cuh");
@@ -162,7 +164,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     let _ = writeln!(
         s,
         "constexpr bool kPingPong = {}; constexpr int kMHalves = {}; // consumer schedule {:?}",
-        plan.schedule == super::plan::Schedule::PingPong,
+        plan.schedule == crate::plan::sm90::Schedule::PingPong,
         plan.m_halves,
         plan.schedule
     );
@@ -213,7 +215,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         s,
         "constexpr int kStagedInputs = {}, kInBufs = {}; constexpr unsigned kEpiRegionBytes = {}; // staged epilogue inputs; the epilogue's bytes",
         plan.staged_inputs,
-        super::plan::IN_BUFFERS,
+        crate::plan::sm90::IN_BUFFERS,
         plan.epilogue_scratch_bytes
     );
     let _ = writeln!(
@@ -245,7 +247,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
 /// threads of a consumer warpgroup and every pair of a pass.
 ///
 /// ```
-/// use tessera_kernels::sm90::{codegen::frag_pair_offsets, Sm90Plan};
+/// use tessera_kernels::{codegen::sm90::frag_pair_offsets, plan::Sm90Plan};
 /// use tessera_kernels::GemmProblem;
 /// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
 /// // Sw<2,3,3> o (64,32):(32,1), 16-bit: rows r and r + 8 are 512 bytes apart (a bit no
@@ -313,7 +315,7 @@ fn frag_offsets_source(plan: &Sm90Plan) -> String {
 /// The complete, self-contained CUDA source NVRTC compiles for `plan`.
 ///
 /// ```
-/// use tessera_kernels::sm90::{codegen::cuda_source, Sm90Plan};
+/// use tessera_kernels::{codegen::sm90::cuda_source, plan::Sm90Plan};
 /// use tessera_kernels::GemmProblem;
 /// let src = cuda_source(&Sm90Plan::new(&GemmProblem::new(4096, 4096, 8192)).unwrap());
 /// assert!(src.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));

@@ -13,12 +13,12 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use half::bf16;
 
 use crate::error::{KernelError, Result};
-use crate::gemm::{DeviceBuf, GemmArgs, GemmKernel};
+use crate::launch::runtime::{driver_err, Runtime};
+use crate::launch::sm80::{DeviceBuf, GemmArgs, GemmKernel};
+use crate::plan::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
+use crate::plan::GemmStrides;
 use crate::plan::{GemmPlan, PlanOptions};
-use crate::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
-use crate::reference::GemmStrides;
 use crate::rng::Rng;
-use crate::runtime::{driver_err, Runtime};
 
 /// The standard shapes: 4096³, 8192³ and LLM shapes M ∈ {4096, 8192} x (N, K) ∈
 /// {(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096)}.

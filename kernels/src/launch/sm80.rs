@@ -4,10 +4,10 @@ use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelA
 
 use crate::codegen::cuda_source;
 use crate::error::{KernelError, Result};
+use crate::launch::runtime::{driver_err, Runtime};
+use crate::plan::problem::{BiasMode, DType, GemmProblem, Major};
 use crate::plan::GemmPlan;
-use crate::problem::{BiasMode, DType, GemmProblem, Major};
-use crate::reference::GemmStrides;
-use crate::runtime::{driver_err, Runtime};
+use crate::plan::GemmStrides;
 
 /// A device buffer of `len` elements of `dtype`.
 pub struct DeviceBuf {

@@ -6,14 +6,14 @@ use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfi
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
-use crate::gemm::{AccessPaths, DeviceBuf, GemmArgs};
-use crate::problem::{BiasMode, DType, GemmProblem};
-use crate::reference::GemmStrides;
-use crate::runtime::{driver_err, Runtime};
+use crate::launch::runtime::{driver_err, Runtime};
+use crate::launch::sm80::{AccessPaths, DeviceBuf, GemmArgs};
+use crate::plan::problem::{BiasMode, DType, GemmProblem};
+use crate::plan::GemmStrides;
 
-use super::codegen::cuda_source;
-use super::layouts::{TmaBox, TmaSwizzle};
-use super::plan::{Sm90Plan, Sm90Store};
+use crate::codegen::sm90::cuda_source;
+use crate::plan::sm90::{Sm90Plan, Sm90Store};
+use crate::plan::sm90_layouts::{TmaBox, TmaSwizzle};
 
 /// An encoded `CUtensorMap`, passed to the kernel by value (`const __grid_constant__`).
 #[repr(transparent)]
@@ -356,7 +356,9 @@ impl Sm90Kernel {
         rt: &Runtime,
         args: &GemmArgs<'a>,
     ) -> Result<(GemmArgs<'a>, AccessPaths)> {
-        crate::gemm::check_row_major_d(&self.plan.problem, args, |a| self.check_kernel_args(rt, a))
+        crate::launch::sm80::check_row_major_d(&self.plan.problem, args, |a| {
+            self.check_kernel_args(rt, a)
+        })
     }
 
     /// [`Sm90Kernel::check`] on the arguments of the kernel problem.
@@ -656,23 +658,23 @@ impl Sm90Kernel {
     }
 }
 
-/// A compiled GEMM of either path ([`super::GemmPath`]): the sm80-class kernel or the Hopper
+/// A compiled GEMM of either path ([`crate::plan::GemmPath`]): the sm80-class kernel or the Hopper
 /// one, launched alike.
 pub enum PathKernel {
     /// The sm80-class path.
-    Sm80(Box<crate::gemm::GemmKernel>),
+    Sm80(Box<crate::launch::sm80::GemmKernel>),
     /// The sm_90a path.
     Hopper(Box<Sm90Kernel>),
 }
 
 impl PathKernel {
     /// Compiles the planned `path` for the runtime's device.
-    pub fn new(rt: &Runtime, path: &super::GemmPath) -> Result<PathKernel> {
+    pub fn new(rt: &Runtime, path: &crate::plan::GemmPath) -> Result<PathKernel> {
         Ok(match path {
-            super::GemmPath::Sm80(plan) => {
-                PathKernel::Sm80(Box::new(crate::gemm::GemmKernel::new(rt, plan)?))
+            crate::plan::GemmPath::Sm80(plan) => {
+                PathKernel::Sm80(Box::new(crate::launch::sm80::GemmKernel::new(rt, plan)?))
             }
-            super::GemmPath::Hopper(plan) => {
+            crate::plan::GemmPath::Hopper(plan) => {
                 PathKernel::Hopper(Box::new(Sm90Kernel::new(rt, plan)?))
             }
         })

@@ -6,19 +6,19 @@
 use cudarc::cublas::CudaBlas;
 use cudarc::cublaslt::CudaBlasLT;
 
-use crate::bench::{
+use crate::bench::gemm::{
     blas_err, median, sampled_rel_diff, time_batch, vendor_launch, vendor_name, BenchConfig,
     BenchRow, Bufs,
 };
 use crate::error::{KernelError, Result};
-use crate::gemm::{DeviceBuf, GemmArgs};
-use crate::problem::{Activation, BiasMode, DType, GemmProblem, Major};
-use crate::reference::GemmStrides;
+use crate::launch::runtime::{driver_err, Runtime};
+use crate::launch::sm80::{DeviceBuf, GemmArgs};
+use crate::plan::problem::{Activation, BiasMode, DType, GemmProblem, Major};
+use crate::plan::GemmStrides;
 use crate::rng::Rng;
-use crate::runtime::{driver_err, Runtime};
 
-use super::launch::Sm90Kernel;
-use super::plan::{Sm90Options, Sm90Plan};
+use crate::launch::sm90::Sm90Kernel;
+use crate::plan::sm90::{Sm90Options, Sm90Plan};
 
 /// Runs the benchmark of the Hopper kernel (planned with `opts`) over `cfg`'s shapes and
 /// epilogues, calling `progress` after each row. `cfg.plan` (the sm80-class options) is

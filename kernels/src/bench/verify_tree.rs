@@ -1,22 +1,22 @@
 //! One checked run of a GEMM with a tree epilogue against the float64 evaluator: random
 //! inputs for everything the tree reads, NaN-poisoned outputs, the tree kernel on the path
-//! [`crate::sm90::choose_path`] picks (or the sm80-class one), and every output compared —
+//! [`crate::plan::choose_path`] picks (or the sm80-class one), and every output compared —
 //! D, the aux output, the bias gradients and the operand sums (what `tessera run gemm
 //! --epilogue TREE` does).
 
 use std::fmt;
 
 use crate::error::{KernelError, Result};
-use crate::gemm::DeviceBuf;
-use crate::problem::{DType, GemmProblem};
-use crate::reference::GemmStrides;
+use crate::launch::runtime::Runtime;
+use crate::launch::sm80::DeviceBuf;
+use crate::plan::problem::{DType, GemmProblem};
+use crate::plan::GemmStrides;
 use crate::rng::Rng;
-use crate::runtime::Runtime;
 
-use super::check::Binding;
-use super::eval::{evaluate, EvalInputs};
-use super::launch::{EpBuffers, OperandSum, TreeKernel};
-use super::tree::{EpilogueTree, Operand};
+use crate::epilogue::check::Binding;
+use crate::epilogue::eval::{evaluate, EvalInputs};
+use crate::epilogue::tree::{EpilogueTree, Operand};
+use crate::launch::tree::{EpBuffers, OperandSum, TreeKernel};
 
 /// The comparison of one output.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,7 +117,7 @@ pub fn check_tree(
     rt: &Runtime,
     problem: &GemmProblem,
     tree: &EpilogueTree,
-    path: crate::sm90::PathOptions,
+    path: crate::plan::PathOptions,
     seed: u64,
 ) -> Result<TreeReport> {
     const OP: &str = "check_tree";
@@ -223,7 +223,7 @@ pub fn check_tree(
     }
     rt.stream()
         .synchronize()
-        .map_err(crate::runtime::driver_err("cuStreamSynchronize"))?;
+        .map_err(crate::launch::runtime::driver_err("cuStreamSynchronize"))?;
 
     // The float64 reference.
     let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
@@ -293,7 +293,7 @@ pub fn check_tree(
                 worst: 0.0,
             };
             // The value behind each bit: the same tree with the bit-mask store made a full one.
-            let full_tree = EpilogueTree::new(super::tree::bits_to_full(&tree.d));
+            let full_tree = EpilogueTree::new(crate::epilogue::tree::bits_to_full(&tree.d));
             let pre = evaluate(&full_tree, &inp)?.aux.unwrap_or_default();
             for bi in 0..nb {
                 for i in 0..m {

@@ -1,0 +1,9 @@
+//! From plans to CUDA source: the generated preambles of the sm80-class and Hopper kernels in
+//! front of the hand-written templates of `kernels/cuda/`.
+
+pub mod sm80;
+pub mod sm90;
+
+pub use sm80::{
+    cuda_source, index_expr, modes_expr, preamble, COMMON_CUH, GEMM_SM80_CUH, MMA_PEAK_CUH,
+};
