@@ -132,7 +132,13 @@ __device__ __forceinline__ void tessera_epilogue_pair(const TesseraGemmParams& p
   }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const TesseraGemmParams p) {
+// With a tree epilogue its arguments are the second parameter: a launch's own copy, so launches
+// of one module on several streams cannot overwrite each other's arguments.
+extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const TesseraGemmParams p
+#ifdef TESSERA_EPILOGUE_TREE
+                                                                       , const TesseraEpArgs tessera_ep_args
+#endif
+) {
   extern __shared__ __align__(128) unsigned char tessera_smem[];
   tessera_b16* sA = reinterpret_cast<tessera_b16*>(tessera_smem);
   tessera_b16* sB = sA + kStages * kSmemAElems;

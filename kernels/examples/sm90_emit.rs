@@ -3,8 +3,8 @@
 //! feature and `--cubin FILE`, also compiles it with NVRTC for sm_90a and writes the CUBIN
 //! (for `cuobjdump --dump-sass`); `--epilogue bias,gelu_tanh` plans that epilogue, `--pingpong`
 //! the ping-pong schedule (128x128).
-use tessera_kernels::{codegen::sm90::cuda_source, plan::Sm90Plan};
 use tessera_kernels::GemmProblem;
+use tessera_kernels::{codegen::sm90::cuda_source, plan::Sm90Plan};
 
 fn main() {
     let a: Vec<i64> = std::env::args()

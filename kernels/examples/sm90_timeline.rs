@@ -39,11 +39,12 @@ fn main() {
 mod timeline {
     use std::time::Instant;
 
+    use tessera_kernels::bench::buffers::DeviceBuf;
     use tessera_kernels::codegen::sm90::cuda_source;
     use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_plan};
     use tessera_kernels::epilogue::{parse_epilogue, Binding};
     use tessera_kernels::launch::runtime::Runtime;
-    use tessera_kernels::launch::sm80::{DeviceBuf, GemmArgs};
+    use tessera_kernels::launch::sm80::GemmArgs;
     use tessera_kernels::launch::sm90::Sm90Kernel;
     use tessera_kernels::launch::tree::{EpBuffers, TreeSm90};
     use tessera_kernels::plan::sm90::EPI_COLS;
@@ -273,8 +274,17 @@ mod timeline {
                     .map_err(|e| e.to_string())?;
                 let uses_bits = b.aux.is_some_and(|a| a.bits) || b.aux_in_bits.is_some();
                 let grid = tk.grid_ctas() as usize;
-                let (rt, x, w, d, aux, bits, bias, grad, b) =
-                    (&rt, &x, &w, &d, &aux, &bits, &bias, &grad, b.clone());
+                let (rt, x, w, d, aux, bits, bias, grad, b) = (
+                    &rt,
+                    x.mem(&rt),
+                    w.mem(&rt),
+                    d.mem(&rt),
+                    aux.mem(&rt),
+                    bits.mem(&rt),
+                    bias.mem(&rt),
+                    grad.mem(&rt),
+                    b.clone(),
+                );
                 let f = Box::new(move || {
                     let bufs = EpBuffers {
                         d: Some(d),
@@ -286,7 +296,7 @@ mod timeline {
                         bgrad_row: Some(grad),
                         ..EpBuffers::default()
                     };
-                    tk.launch(rt, x, w, &strides, &b, &bufs)
+                    tk.launch(rt.cx(), &x, &w, &strides, &b, &bufs)
                         .map_err(|e| e.to_string())
                 });
                 (f, grid)
@@ -295,7 +305,16 @@ mod timeline {
                 let kernel =
                     Sm90Kernel::from_source(&rt, &plan, &source).map_err(|e| e.to_string())?;
                 let grid = kernel.grid_ctas() as usize;
-                let (rt, x, w, c, d, aux, bias, e) = (&rt, &x, &w, &c, &d, &aux, &bias, &e);
+                let (rt, x, w, c, d, aux, bias, e) = (
+                    &rt,
+                    x.mem(&rt),
+                    w.mem(&rt),
+                    c.mem(&rt),
+                    d.mem(&rt),
+                    aux.mem(&rt),
+                    bias.mem(&rt),
+                    &e,
+                );
                 let f = Box::new(move || {
                     let args = GemmArgs {
                         a: x,
@@ -307,7 +326,7 @@ mod timeline {
                         strides,
                     };
                     kernel
-                        .launch(rt, &args)
+                        .launch(rt.cx(), &args)
                         .map(|_| ())
                         .map_err(|e| e.to_string())
                 });

@@ -6,13 +6,13 @@
 //! failure. `TESSERA_SEED=<n>` replays a run.
 #![cfg(feature = "cuda")]
 
+use tessera_kernels::bench::buffers::DeviceBuf;
 use tessera_kernels::epilogue::check::Binding;
 use tessera_kernels::epilogue::eval::{evaluate, EvalInputs};
 use tessera_kernels::epilogue::{
     parse_epilogue, residual_relu, AuxFormat, EpilogueTree, Fusion, Sink,
 };
 use tessera_kernels::launch::runtime::Runtime;
-use tessera_kernels::launch::sm80::DeviceBuf;
 use tessera_kernels::launch::tree::{EpBuffers, EpilogueApply};
 use tessera_kernels::plan::{PathOptions, Schedule, Sm90Options};
 use tessera_kernels::reference::round_to;
@@ -195,18 +195,18 @@ fn generated_epilogues_match_the_evaluator() {
             let gr_d = up(DType::F32, &vec![0.0; bu * mu]);
             let gc_d = up(DType::F32, &vec![0.0; bu * nu]);
             let bufs = EpBuffers {
-                d: Some(&d),
-                c: Some(&c_d),
-                residual: Some(&res_d),
-                aux_in: Some(&aux_in_d),
-                aux: aux_d.as_ref(),
-                bias_row: Some(&br_d),
-                bias_col: Some(&bc_d),
-                bgrad_row: Some(&gr_d),
-                bgrad_col: Some(&gc_d),
+                d: Some(d.mem(&rt)),
+                c: Some(c_d.mem(&rt)),
+                residual: Some(res_d.mem(&rt)),
+                aux_in: Some(aux_in_d.mem(&rt)),
+                aux: aux_d.as_ref().map(|x| x.mem(&rt)),
+                bias_row: Some(br_d.mem(&rt)),
+                bias_col: Some(bc_d.mem(&rt)),
+                bgrad_row: Some(gr_d.mem(&rt)),
+                bgrad_col: Some(gc_d.mem(&rt)),
             };
             let k = EpilogueApply::new(&rt, &t).unwrap_or_else(|e| panic!("{name}: {e}"));
-            k.launch(&rt, &b, &bufs, &acc_d)
+            k.launch(rt.stream(), &b, &bufs, &acc_d.mem(&rt))
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             rt.stream().synchronize().unwrap();
 
@@ -322,10 +322,26 @@ fn operand_sums_match_the_evaluator() {
         let b_d = DeviceBuf::upload(&rt, DType::Bf16, &b).unwrap();
         let sa = DeviceBuf::poisoned(&rt, DType::F32, 2 * mu).unwrap();
         let sb = DeviceBuf::poisoned(&rt, DType::F32, 2 * nu).unwrap();
-        k.launch(&rt, &p, &s, Operand::A, &a_d, &sa, mu as i64)
-            .unwrap();
-        k.launch(&rt, &p, &s, Operand::B, &b_d, &sb, nu as i64)
-            .unwrap();
+        k.launch(
+            rt.stream(),
+            &p,
+            &s,
+            Operand::A,
+            &a_d.mem(&rt),
+            &sa.mem(&rt),
+            mu as i64,
+        )
+        .unwrap();
+        k.launch(
+            rt.stream(),
+            &p,
+            &s,
+            Operand::B,
+            &b_d.mem(&rt),
+            &sb.mem(&rt),
+            nu as i64,
+        )
+        .unwrap();
         let (ga, gb) = (sa.download(&rt).unwrap(), sb.download(&rt).unwrap());
         for bi in 0..2 {
             for i in 0..mu {
@@ -372,14 +388,14 @@ fn both_coordinate_strategies_match_the_evaluator() {
         let bc_d = DeviceBuf::upload(&rt, out, &bias_col).unwrap();
         let one = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
         let split = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
-        let bufs = |d| EpBuffers {
-            d: Some(d),
-            bias_col: Some(&bc_d),
+        let bufs = |d: &DeviceBuf| EpBuffers {
+            d: Some(d.mem(&rt)),
+            bias_col: Some(bc_d.mem(&rt)),
             ..EpBuffers::default()
         };
         EpilogueApply::new(&rt, &t)
             .unwrap()
-            .launch(&rt, &b, &bufs(&one), &acc_d)
+            .launch(rt.stream(), &b, &bufs(&one), &acc_d.mem(&rt))
             .unwrap();
         let plan = split_regions(&t, m, n, 1).unwrap();
         assert!(plan.regions.len() >= 2, "{text}");
@@ -389,10 +405,10 @@ fn both_coordinate_strategies_match_the_evaluator() {
             EpilogueApply::new(&rt, &reg.tree)
                 .unwrap()
                 .launch_region(
-                    &rt,
+                    rt.stream(),
                     &rb,
                     &bufs(&split),
-                    &acc_d,
+                    &acc_d.mem(&rt),
                     reg.rows.clone(),
                     reg.cols.clone(),
                 )
@@ -691,17 +707,17 @@ fn check_tree_gemm(
     let gc = DeviceBuf::upload(rt, DType::F32, &vec![0.0; bu * nu]).unwrap();
     let gr = DeviceBuf::upload(rt, DType::F32, &vec![0.0; bu * mu]).unwrap();
     let bufs = EpBuffers {
-        d: Some(&d),
-        c: Some(&c_d),
-        residual: Some(&res_d),
-        aux_in: Some(&aux_in_d),
-        aux: aux_d.as_ref(),
-        bias_col: Some(&bias_d),
-        bias_row: Some(&bias_row_d),
-        bgrad_col: Some(&gc),
-        bgrad_row: Some(&gr),
+        d: Some(d.mem(rt)),
+        c: Some(c_d.mem(rt)),
+        residual: Some(res_d.mem(rt)),
+        aux_in: Some(aux_in_d.mem(rt)),
+        aux: aux_d.as_ref().map(|x| x.mem(rt)),
+        bias_col: Some(bias_d.mem(rt)),
+        bias_row: Some(bias_row_d.mem(rt)),
+        bgrad_col: Some(gc.mem(rt)),
+        bgrad_row: Some(gr.mem(rt)),
     };
-    g.launch(rt, ab.0, ab.1, s, &bind, &bufs)
+    g.launch(rt.cx(), &ab.0.mem(rt), &ab.1.mem(rt), s, &bind, &bufs)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     rt.stream().synchronize().unwrap();
     let (bias64, bias_row64, aux64): (Vec<f64>, Vec<f64>, Vec<f64>) = (
@@ -832,12 +848,17 @@ fn pingpong_turns_hold_over_many_short_tiles() {
         for batch in 0..4 {
             let d = DeviceBuf::poisoned(&rt, DType::Bf16, mu * nu).unwrap();
             let bufs = EpBuffers {
-                d: Some(&d),
-                aux_in: Some(if f == Fusion::DRelu { &mask_d } else { &aux_d }),
+                d: Some(d.mem(&rt)),
+                aux_in: Some(if f == Fusion::DRelu {
+                    mask_d.mem(&rt)
+                } else {
+                    aux_d.mem(&rt)
+                }),
                 ..EpBuffers::default()
             };
             for _ in 0..100 {
-                g.launch(&rt, &a_d, &b_d, &s, &bind, &bufs).unwrap();
+                g.launch(rt.cx(), &a_d.mem(&rt), &b_d.mem(&rt), &s, &bind, &bufs)
+                    .unwrap();
             }
             rt.stream().synchronize().unwrap();
             for (i, (gv, w)) in d.download(&rt).unwrap().iter().zip(&want.d).enumerate() {
@@ -1122,14 +1143,21 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
         let bind = Binding::for_tree(&t, m, n, k, 1, out);
         let one = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
         let split = DeviceBuf::poisoned(&rt, out, mu * nu).unwrap();
-        let bufs = |d| EpBuffers {
-            d: Some(d),
+        let bufs = |d: &DeviceBuf| EpBuffers {
+            d: Some(d.mem(&rt)),
             ..EpBuffers::default()
         };
         let whole = TreeKernel::plan(&rt, &p, &t, &bind, path).unwrap();
         let text = format!("{text} [{} {:?}]", whole.path_name(), path.sm90.schedule);
         whole
-            .launch(&rt, &a_d, &b_d, &s, &bind, &bufs(&one))
+            .launch(
+                rt.cx(),
+                &a_d.mem(&rt),
+                &b_d.mem(&rt),
+                &s,
+                &bind,
+                &bufs(&one),
+            )
             .unwrap();
         for reg in split_regions(&t, m, n, 1).unwrap().regions {
             let mut rp = p;
@@ -1139,9 +1167,9 @@ fn gemm_coordinate_strategies_match_the_evaluator() {
             TreeKernel::plan(&rt, &rp, &reg.tree, &rbind, path)
                 .unwrap()
                 .launch_region(
-                    &rt,
-                    &a_d,
-                    &b_d,
+                    rt.cx(),
+                    &a_d.mem(&rt),
+                    &b_d.mem(&rt),
                     &s,
                     &rbind,
                     &bufs(&split),
@@ -1234,15 +1262,24 @@ fn a_mask_region_off_the_16_byte_grid_matches_the_evaluator() {
         let mask_d = DeviceBuf::upload(&rt, DType::F32, &junk_f).unwrap();
         let d = DeviceBuf::poisoned(&rt, DType::Bf16, mu * nu).unwrap();
         let bufs = EpBuffers {
-            d: Some(&d),
-            aux: Some(&mask_d),
-            bias_col: Some(&bias_d),
+            d: Some(d.mem(&rt)),
+            aux: Some(mask_d.mem(&rt)),
+            bias_col: Some(bias_d.mem(&rt)),
             ..EpBuffers::default()
         };
         let g = TreeKernel::plan(&rt, &rp, &t, &bind, path).unwrap();
         let name = format!("relu_aux_bias, columns {cols:?} [{}]", g.path_name());
-        g.launch_region(&rt, &a_d, &b_d, &s, &bind, &bufs, 0..m, cols.clone())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        g.launch_region(
+            rt.cx(),
+            &a_d.mem(&rt),
+            &b_d.mem(&rt),
+            &s,
+            &bind,
+            &bufs,
+            0..m,
+            cols.clone(),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         rt.stream().synchronize().unwrap();
         let got_d = d.download(&rt).unwrap();
         let words = words(&rt, &mask_d);

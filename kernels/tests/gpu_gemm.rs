@@ -4,9 +4,10 @@
 //! failure. `TESSERA_SEED=<n>` replays a run.
 #![cfg(feature = "cuda")]
 
+use tessera_kernels::bench::buffers::DeviceBuf;
 use tessera_kernels::bench::verify::{check_plan, require};
 use tessera_kernels::launch::runtime::Runtime;
-use tessera_kernels::launch::sm80::{DeviceBuf, GemmArgs, GemmKernel};
+use tessera_kernels::launch::sm80::{GemmArgs, GemmKernel};
 use tessera_kernels::plan::GemmStrides;
 use tessera_kernels::rng::Rng;
 use tessera_kernels::{
@@ -316,12 +317,12 @@ fn bad_arguments_are_errors() {
             _ => (&a, &d, GemmStrides { lda: 63, ..s }),
         };
         k.launch(
-            &rt,
+            rt.stream(),
             &GemmArgs {
-                a: &a,
-                b: bb,
+                a: a.mem(&rt),
+                b: bb.mem(&rt),
                 c: None,
-                d: dd,
+                d: dd.mem(&rt),
                 bias: None,
                 aux: None,
                 strides: st,
@@ -434,12 +435,12 @@ fn column_major_d() {
     };
     let e = k
         .launch(
-            &rt,
+            rt.stream(),
             &GemmArgs {
-                a: &a,
-                b: &b,
+                a: a.mem(&rt),
+                b: b.mem(&rt),
                 c: None,
-                d: &d,
+                d: d.mem(&rt),
                 bias: None,
                 aux: None,
                 strides: s,

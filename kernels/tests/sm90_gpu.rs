@@ -5,10 +5,11 @@
 //! that a failure. `TESSERA_SEED=<n>` replays a run.
 #![cfg(feature = "cuda")]
 
+use tessera_kernels::bench::buffers::DeviceBuf;
 use tessera_kernels::bench::verify::require;
 use tessera_kernels::bench::verify_sm90::check_sm90;
 use tessera_kernels::launch::runtime::Runtime;
-use tessera_kernels::launch::sm80::{DeviceBuf, GemmArgs};
+use tessera_kernels::launch::sm80::GemmArgs;
 use tessera_kernels::launch::sm90::Sm90Kernel;
 use tessera_kernels::plan::GemmStrides;
 use tessera_kernels::plan::{ClusterShare, Schedule, Sm90Options, Sm90Plan};
@@ -756,12 +757,12 @@ fn sm90_bad_arguments_are_errors() {
     let s = GemmStrides::tight(&p);
     let e = k
         .launch(
-            &rt,
+            rt.cx(),
             &GemmArgs {
-                a: &a,
-                b: &a,
+                a: a.mem(&rt),
+                b: a.mem(&rt),
                 c: None,
-                d: &d,
+                d: d.mem(&rt),
                 bias: None,
                 aux: None,
                 strides: s,
@@ -778,12 +779,12 @@ fn sm90_bad_arguments_are_errors() {
     let s = GemmStrides::tight(&p);
     let e = k
         .launch(
-            &rt,
+            rt.cx(),
             &GemmArgs {
-                a: &a,
-                b: &small,
+                a: a.mem(&rt),
+                b: small.mem(&rt),
                 c: None,
-                d: &d,
+                d: d.mem(&rt),
                 bias: None,
                 aux: None,
                 strides: s,

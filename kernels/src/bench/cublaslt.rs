@@ -13,9 +13,9 @@ use std::ffi::c_void;
 use cudarc::cublaslt::{result as lt, sys};
 use cudarc::driver::{CudaSlice, DevicePtr};
 
+use crate::bench::buffers::DeviceBuf;
 use crate::error::{KernelError, Result};
 use crate::launch::runtime::{driver_err, Runtime};
-use crate::launch::sm80::DeviceBuf;
 use crate::plan::problem::{DType, GemmProblem, Major};
 
 use crate::epilogue::fusions::Fusion;

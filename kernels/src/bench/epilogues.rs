@@ -11,10 +11,11 @@
 //! Operands are nn.Linear's (A row-major M x K, B column-major, bf16 in and out, bias per
 //! output column). Inputs are random; outputs are not checked here (the GPU tests do that).
 
+use crate::bench::buffers::DeviceBuf;
 use crate::bench::gemm::{median, sampled_rel_diff, time_batch};
 use crate::error::Result;
 use crate::launch::runtime::Runtime;
-use crate::launch::sm80::{DeviceBuf, GemmArgs};
+use crate::launch::sm80::GemmArgs;
 use crate::launch::sm90::PathKernel;
 use crate::plan::problem::{DType, GemmProblem};
 use crate::plan::GemmStrides;
@@ -192,10 +193,10 @@ pub fn bench_fusions(
         let o = operands(rt, shape, &mut rng)?;
         let plain = plain_kernel(rt, &o.p, path)?;
         let plain_args = GemmArgs {
-            a: &o.a,
-            b: &o.b,
+            a: o.a.mem(rt),
+            b: o.b.mem(rt),
             c: None,
-            d: &o.d2,
+            d: o.d2.mem(rt),
             bias: None,
             aux: None,
             strides: o.s,
@@ -209,15 +210,19 @@ pub fn bench_fusions(
             let ours = TreeKernel::plan(rt, &o.p, &tree, &binding, path)?;
             let uses_bits = binding.aux.is_some_and(|a| a.bits) || binding.aux_in_bits.is_some();
             let bufs = EpBuffers {
-                d: Some(&o.d),
+                d: Some(o.d.mem(rt)),
                 aux_in: Some(if binding.aux_in_bits.is_some() {
-                    &o.bits
+                    o.bits.mem(rt)
                 } else {
-                    &o.aux
+                    o.aux.mem(rt)
                 }),
-                aux: Some(if uses_bits { &o.bits } else { &o.aux }),
-                bias_col: Some(&o.bias),
-                bgrad_col: Some(&o.grad),
+                aux: Some(if uses_bits {
+                    o.bits.mem(rt)
+                } else {
+                    o.aux.mem(rt)
+                }),
+                bias_col: Some(o.bias.mem(rt)),
+                bgrad_col: Some(o.grad.mem(rt)),
                 ..EpBuffers::default()
             };
             let lt_bufs = LtBuffers {
@@ -234,11 +239,12 @@ pub fn bench_fusions(
             };
             // One launch of each on the same inputs (a fusion that reads aux reads what the
             // other left there: both then read the same values), then compare D.
-            ours.launch(rt, &o.a, &o.b, &o.s, &binding, &bufs)?;
+            ours.launch(rt.cx(), &o.a.mem(rt), &o.b.mem(rt), &o.s, &binding, &bufs)?;
             lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs)?;
             let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
-            let mut f_ours = || ours.launch(rt, &o.a, &o.b, &o.s, &binding, &bufs);
-            let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
+            let mut f_ours =
+                || ours.launch(rt.cx(), &o.a.mem(rt), &o.b.mem(rt), &o.s, &binding, &bufs);
+            let mut f_plain = || plain.launch(rt.cx(), &plain_args).map(|_| ());
             let mut f_lt = || lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs);
             let lt_plain_bufs = LtBuffers {
                 bias: None,
@@ -306,18 +312,18 @@ pub fn bench_coordinate(
     let plain = plain_kernel(rt, &o.p, path)?;
     // The plain GEMM writes a third buffer (aux, bf16 M x N) so that D2 keeps the split result.
     let plain_args = GemmArgs {
-        a: &o.a,
-        b: &o.b,
+        a: o.a.mem(rt),
+        b: o.b.mem(rt),
         c: None,
-        d: &o.aux,
+        d: o.aux.mem(rt),
         bias: None,
         aux: None,
         strides: o.s,
     };
     let binding = Binding::for_tree(tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-    let bufs = |d| EpBuffers {
-        d: Some(d),
-        bias_col: Some(&o.bias),
+    let bufs = |d: &DeviceBuf| EpBuffers {
+        d: Some(d.mem(rt)),
+        bias_col: Some(o.bias.mem(rt)),
         ..EpBuffers::default()
     };
     let one = TreeKernel::plan(rt, &o.p, tree, &binding, path)?;
@@ -334,13 +340,22 @@ pub fn bench_coordinate(
         ));
     }
     let (one_bufs, split_bufs) = (bufs(&o.d), bufs(&o.d2));
-    let mut f_one = || one.launch(rt, &o.a, &o.b, &o.s, &binding, &one_bufs);
+    let mut f_one = || {
+        one.launch(
+            rt.cx(),
+            &o.a.mem(rt),
+            &o.b.mem(rt),
+            &o.s,
+            &binding,
+            &one_bufs,
+        )
+    };
     let mut f_split = || {
         for (g, b, reg) in &regions {
             g.launch_region(
-                rt,
-                &o.a,
-                &o.b,
+                rt.cx(),
+                &o.a.mem(rt),
+                &o.b.mem(rt),
                 &o.s,
                 b,
                 &split_bufs,
@@ -353,7 +368,7 @@ pub fn bench_coordinate(
     f_one()?;
     f_split()?;
     let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
-    let mut f_plain = || plain.launch(rt, &plain_args).map(|_| ());
+    let mut f_plain = || plain.launch(rt.cx(), &plain_args).map(|_| ());
     // The baseline (when the tree has one) writes D2 after the split's comparison above.
     let base = match coordinate_baseline(tree) {
         Some(t) => {
@@ -365,7 +380,8 @@ pub fn bench_coordinate(
     let base_bufs = bufs(&o.d2);
     let (mut t_one, mut t_plain, mut t_split, t_base) = match &base {
         Some((k, bind)) => {
-            let mut f_base = || k.launch(rt, &o.a, &o.b, &o.s, bind, &base_bufs);
+            let mut f_base =
+                || k.launch(rt.cx(), &o.a.mem(rt), &o.b.mem(rt), &o.s, bind, &base_bufs);
             let [a, b, c, d] = interleaved(
                 rt,
                 rounds,

@@ -12,9 +12,10 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use half::bf16;
 
+use crate::bench::buffers::DeviceBuf;
 use crate::error::{KernelError, Result};
 use crate::launch::runtime::{driver_err, Runtime};
-use crate::launch::sm80::{DeviceBuf, GemmArgs, GemmKernel};
+use crate::launch::sm80::{GemmArgs, GemmKernel};
 use crate::plan::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
 use crate::plan::GemmStrides;
 use crate::plan::{GemmPlan, PlanOptions};
@@ -190,15 +191,15 @@ pub fn run_bench(
         let launch_ours = |i: usize, d: &DeviceBuf| -> Result<()> {
             let p = kernels[i].plan().problem;
             let args = GemmArgs {
-                a: &b.x,
-                b: &b.w,
+                a: b.x.mem(rt),
+                b: b.w.mem(rt),
                 c: None,
-                d,
-                bias: Some(&b.bias),
+                d: d.mem(rt),
+                bias: Some(b.bias.mem(rt)),
                 aux: None,
                 strides: GemmStrides::tight(&p),
             };
-            kernels[i].launch(rt, &args).map(|_| ())
+            kernels[i].launch(rt.stream(), &args).map(|_| ())
         };
         let eps = &cfg.epilogues;
         // Warm-up, and a correctness comparison of each pair on sampled rows.

@@ -1,6 +1,7 @@
 //! Benchmark and verification harnesses (feature `cuda`): cuBLAS / cuBLASLt comparators,
 //! poisoned buffers and float64 checks, used by the `tessera` tool.
 
+pub mod buffers;
 pub mod cublaslt;
 pub mod epilogues;
 pub mod gemm;

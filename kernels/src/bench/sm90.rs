@@ -6,13 +6,14 @@
 use cudarc::cublas::CudaBlas;
 use cudarc::cublaslt::CudaBlasLT;
 
+use crate::bench::buffers::DeviceBuf;
 use crate::bench::gemm::{
     blas_err, median, sampled_rel_diff, time_batch, vendor_launch, vendor_name, BenchConfig,
     BenchRow, Bufs,
 };
 use crate::error::{KernelError, Result};
 use crate::launch::runtime::{driver_err, Runtime};
-use crate::launch::sm80::{DeviceBuf, GemmArgs};
+use crate::launch::sm80::GemmArgs;
 use crate::plan::problem::{Activation, BiasMode, DType, GemmProblem, Major};
 use crate::plan::GemmStrides;
 use crate::rng::Rng;
@@ -78,15 +79,15 @@ pub fn run_bench_sm90(
         let launch_ours = |i: usize, d: &DeviceBuf| -> Result<()> {
             let p = kernels[i].plan().problem;
             let args = GemmArgs {
-                a: &o.x,
-                b: &o.w,
+                a: o.x.mem(rt),
+                b: o.w.mem(rt),
                 c: None,
-                d,
-                bias: Some(&o.bias),
+                d: d.mem(rt),
+                bias: Some(o.bias.mem(rt)),
                 aux: None,
                 strides: GemmStrides::tight(&p),
             };
-            kernels[i].launch(rt, &args).map(|_| ())
+            kernels[i].launch(rt.cx(), &args).map(|_| ())
         };
         let eps = &cfg.epilogues;
         // Warm-up, and each pair's results compared on sampled rows.

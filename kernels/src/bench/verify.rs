@@ -3,9 +3,10 @@
 
 use std::fmt;
 
+use crate::bench::buffers::DeviceBuf;
 use crate::error::{KernelError, Result};
 use crate::launch::runtime::{driver_err, Runtime};
-use crate::launch::sm80::{AccessPaths, DeviceBuf, GemmArgs, GemmKernel};
+use crate::launch::sm80::{AccessPaths, GemmArgs, GemmKernel};
 use crate::plan::problem::{BiasMode, GemmProblem, Major};
 use crate::plan::GemmPlan;
 use crate::plan::GemmStrides;
@@ -95,14 +96,14 @@ impl DeviceGemm {
     }
 
     /// The launch arguments.
-    pub fn args(&self, strides: GemmStrides) -> GemmArgs<'_> {
+    pub fn args(&self, rt: &Runtime, strides: GemmStrides) -> GemmArgs {
         GemmArgs {
-            a: &self.a,
-            b: &self.b,
-            c: self.c.as_ref(),
-            d: &self.d,
-            bias: self.bias.as_ref(),
-            aux: self.aux.as_ref(),
+            a: self.a.mem(rt),
+            b: self.b.mem(rt),
+            c: self.c.as_ref().map(|x| x.mem(rt)),
+            d: self.d.mem(rt),
+            bias: self.bias.as_ref().map(|x| x.mem(rt)),
+            aux: self.aux.as_ref().map(|x| x.mem(rt)),
             strides,
         }
     }
@@ -211,7 +212,7 @@ pub fn check_kernel(
 ) -> Result<CheckReport> {
     let plan = kernel.plan();
     check_launch(rt, &plan.problem, plan.kernel_name(), s, seed, |args| {
-        kernel.launch(rt, args)
+        kernel.launch(rt.stream(), args)
     })
 }
 
@@ -225,13 +226,13 @@ pub fn check_launch(
     kernel_name: String,
     s: GemmStrides,
     seed: u64,
-    launch: impl FnOnce(&GemmArgs<'_>) -> Result<AccessPaths>,
+    launch: impl FnOnce(&GemmArgs) -> Result<AccessPaths>,
 ) -> Result<CheckReport> {
     let p = *problem;
     let mut rng = Rng::new(seed);
     let host = random_host(&p, &s, &mut rng);
     let dev = DeviceGemm::upload(rt, &p, &s, &host)?;
-    let paths = launch(&dev.args(s))?;
+    let paths = launch(&dev.args(rt, s))?;
     rt.stream()
         .synchronize()
         .map_err(driver_err("cuStreamSynchronize after the GEMM under check"))?;

@@ -19,6 +19,6 @@ pub fn check_sm90(
 ) -> Result<CheckReport> {
     let plan = kernel.plan();
     check_launch(rt, &plan.problem, plan.kernel_name(), s, seed, |args| {
-        kernel.launch(rt, args)
+        kernel.launch(rt.cx(), args)
     })
 }

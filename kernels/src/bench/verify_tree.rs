@@ -6,9 +6,9 @@
 
 use std::fmt;
 
+use crate::bench::buffers::DeviceBuf;
 use crate::error::{KernelError, Result};
 use crate::launch::runtime::Runtime;
-use crate::launch::sm80::DeviceBuf;
 use crate::plan::problem::{DType, GemmProblem};
 use crate::plan::GemmStrides;
 use crate::rng::Rng;
@@ -197,17 +197,17 @@ pub fn check_tree(
     let gr_d = up(DType::F32, &vec![0.0; nb * m])?;
     let gc_d = up(DType::F32, &vec![0.0; nb * n])?;
     let bufs = EpBuffers {
-        d: Some(&d_d),
-        c: Some(&c_d),
-        residual: Some(&res_d),
-        aux_in: Some(&aux_in_d),
-        aux: aux_d.as_ref(),
-        bias_row: Some(&br_d),
-        bias_col: Some(&bc_d),
-        bgrad_row: Some(&gr_d),
-        bgrad_col: Some(&gc_d),
+        d: Some(d_d.mem(rt)),
+        c: Some(c_d.mem(rt)),
+        residual: Some(res_d.mem(rt)),
+        aux_in: Some(aux_in_d.mem(rt)),
+        aux: aux_d.as_ref().map(|x| x.mem(rt)),
+        bias_row: Some(br_d.mem(rt)),
+        bias_col: Some(bc_d.mem(rt)),
+        bgrad_row: Some(gr_d.mem(rt)),
+        bgrad_col: Some(gc_d.mem(rt)),
     };
-    kernel.launch(rt, &a_d, &b_d, &s, &bind, &bufs)?;
+    kernel.launch(rt.cx(), &a_d.mem(rt), &b_d.mem(rt), &s, &bind, &bufs)?;
     let mut sums = Vec::new();
     if !tree.sum_k.is_empty() {
         let k_sum = OperandSum::new(rt)?;
@@ -217,7 +217,15 @@ pub fn check_tree(
                 Operand::B => (n, &b_d),
             };
             let o = DeviceBuf::poisoned(rt, DType::F32, nb * len)?;
-            k_sum.launch(rt, p, &s, which, x, &o, len as i64)?;
+            k_sum.launch(
+                rt.stream(),
+                p,
+                &s,
+                which,
+                &x.mem(rt),
+                &o.mem(rt),
+                len as i64,
+            )?;
             sums.push((which, o));
         }
     }

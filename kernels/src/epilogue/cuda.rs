@@ -753,9 +753,9 @@ fn row_major_d_only(p: &crate::plan::problem::GemmProblem, tree: &EpilogueTree) 
 }
 
 /// The sm80-class GEMM of `plan` with `tree` as its epilogue: `common.cuh`, the plan's
-/// preamble, [`epilogue_source`] with the arguments in constant memory
-/// (`__constant__ TesseraEpArgs tessera_ep_args`, set by the host through the module's global
-/// before each launch), `#define TESSERA_EPILOGUE_TREE 1`, then the kernel template.
+/// preamble, [`epilogue_source`], `#define TESSERA_EPILOGUE_TREE 1`, then the kernel template,
+/// whose second parameter is then the epilogue's arguments (`const TesseraEpArgs
+/// tessera_ep_args`).
 ///
 /// The template calls `tessera_ep_pair(tessera_ep_args, TesseraEpCta{}, batch, row, col, v0,
 /// v1)` in place of its flag-driven `tessera_epilogue_pair` when `TESSERA_EPILOGUE_TREE` is
@@ -776,10 +776,6 @@ pub fn gemm_tree_source(plan: &GemmPlan, tree: &EpilogueTree) -> Result<String> 
     s.push_str(&preamble(plan));
     s.push('\n');
     s.push_str(EPILOGUE_TREE_CUH);
-    s.push_str(
-        "\n// The epilogue's arguments, uniform over the launch (constant cache broadcast).\n",
-    );
-    s.push_str("__constant__ TesseraEpArgs tessera_ep_args;\n\n");
     s.push_str(&generate(tree)?);
     s.push('\n');
     s.push_str(EPILOGUE_TREE_TAIL_CUH);

@@ -288,6 +288,15 @@ impl Runtime {
         &self.stream
     }
 
+    /// A launch on this runtime's own stream, with the kernels' own workspaces.
+    pub fn cx(&self) -> crate::launch::mem::LaunchCtx<'_> {
+        crate::launch::mem::LaunchCtx {
+            rt: self,
+            stream: &self.stream,
+            work: None,
+        }
+    }
+
     /// The context.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx

@@ -1,163 +1,40 @@
 //! Launching the planned GEMM: device buffers, argument checks and the launch itself.
 
-use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, DeviceRepr};
 
 use crate::codegen::cuda_source;
 use crate::error::{KernelError, Result};
+use crate::launch::mem::{launch_kernel, param, Mem};
 use crate::launch::runtime::{driver_err, Runtime};
 use crate::plan::problem::{BiasMode, DType, GemmProblem, Major};
 use crate::plan::GemmPlan;
 use crate::plan::GemmStrides;
 
-/// A device buffer of `len` elements of `dtype`.
-pub struct DeviceBuf {
-    /// Element type.
-    pub dtype: DType,
-    /// Elements.
-    pub len: usize,
-    /// The bytes.
-    pub data: CudaSlice<u8>,
-}
-
-impl DeviceBuf {
-    /// Uploads `values`, rounded to `dtype`.
-    pub fn upload(rt: &Runtime, dtype: DType, values: &[f32]) -> Result<DeviceBuf> {
-        let bytes = to_bytes(dtype, values);
-        let data = rt
-            .stream()
-            .clone_htod(&bytes)
-            .map_err(driver_err("cuMemcpyHtoD"))?;
-        Ok(DeviceBuf {
-            dtype,
-            len: values.len(),
-            data,
-        })
-    }
-
-    /// A buffer of `len` elements, every byte 0xFF: NaN in bf16, fp16 and fp32 alike, so an
-    /// element the kernel does not write stays NaN.
-    pub fn poisoned(rt: &Runtime, dtype: DType, len: usize) -> Result<DeviceBuf> {
-        let bytes = vec![0xFFu8; len * dtype.bytes() as usize];
-        let data = rt
-            .stream()
-            .clone_htod(&bytes)
-            .map_err(driver_err("cuMemcpyHtoD"))?;
-        Ok(DeviceBuf { dtype, len, data })
-    }
-
-    /// Fills the buffer with 0xFF bytes again.
-    pub fn poison(&mut self, rt: &Runtime) -> Result<()> {
-        let bytes = vec![0xFFu8; self.len * self.dtype.bytes() as usize];
-        rt.stream()
-            .memcpy_htod(&bytes, &mut self.data)
-            .map_err(driver_err("cuMemcpyHtoD"))
-    }
-
-    /// Sets elements `start .. start + len` to 0xFF bytes (NaN).
-    pub fn poison_range(&mut self, rt: &Runtime, start: usize, len: usize) -> Result<()> {
-        let eb = self.dtype.bytes() as usize;
-        let bytes = vec![0xFFu8; len * eb];
-        let mut view = self.data.slice_mut(start * eb..(start + len) * eb);
-        rt.stream()
-            .memcpy_htod(&bytes, &mut view)
-            .map_err(driver_err("cuMemcpyHtoD"))
-    }
-
-    /// Downloads elements `start .. start + len` as float64.
-    pub fn download_range(&self, rt: &Runtime, start: usize, len: usize) -> Result<Vec<f64>> {
-        let eb = self.dtype.bytes() as usize;
-        let view = self.data.slice(start * eb..(start + len) * eb);
-        let bytes = rt
-            .stream()
-            .clone_dtoh(&view)
-            .map_err(driver_err("cuMemcpyDtoH"))?;
-        Ok(from_bytes(self.dtype, &bytes))
-    }
-
-    /// Downloads the values as float64.
-    pub fn download(&self, rt: &Runtime) -> Result<Vec<f64>> {
-        let bytes = rt
-            .stream()
-            .clone_dtoh(&self.data)
-            .map_err(driver_err("cuMemcpyDtoH"))?;
-        Ok(from_bytes(self.dtype, &bytes))
-    }
-
-    /// Downloads the bytes as little-endian 32-bit words, unconverted (a bit mask): going
-    /// through [`DeviceBuf::download`]'s float64 would quiet the signalling-NaN patterns
-    /// among the words and flip their bit 22.
-    pub fn download_words(&self, rt: &Runtime) -> Result<Vec<u32>> {
-        let bytes = rt
-            .stream()
-            .clone_dtoh(&self.data)
-            .map_err(driver_err("cuMemcpyDtoH"))?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
-    }
-
-    /// The raw device address.
-    pub fn ptr(&self, rt: &Runtime) -> u64 {
-        let (p, _sync) = self.data.device_ptr(rt.stream());
-        p
-    }
-}
-
-fn to_bytes(dtype: DType, values: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * dtype.bytes() as usize);
-    for &v in values {
-        match dtype {
-            DType::Bf16 => out.extend_from_slice(&half::bf16::from_f32(v).to_bits().to_le_bytes()),
-            DType::F16 => out.extend_from_slice(&half::f16::from_f32(v).to_bits().to_le_bytes()),
-            DType::F32 => out.extend_from_slice(&v.to_le_bytes()),
-        }
-    }
-    out
-}
-
-fn from_bytes(dtype: DType, bytes: &[u8]) -> Vec<f64> {
-    match dtype {
-        DType::Bf16 => bytes
-            .chunks_exact(2)
-            .map(|c| half::bf16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64())
-            .collect(),
-        DType::F16 => bytes
-            .chunks_exact(2)
-            .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64())
-            .collect(),
-        DType::F32 => bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
-            .collect(),
-    }
-}
-
 /// The operands of one launch, in the terms of the problem asked for (`GemmPlan::problem`:
 /// for a column-major D, the A and B of `D = A B`, not exchanged).
 #[derive(Clone, Copy)]
-pub struct GemmArgs<'a> {
+pub struct GemmArgs {
     /// A (M x K per batch).
-    pub a: &'a DeviceBuf,
+    pub a: Mem,
     /// B (K x N per batch).
-    pub b: &'a DeviceBuf,
+    pub b: Mem,
     /// C, read when beta != 0.
-    pub c: Option<&'a DeviceBuf>,
+    pub c: Option<Mem>,
     /// D.
-    pub d: &'a DeviceBuf,
+    pub d: Mem,
     /// Bias, when the epilogue has one.
-    pub bias: Option<&'a DeviceBuf>,
+    pub bias: Option<Mem>,
     /// Aux (pre-activation), when the epilogue writes it.
-    pub aux: Option<&'a DeviceBuf>,
+    pub aux: Option<Mem>,
     /// Strides.
     pub strides: GemmStrides,
 }
 
-impl<'a> GemmArgs<'a> {
+impl GemmArgs {
     /// The arguments of the problem the kernels run for `p` ([`GemmProblem::row_major_d`]):
     /// unchanged for a row-major D; for a column-major D, A and B (and their strides)
     /// exchanged.
-    pub fn row_major_d(&self, p: &GemmProblem) -> GemmArgs<'a> {
+    pub fn row_major_d(&self, p: &GemmProblem) -> GemmArgs {
         if p.d_major == Major::Row {
             return *self;
         }
@@ -230,11 +107,11 @@ pub struct AccessPaths {
 /// Runs `check` (a kernel's argument check, in the terms of the problem it runs) on `args`
 /// given for `p`, exchanged for a column-major D (whose errors then say so); returns the
 /// arguments the kernel takes and their access paths.
-pub(crate) fn check_row_major_d<'a>(
+pub(crate) fn check_row_major_d(
     p: &GemmProblem,
-    args: &GemmArgs<'a>,
+    args: &GemmArgs,
     check: impl FnOnce(&GemmArgs) -> Result<AccessPaths>,
-) -> Result<(GemmArgs<'a>, AccessPaths)> {
+) -> Result<(GemmArgs, AccessPaths)> {
     let kernel_args = args.row_major_d(p);
     match check(&kernel_args) {
         Ok(paths) => Ok((kernel_args, paths)),
@@ -265,7 +142,7 @@ pub struct GemmKernel {
     func: cudarc::driver::CudaFunction,
 }
 
-fn need(op: &'static str, name: &str, buf: &DeviceBuf, dtype: DType, elems: i64) -> Result<()> {
+fn need(op: &'static str, name: &str, buf: &Mem, dtype: DType, elems: i64) -> Result<()> {
     if buf.dtype != dtype {
         return Err(KernelError::invalid(
             op,
@@ -336,25 +213,21 @@ impl GemmKernel {
 
     /// Checks the arguments against the plan's problem and decides the access paths (named
     /// after the A and B given, also for a column-major D).
-    pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+    pub fn check(&self, args: &GemmArgs) -> Result<AccessPaths> {
         Ok(self
-            .check_exchanged(rt, args)?
+            .check_exchanged(args)?
             .1
             .in_terms_of(&self.plan.problem))
     }
 
     /// [`Self::check`] in the kernel problem's terms: the arguments the kernel takes and their
     /// access paths (A and B exchanged for a column-major D).
-    fn check_exchanged<'a>(
-        &self,
-        rt: &Runtime,
-        args: &GemmArgs<'a>,
-    ) -> Result<(GemmArgs<'a>, AccessPaths)> {
-        check_row_major_d(&self.plan.problem, args, |a| self.check_kernel_args(rt, a))
+    fn check_exchanged(&self, args: &GemmArgs) -> Result<(GemmArgs, AccessPaths)> {
+        check_row_major_d(&self.plan.problem, args, |a| self.check_kernel_args(a))
     }
 
     /// [`GemmKernel::check`] on the arguments of the kernel problem.
-    fn check_kernel_args(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+    fn check_kernel_args(&self, args: &GemmArgs) -> Result<AccessPaths> {
         let op = "gemm";
         let p: &GemmProblem = &self.plan.kernel_problem();
         let s = &args.strides;
@@ -372,21 +245,21 @@ impl GemmKernel {
         need(
             op,
             "A",
-            args.a,
+            &args.a,
             p.input,
             GemmStrides::extent(p.batch, s.batch_a, a_rows, s.lda, a_inner),
         )?;
         need(
             op,
             "B",
-            args.b,
+            &args.b,
             p.input,
             GemmStrides::extent(p.batch, s.batch_b, b_rows, s.ldb, b_inner),
         )?;
         need(
             op,
             "D",
-            args.d,
+            &args.d,
             p.output,
             GemmStrides::extent(p.batch, s.batch_d, p.m, s.ldd, p.n),
         )?;
@@ -397,7 +270,7 @@ impl GemmKernel {
                 need(
                     op,
                     "C",
-                    c,
+                    &c,
                     p.output,
                     GemmStrides::extent(p.batch, s.batch_c, p.m, s.ldc, p.n),
                 )?;
@@ -412,7 +285,7 @@ impl GemmKernel {
                 need(
                     op,
                     "bias",
-                    bias,
+                    &bias,
                     p.output,
                     (p.batch - 1) * s.batch_bias + len,
                 )?;
@@ -431,7 +304,7 @@ impl GemmKernel {
                 need(
                     op,
                     "aux",
-                    aux,
+                    &aux,
                     p.output,
                     GemmStrides::extent(p.batch, s.batch_aux, p.m, s.ldaux, p.n),
                 )?;
@@ -448,14 +321,12 @@ impl GemmKernel {
             let per = 16 / in_bytes;
             ptr % 16 == 0 && inner % per == 0 && ld % per == 0 && (p.batch == 1 || batch % per == 0)
         };
-        let a_vec = vec_ok(args.a.ptr(rt), a_inner, s.lda, s.batch_a);
-        let b_vec = vec_ok(args.b.ptr(rt), b_inner, s.ldb, s.batch_b);
+        let a_vec = vec_ok(args.a.ptr, a_inner, s.lda, s.batch_a);
+        let b_vec = vec_ok(args.b.ptr, b_inner, s.ldb, s.batch_b);
         let pair_bytes = 2 * p.output.bytes() as u64;
-        let pair_ok = |buf: Option<&DeviceBuf>, ld: i64, batch: i64| match buf {
+        let pair_ok = |buf: Option<Mem>, ld: i64, batch: i64| match buf {
             None => true,
-            Some(b) => {
-                b.ptr(rt) % pair_bytes == 0 && ld % 2 == 0 && (p.batch == 1 || batch % 2 == 0)
-            }
+            Some(b) => b.ptr % pair_bytes == 0 && ld % 2 == 0 && (p.batch == 1 || batch % 2 == 0),
         };
         let store_pair = pair_ok(Some(args.d), s.ldd, s.batch_d)
             && (e.beta == 0.0 || pair_ok(args.c, s.ldc, s.batch_c))
@@ -468,9 +339,9 @@ impl GemmKernel {
         })
     }
 
-    /// Checks the arguments and launches on the runtime's stream (asynchronously).
-    pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let (args, paths) = self.check_exchanged(rt, args)?;
+    /// Checks the arguments and launches on `stream` (asynchronously).
+    pub fn launch(&self, stream: &CudaStream, args: &GemmArgs) -> Result<AccessPaths> {
+        let (args, paths) = self.check_exchanged(args)?;
         let args = &args;
         let p = &self.plan.kernel_problem();
         let e = p.epilogue;
@@ -493,21 +364,21 @@ impl GemmKernel {
             flags |= FLAG_READ_C;
         }
         let params = GemmParams {
-            a: args.a.ptr(rt),
-            b: args.b.ptr(rt),
+            a: args.a.ptr,
+            b: args.b.ptr,
             c: if e.beta != 0.0 {
-                args.c.map(|c| c.ptr(rt)).unwrap_or(0)
+                args.c.map(|c| c.ptr).unwrap_or(0)
             } else {
                 0
             },
-            d: args.d.ptr(rt),
+            d: args.d.ptr,
             bias: if e.bias != BiasMode::None {
-                args.bias.map(|b| b.ptr(rt)).unwrap_or(0)
+                args.bias.map(|b| b.ptr).unwrap_or(0)
             } else {
                 0
             },
             aux: if e.aux {
-                args.aux.map(|b| b.ptr(rt)).unwrap_or(0)
+                args.aux.map(|b| b.ptr).unwrap_or(0)
             } else {
                 0
             },
@@ -541,16 +412,19 @@ impl GemmKernel {
                 format!("{grid_x} CTAs exceed the grid limit"),
             ));
         }
-        let cfg = LaunchConfig {
-            grid_dim: (grid_x as u32, 1, p.batch as u32),
-            block_dim: (self.plan.threads as u32, 1, 1),
-            shared_mem_bytes: self.plan.smem_bytes as u32,
-        };
-        let mut builder = rt.stream().launch_builder(&self.func);
-        builder.arg(&params);
         // SAFETY: `check` verified every buffer covers what the kernel reads and writes for
         // these strides, types and extents; the parameter block mirrors the device struct.
-        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_gemm"))?;
+        unsafe {
+            launch_kernel(
+                &self.func,
+                stream,
+                (grid_x as u32, 1, p.batch as u32),
+                (self.plan.threads as u32, 1, 1),
+                self.plan.smem_bytes as u32,
+                &mut [param(&params)],
+                "launch tessera_gemm",
+            )
+        }?;
         Ok(paths.in_terms_of(&self.plan.problem))
     }
 }

@@ -2,12 +2,13 @@
 //! the persistent launch.
 
 use cudarc::driver::sys as cu;
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr};
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
+use crate::launch::mem::{launch_kernel, param, LaunchCtx, Mem};
 use crate::launch::runtime::{driver_err, Runtime};
-use crate::launch::sm80::{AccessPaths, DeviceBuf, GemmArgs};
+use crate::launch::sm80::{AccessPaths, GemmArgs};
 use crate::plan::problem::{BiasMode, DType, GemmProblem};
 use crate::plan::GemmStrides;
 
@@ -221,7 +222,7 @@ pub struct Sm90Kernel {
     sk_work: std::sync::OnceLock<CudaSlice<u8>>,
 }
 
-fn need(op: &'static str, name: &str, buf: &DeviceBuf, dtype: DType, elems: i64) -> Result<()> {
+fn need(op: &'static str, name: &str, buf: &Mem, dtype: DType, elems: i64) -> Result<()> {
     if buf.dtype != dtype {
         return Err(KernelError::invalid(
             op,
@@ -342,27 +343,23 @@ impl Sm90Kernel {
 
     /// Checks the arguments against the plan's problem; returns the access paths (named after
     /// the A and B given, also for a column-major D).
-    pub fn check(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+    pub fn check(&self, args: &GemmArgs) -> Result<AccessPaths> {
         Ok(self
-            .check_exchanged(rt, args)?
+            .check_exchanged(args)?
             .1
             .in_terms_of(&self.plan.problem))
     }
 
     /// [`Self::check`] in the kernel problem's terms: the arguments the kernel takes and their
     /// access paths (A and B exchanged for a column-major D).
-    fn check_exchanged<'a>(
-        &self,
-        rt: &Runtime,
-        args: &GemmArgs<'a>,
-    ) -> Result<(GemmArgs<'a>, AccessPaths)> {
+    fn check_exchanged(&self, args: &GemmArgs) -> Result<(GemmArgs, AccessPaths)> {
         crate::launch::sm80::check_row_major_d(&self.plan.problem, args, |a| {
-            self.check_kernel_args(rt, a)
+            self.check_kernel_args(a)
         })
     }
 
     /// [`Sm90Kernel::check`] on the arguments of the kernel problem.
-    fn check_kernel_args(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+    fn check_kernel_args(&self, args: &GemmArgs) -> Result<AccessPaths> {
         let op = "sm90 gemm";
         let p: &GemmProblem = &self.plan.kernel_problem();
         let s = &args.strides;
@@ -372,21 +369,21 @@ impl Sm90Kernel {
         need(
             op,
             "A",
-            args.a,
+            &args.a,
             p.input,
             GemmStrides::extent(p.batch, s.batch_a, p.m, s.lda, p.k),
         )?;
         need(
             op,
             "B",
-            args.b,
+            &args.b,
             p.input,
             GemmStrides::extent(p.batch, s.batch_b, p.n, s.ldb, p.k),
         )?;
         need(
             op,
             "D",
-            args.d,
+            &args.d,
             p.output,
             GemmStrides::extent(p.batch, s.batch_d, p.m, s.ldd, p.n),
         )?;
@@ -397,7 +394,7 @@ impl Sm90Kernel {
                 need(
                     op,
                     "C",
-                    c,
+                    &c,
                     p.output,
                     GemmStrides::extent(p.batch, s.batch_c, p.m, s.ldc, p.n),
                 )?;
@@ -412,7 +409,7 @@ impl Sm90Kernel {
                 need(
                     op,
                     "bias",
-                    bias,
+                    &bias,
                     p.output,
                     (p.batch - 1) * s.batch_bias + len,
                 )?;
@@ -431,7 +428,7 @@ impl Sm90Kernel {
                 need(
                     op,
                     "aux",
-                    aux,
+                    &aux,
                     p.output,
                     GemmStrides::extent(p.batch, s.batch_aux, p.m, s.ldaux, p.n),
                 )?;
@@ -444,11 +441,9 @@ impl Sm90Kernel {
             }
         }
         let pair_bytes = 2 * p.output.bytes() as u64;
-        let pair_ok = |buf: Option<&DeviceBuf>, ld: i64, batch: i64| match buf {
+        let pair_ok = |buf: Option<Mem>, ld: i64, batch: i64| match buf {
             None => true,
-            Some(b) => {
-                b.ptr(rt) % pair_bytes == 0 && ld % 2 == 0 && (p.batch == 1 || batch % 2 == 0)
-            }
+            Some(b) => b.ptr % pair_bytes == 0 && ld % 2 == 0 && (p.batch == 1 || batch % 2 == 0),
         };
         let store_pair = pair_ok(Some(args.d), s.ldd, s.batch_d)
             && (e.beta == 0.0 || pair_ok(args.c, s.ldc, s.batch_c))
@@ -456,9 +451,8 @@ impl Sm90Kernel {
         // TMA stores D (and aux) when the plan has the TMA-store epilogue and the addresses
         // and strides are what a tensor map takes (16-byte multiples).
         let eb = p.output.bytes() as u64;
-        let tma_ok = |buf: &DeviceBuf, ld: i64, batch: i64| {
-            tma_addressable(buf.ptr(rt), ld, batch, p.batch, eb)
-        };
+        let tma_ok =
+            |buf: Mem, ld: i64, batch: i64| tma_addressable(buf.ptr, ld, batch, p.batch, eb);
         let tma_store = self.plan.store.is_some()
             && tma_ok(args.d, s.ldd, s.batch_d)
             && (!e.aux || args.aux.is_some_and(|a| tma_ok(a, s.ldaux, s.batch_aux)));
@@ -470,9 +464,12 @@ impl Sm90Kernel {
         })
     }
 
-    /// Checks the arguments, encodes the TMA maps and launches on the runtime's stream.
-    pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
-        let (args, paths) = self.check_exchanged(rt, args)?;
+    /// Checks the arguments, encodes the TMA maps and launches on `cx.stream`. `cx.work` is the
+    /// stream-K workspace ([`Sm90Kernel::workspace_bytes`], zeroed before its first use), or
+    /// `None` for the kernel's own (allocated on the runtime's stream at the first launch that
+    /// splits).
+    pub fn launch(&self, cx: LaunchCtx<'_>, args: &GemmArgs) -> Result<AccessPaths> {
+        let (args, paths) = self.check_exchanged(args)?;
         let args = &args;
         let p = &self.plan.kernel_problem();
         let s = &args.strides;
@@ -480,7 +477,7 @@ impl Sm90Kernel {
         let tma_a = encode_tma(
             "A",
             &TmaOperand {
-                ptr: args.a.ptr(rt),
+                ptr: args.a.ptr,
                 dtype: p.input,
                 k: p.k,
                 rows: p.m,
@@ -493,7 +490,7 @@ impl Sm90Kernel {
         let tma_b = encode_tma(
             "B",
             &TmaOperand {
-                ptr: args.b.ptr(rt),
+                ptr: args.b.ptr,
                 dtype: p.input,
                 k: p.k,
                 rows: p.n,
@@ -508,22 +505,21 @@ impl Sm90Kernel {
         let mut flags = if paths.store_pair { FLAG_STORE_PAIR } else { 0 };
         // D's and aux's tensor maps (`{n, m, batch}`, the store box), or A's as placeholders
         // the kernel does not read when it stores without TMA (or has no aux).
-        let out_map =
-            |name: &'static str, buf: &DeviceBuf, ld: i64, batch_stride: i64, st: &Sm90Store| {
-                encode_tma(
-                    name,
-                    &TmaOperand {
-                        ptr: buf.ptr(rt),
-                        dtype: p.output,
-                        k: p.n,
-                        rows: p.m,
-                        ld,
-                        batch: p.batch,
-                        batch_stride,
-                    },
-                    &st.warp_tma,
-                )
-            };
+        let out_map = |name: &'static str, buf: Mem, ld: i64, batch_stride: i64, st: &Sm90Store| {
+            encode_tma(
+                name,
+                &TmaOperand {
+                    ptr: buf.ptr,
+                    dtype: p.output,
+                    k: p.n,
+                    rows: p.m,
+                    ld,
+                    batch: p.batch,
+                    batch_stride,
+                },
+                &st.warp_tma,
+            )
+        };
         let (tma_d, tma_aux) = match &self.plan.store {
             Some(st) if paths.tma_store => {
                 flags |= FLAG_TMA_STORE;
@@ -537,19 +533,19 @@ impl Sm90Kernel {
             _ => (tma_a, tma_a),
         };
         let params = Sm90Params {
-            d: args.d.ptr(rt),
+            d: args.d.ptr,
             c: if e.beta != 0.0 {
-                args.c.map(|c| c.ptr(rt)).unwrap_or(0)
+                args.c.map(|c| c.ptr).unwrap_or(0)
             } else {
                 0
             },
             bias: if e.bias != BiasMode::None {
-                args.bias.map(|b| b.ptr(rt)).unwrap_or(0)
+                args.bias.map(|b| b.ptr).unwrap_or(0)
             } else {
                 0
             },
             aux: if e.aux {
-                args.aux.map(|b| b.ptr(rt)).unwrap_or(0)
+                args.aux.map(|b| b.ptr).unwrap_or(0)
             } else {
                 0
             },
@@ -575,9 +571,9 @@ impl Sm90Kernel {
             flags,
             ..Sm90Params::default()
         };
-        let params = self.with_stream_k(rt, params)?;
+        let params = self.with_stream_k(cx, params)?;
         self.launch_raw(
-            rt,
+            cx.stream,
             [&tma_a, &tma_b, &tma_d, &tma_aux, &tma_a, &tma_a, &tma_a],
             &params,
             None::<&Sm90Params>,
@@ -585,10 +581,27 @@ impl Sm90Kernel {
         Ok(paths.in_terms_of(&self.plan.problem))
     }
 
+    /// Bytes of the stream-K workspace a launch of this kernel may need: `sm_count x
+    /// consumers` slots of `64 x BN` fp32 partial sums, then as many flag words; 0 when the
+    /// plan never splits tiles.
+    pub fn workspace_bytes(&self, sms: i64) -> usize {
+        if !self.plan.stream_k {
+            return 0;
+        }
+        let slots = (sms * self.plan.consumers) as usize;
+        slots * (64 * self.plan.cta_tile.1 as usize * 4 + 4)
+    }
+
     /// `params` with the stream-K split of this launch ([`Sm90Plan::stream_k_tiles`]) and its
-    /// workspace: `sm_count x consumers` slots of `64 x BN` fp32 partial sums, then as many
-    /// flag words, zero (the kernel clears each flag it consumed).
-    pub(crate) fn with_stream_k(&self, rt: &Runtime, mut params: Sm90Params) -> Result<Sm90Params> {
+    /// workspace `work` (or the kernel's own, allocated zeroed at the first launch that
+    /// splits): the partial sums, then the flag words, zero between launches (the kernel
+    /// clears each flag it consumed).
+    pub(crate) fn with_stream_k(
+        &self,
+        cx: LaunchCtx<'_>,
+        mut params: Sm90Params,
+    ) -> Result<Sm90Params> {
+        let rt = cx.rt;
         let sms = rt.sm_count() as i64;
         let grid = self.grid_ctas();
         let tiles = self.plan.stream_k_tiles(grid, sms);
@@ -597,17 +610,23 @@ impl Sm90Kernel {
         }
         let slots = (sms * self.plan.consumers) as usize;
         let slot_bytes = (64 * self.plan.cta_tile.1 * 4) as usize;
-        if self.sk_work.get().is_none() {
-            let buf = rt
-                .stream()
-                .alloc_zeros::<u8>(slots * (slot_bytes + 4))
-                .map_err(driver_err("cuMemAlloc (stream-K workspace)"))?;
-            let _ = self.sk_work.set(buf);
-        }
-        let Some(work) = self.sk_work.get() else {
-            return Ok(params);
+        let base = match cx.work {
+            Some(w) => w,
+            None => {
+                if self.sk_work.get().is_none() {
+                    let buf = rt
+                        .stream()
+                        .alloc_zeros::<u8>(self.workspace_bytes(sms))
+                        .map_err(driver_err("cuMemAlloc (stream-K workspace)"))?;
+                    let _ = self.sk_work.set(buf);
+                }
+                let Some(w) = self.sk_work.get() else {
+                    return Ok(params);
+                };
+                let (base, _sync) = w.device_ptr(rt.stream());
+                base
+            }
         };
-        let (base, _sync) = work.device_ptr(rt.stream());
         params.sk_tiles = tiles as i32;
         params.sk_waves = ((self.plan.total_tiles() - tiles) / grid) as i32;
         params.sk_work = base;
@@ -621,7 +640,7 @@ impl Sm90Kernel {
     /// parameter (the tree epilogue's arguments).
     pub(crate) fn launch_raw<T: DeviceRepr>(
         &self,
-        rt: &Runtime,
+        stream: &CudaStream,
         maps: [&TmaMap; 7],
         params: &Sm90Params,
         extra: Option<&T>,
@@ -636,25 +655,39 @@ impl Sm90Kernel {
         // With a cluster, `__cluster_dims__` in the kernel makes consecutive CTAs pairs; the
         // grid is a multiple of the cluster size.
         let grid = self.grid_ctas();
-        let cfg = LaunchConfig {
-            grid_dim: (grid as u32, 1, 1),
-            block_dim: (self.plan.threads as u32, 1, 1),
-            shared_mem_bytes: self.plan.smem_bytes as u32,
+        let mut args = [
+            param(maps[0]),
+            param(maps[1]),
+            param(maps[2]),
+            param(maps[3]),
+            param(maps[4]),
+            param(maps[5]),
+            param(maps[6]),
+            param(params),
+            std::ptr::null_mut(),
+        ];
+        let n = match extra {
+            Some(x) => {
+                args[8] = param(x);
+                9
+            }
+            None => 8,
         };
-        let mut builder = rt.stream().launch_builder(&self.func);
-        for m in maps {
-            builder.arg(m);
-        }
-        builder.arg(params);
-        if let Some(x) = extra {
-            builder.arg(x);
-        }
         // SAFETY: the callers (`launch`, the tree launcher) checked that every buffer covers
         // what the kernel reads and writes for these strides, types and extents; the TMA maps
         // describe A and B within those buffers; the parameter blocks mirror the device
         // structs and match the compiled kernel's signature.
-        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_gemm (sm90)"))?;
-        Ok(())
+        unsafe {
+            launch_kernel(
+                &self.func,
+                stream,
+                (grid as u32, 1, 1),
+                (self.plan.threads as u32, 1, 1),
+                self.plan.smem_bytes as u32,
+                &mut args[..n],
+                "launch tessera_gemm (sm90)",
+            )
+        }
     }
 }
 
@@ -688,11 +721,19 @@ impl PathKernel {
         }
     }
 
-    /// Checks the arguments and launches on the runtime's stream.
-    pub fn launch(&self, rt: &Runtime, args: &GemmArgs) -> Result<AccessPaths> {
+    /// Checks the arguments and launches on `stream` (`work`: see [`Sm90Kernel::launch`]).
+    pub fn launch(&self, cx: LaunchCtx<'_>, args: &GemmArgs) -> Result<AccessPaths> {
         match self {
-            PathKernel::Sm80(k) => k.launch(rt, args),
-            PathKernel::Hopper(k) => k.launch(rt, args),
+            PathKernel::Sm80(k) => k.launch(cx.stream, args),
+            PathKernel::Hopper(k) => k.launch(cx, args),
+        }
+    }
+
+    /// Bytes of workspace a launch may need (see [`Sm90Kernel::workspace_bytes`]).
+    pub fn workspace_bytes(&self, sms: i64) -> usize {
+        match self {
+            PathKernel::Sm80(_) => 0,
+            PathKernel::Hopper(k) => k.workspace_bytes(sms),
         }
     }
 }

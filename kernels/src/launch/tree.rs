@@ -2,14 +2,11 @@
 //! matrix standing for the accumulators (the check of the generated code against
 //! [`super::eval`], and the operand-sum kernel of BGRADA / BGRADB).
 
-use std::sync::Arc;
-
-use cudarc::driver::{CudaFunction, CudaModule, DeviceRepr, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::Ptx;
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr};
 
 use crate::error::{KernelError, Result};
-use crate::launch::runtime::{compile, driver_err, Runtime};
-use crate::launch::sm80::DeviceBuf;
+use crate::launch::mem::{launch_kernel, param, LaunchCtx, Mem};
+use crate::launch::runtime::Runtime;
 use crate::plan::problem::DType;
 
 use crate::epilogue::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
@@ -24,25 +21,25 @@ unsafe impl DeviceRepr for EpArgs {}
 /// The device buffers of one epilogue launch. A bit-mask is a buffer of 32-bit words
 /// (dtype fp32, `len` = words); reductions are fp32 and must be zeroed before the launch.
 #[derive(Default)]
-pub struct EpBuffers<'a> {
+pub struct EpBuffers {
     /// D.
-    pub d: Option<&'a DeviceBuf>,
+    pub d: Option<Mem>,
     /// C.
-    pub c: Option<&'a DeviceBuf>,
+    pub c: Option<Mem>,
     /// `residual`.
-    pub residual: Option<&'a DeviceBuf>,
+    pub residual: Option<Mem>,
     /// `aux_in` or `aux_in_bits`.
-    pub aux_in: Option<&'a DeviceBuf>,
+    pub aux_in: Option<Mem>,
     /// The aux output.
-    pub aux: Option<&'a DeviceBuf>,
+    pub aux: Option<Mem>,
     /// `bias_row`.
-    pub bias_row: Option<&'a DeviceBuf>,
+    pub bias_row: Option<Mem>,
     /// `bias_col`.
-    pub bias_col: Option<&'a DeviceBuf>,
+    pub bias_col: Option<Mem>,
     /// `bgrad_row`.
-    pub bgrad_row: Option<&'a DeviceBuf>,
+    pub bgrad_row: Option<Mem>,
     /// `bgrad_col`.
-    pub bgrad_col: Option<&'a DeviceBuf>,
+    pub bgrad_col: Option<Mem>,
 }
 
 const OP: &str = "epilogue apply";
@@ -64,9 +61,8 @@ fn too_small(operand: &'static str, have: usize, need: i64) -> KernelError {
 
 /// The address of `buf` after checking it covers `spec` for `b`'s extents.
 fn mat_ptr(
-    rt: &Runtime,
     name: &'static str,
-    buf: Option<&DeviceBuf>,
+    buf: Option<Mem>,
     spec: &Option<MatSpec>,
     b: &Binding,
 ) -> Result<u64> {
@@ -99,13 +95,12 @@ fn mat_ptr(
     if (buf.len as i64) < need {
         return Err(too_small(name, buf.len, need));
     }
-    Ok(buf.ptr(rt))
+    Ok(buf.ptr)
 }
 
 fn vec_ptr(
-    rt: &Runtime,
     name: &'static str,
-    buf: Option<&DeviceBuf>,
+    buf: Option<Mem>,
     spec: &Option<VecSpec>,
     batch: i64,
 ) -> Result<u64> {
@@ -131,18 +126,17 @@ fn vec_ptr(
     if (buf.len as i64) < need {
         return Err(too_small(name, buf.len, need));
     }
-    Ok(buf.ptr(rt))
+    Ok(buf.ptr)
 }
 
 /// The epilogue arguments of one launch over rows `rows` x columns `cols` of the output
 /// `b` describes: the binding's strides and types, the region, and every bound tensor's
 /// address after checking its buffer covers the binding (`op` names the caller in errors).
 fn region_args(
-    rt: &Runtime,
     op: &'static str,
     tree: &EpilogueTree,
     b: &Binding,
-    bufs: &EpBuffers<'_>,
+    bufs: &EpBuffers,
     rows: &std::ops::Range<i64>,
     cols: &std::ops::Range<i64>,
 ) -> Result<EpArgs> {
@@ -166,24 +160,24 @@ fn region_args(
     args.col0 = cols.start as i32;
     args.rows = (rows.end - rows.start) as i32;
     args.cols = (cols.end - cols.start) as i32;
-    args.d = mat_ptr(rt, "D", bufs.d, &Some(b.d), b)?;
+    args.d = mat_ptr("D", bufs.d, &Some(b.d), b)?;
     args.c = if b.beta != 0.0 {
-        mat_ptr(rt, "c", bufs.c, &b.c, b)?
+        mat_ptr("c", bufs.c, &b.c, b)?
     } else {
         0
     };
-    args.residual = mat_ptr(rt, "residual", bufs.residual, &b.residual, b)?;
+    args.residual = mat_ptr("residual", bufs.residual, &b.residual, b)?;
     let aux_in = if tree.d.uses(Leaf::AuxInBits) {
         &b.aux_in_bits
     } else {
         &b.aux_in
     };
-    args.aux_in = mat_ptr(rt, "aux_in", bufs.aux_in, aux_in, b)?;
-    args.aux = mat_ptr(rt, "aux", bufs.aux, &b.aux, b)?;
-    args.bias_row = vec_ptr(rt, "bias_row", bufs.bias_row, &b.bias_row, b.batch)?;
-    args.bias_col = vec_ptr(rt, "bias_col", bufs.bias_col, &b.bias_col, b.batch)?;
-    args.bgrad_row = vec_ptr(rt, "bgrad_row", bufs.bgrad_row, &b.bgrad_row, b.batch)?;
-    args.bgrad_col = vec_ptr(rt, "bgrad_col", bufs.bgrad_col, &b.bgrad_col, b.batch)?;
+    args.aux_in = mat_ptr("aux_in", bufs.aux_in, aux_in, b)?;
+    args.aux = mat_ptr("aux", bufs.aux, &b.aux, b)?;
+    args.bias_row = vec_ptr("bias_row", bufs.bias_row, &b.bias_row, b.batch)?;
+    args.bias_col = vec_ptr("bias_col", bufs.bias_col, &b.bias_col, b.batch)?;
+    args.bgrad_row = vec_ptr("bgrad_row", bufs.bgrad_row, &b.bgrad_row, b.batch)?;
+    args.bgrad_col = vec_ptr("bgrad_col", bufs.bgrad_col, &b.bgrad_col, b.batch)?;
     // A pair store needs an even first column and a pair-aligned base.
     if cols.start % 2 != 0 || args.d % (2 * b.d.dtype.bytes() as u64) != 0 {
         args.d_pair = 0;
@@ -223,41 +217,29 @@ fn region_matches_plan(
 pub struct EpilogueApply {
     tree: EpilogueTree,
     func: CudaFunction,
-    _module: Arc<CudaModule>,
 }
 
 impl EpilogueApply {
     /// Generates, compiles and loads the stand-alone epilogue kernel of `tree`.
     pub fn new(rt: &Runtime, tree: &EpilogueTree) -> Result<EpilogueApply> {
         let src = apply_kernel_source(tree)?;
-        let compiled = compile(&src, "tessera_epilogue_apply", rt.arch(), false)?;
-        rt.context()
-            .bind_to_thread()
-            .map_err(driver_err("cuCtxSetCurrent"))?;
-        let module = rt
-            .context()
-            .load_module(Ptx::from_binary(compiled.cubin))
-            .map_err(driver_err("cuModuleLoadData"))?;
-        let func = module
-            .load_function("tessera_epilogue_apply")
-            .map_err(driver_err("cuModuleGetFunction"))?;
+        let func = rt.function(&src, "tessera_epilogue_apply", "tessera_epilogue_apply", 0)?;
         Ok(EpilogueApply {
             tree: tree.clone(),
             func,
-            _module: module,
         })
     }
 
     /// Checks `binding` and the buffers, then applies the epilogue to `acc` (fp32,
-    /// `batch x M x N`, tight) on the runtime's stream.
+    /// `batch x M x N`, tight) on `stream`.
     pub fn launch(
         &self,
-        rt: &Runtime,
+        stream: &CudaStream,
         b: &Binding,
-        bufs: &EpBuffers<'_>,
-        acc: &DeviceBuf,
+        bufs: &EpBuffers,
+        acc: &Mem,
     ) -> Result<()> {
-        self.launch_region(rt, b, bufs, acc, 0..b.m, 0..b.n)
+        self.launch_region(stream, b, bufs, acc, 0..b.m, 0..b.n)
     }
 
     /// As [`EpilogueApply::launch`], over rows `rows` and columns `cols` of the output only
@@ -265,15 +247,15 @@ impl EpilogueApply {
     /// full-output coordinates; `acc` is read at the same positions of the full matrix.
     pub fn launch_region(
         &self,
-        rt: &Runtime,
+        stream: &CudaStream,
         b: &Binding,
-        bufs: &EpBuffers<'_>,
-        acc: &DeviceBuf,
+        bufs: &EpBuffers,
+        acc: &Mem,
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
         check(&self.tree, b, &KernelCaps::GENERATED)?;
-        let args = region_args(rt, OP, &self.tree, b, bufs, &rows, &cols)?;
+        let args = region_args(OP, &self.tree, b, bufs, &rows, &cols)?;
         if acc.dtype != DType::F32 || (acc.len as i64) < b.batch * b.m * b.n {
             return Err(KernelError::InvalidProblem {
                 op: OP,
@@ -294,26 +276,30 @@ impl EpilogueApply {
             });
         }
         // The region's first accumulator in the full tight matrix.
-        let acc_ptr = acc.ptr(rt) + 4 * (rows.start * b.n + cols.start) as u64;
+        let acc_ptr = acc.ptr + 4 * (rows.start * b.n + cols.start) as u64;
         let (ld_acc, batch_acc) = (b.n, b.m * b.n);
-        let cfg = LaunchConfig {
-            grid_dim: (
-                ((rn + 63) / 64) as u32,
-                ((rm + 31) / 32) as u32,
-                b.batch as u32,
-            ),
-            block_dim: (128, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut builder = rt.stream().launch_builder(&self.func);
-        builder.arg(&args);
-        builder.arg(&acc_ptr);
-        builder.arg(&ld_acc);
-        builder.arg(&batch_acc);
         // SAFETY: `check` and the buffer checks above guarantee every address the kernel
         // forms for this binding and region lies inside its buffer, with the bound types.
-        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_epilogue_apply"))?;
-        Ok(())
+        unsafe {
+            launch_kernel(
+                &self.func,
+                stream,
+                (
+                    ((rn + 63) / 64) as u32,
+                    ((rm + 31) / 32) as u32,
+                    b.batch as u32,
+                ),
+                (128, 1, 1),
+                0,
+                &mut [
+                    param(&args),
+                    param(&acc_ptr),
+                    param(&ld_acc),
+                    param(&batch_acc),
+                ],
+                "launch tessera_epilogue_apply",
+            )
+        }
     }
 }
 
@@ -321,7 +307,6 @@ impl EpilogueApply {
 /// row-major view: `sum_k_b`, `sum_k_a`), launched beside the GEMM.
 pub struct OperandSum {
     func: CudaFunction,
-    _module: Arc<CudaModule>,
 }
 
 impl OperandSum {
@@ -332,21 +317,8 @@ impl OperandSum {
             crate::codegen::COMMON_CUH,
             crate::epilogue::cuda::OPERAND_SUM_CUH
         );
-        let compiled = compile(&src, "tessera_ep_operand_sum", rt.arch(), false)?;
-        rt.context()
-            .bind_to_thread()
-            .map_err(driver_err("cuCtxSetCurrent"))?;
-        let module = rt
-            .context()
-            .load_module(Ptx::from_binary(compiled.cubin))
-            .map_err(driver_err("cuModuleLoadData"))?;
-        let func = module
-            .load_function("tessera_ep_operand_sum")
-            .map_err(driver_err("cuModuleGetFunction"))?;
-        Ok(OperandSum {
-            func,
-            _module: module,
-        })
+        let func = rt.function(&src, "tessera_ep_operand_sum", "tessera_ep_operand_sum", 0)?;
+        Ok(OperandSum { func })
     }
 
     /// `out[b * out_batch + i] = sum_k op(b, i, k)` for the GEMM operand `which` of `p` (A:
@@ -354,12 +326,12 @@ impl OperandSum {
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &self,
-        rt: &Runtime,
+        stream: &CudaStream,
         p: &crate::plan::problem::GemmProblem,
         s: &crate::plan::GemmStrides,
         which: crate::epilogue::tree::Operand,
-        operand: &DeviceBuf,
-        out: &DeviceBuf,
+        operand: &Mem,
+        out: &Mem,
         out_batch: i64,
     ) -> Result<()> {
         use crate::epilogue::tree::Operand;
@@ -401,31 +373,35 @@ impl OperandSum {
                 ),
             });
         }
-        let cfg = LaunchConfig {
-            grid_dim: (((outer + 127) / 128) as u32, p.batch as u32, 1),
-            block_dim: (128, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let (x, o) = (operand.ptr(rt), out.ptr(rt));
+        let (x, o) = (operand.ptr, out.ptr);
         let (outer32, k32, kc, elem) = (
             outer as i32,
             p.k as i32,
             i32::from(k_contiguous),
             p.input.code(),
         );
-        let mut builder = rt.stream().launch_builder(&self.func);
-        builder.arg(&x);
-        builder.arg(&ld);
-        builder.arg(&batch_stride);
-        builder.arg(&outer32);
-        builder.arg(&k32);
-        builder.arg(&kc);
-        builder.arg(&elem);
-        builder.arg(&o);
-        builder.arg(&out_batch);
         // SAFETY: the operand and output extents were checked above for these strides.
-        unsafe { builder.launch(cfg) }.map_err(driver_err("launch tessera_ep_operand_sum"))?;
-        Ok(())
+        unsafe {
+            launch_kernel(
+                &self.func,
+                stream,
+                (((outer + 127) / 128) as u32, p.batch as u32, 1),
+                (128, 1, 1),
+                0,
+                &mut [
+                    param(&x),
+                    param(&ld),
+                    param(&batch_stride),
+                    param(&outer32),
+                    param(&k32),
+                    param(&kc),
+                    param(&elem),
+                    param(&o),
+                    param(&out_batch),
+                ],
+                "launch tessera_ep_operand_sum",
+            )
+        }
     }
 }
 
@@ -514,7 +490,6 @@ pub struct TreeGemm {
     plan: crate::plan::GemmPlan,
     tree: EpilogueTree,
     func: CudaFunction,
-    module: Arc<CudaModule>,
 }
 
 /// Tree epilogues address their outputs row-major; a problem with a column-major D is refused
@@ -552,43 +527,27 @@ impl TreeGemm {
             });
         }
         let src = crate::epilogue::cuda::gemm_tree_source(plan, tree)?;
-        let compiled = compile(&src, &plan.kernel_name(), rt.arch(), false)?;
-        rt.context()
-            .bind_to_thread()
-            .map_err(driver_err("cuCtxSetCurrent"))?;
-        let module = rt
-            .context()
-            .load_module(Ptx::from_binary(compiled.cubin))
-            .map_err(driver_err("cuModuleLoadData"))?;
-        let func = module
-            .load_function("tessera_gemm")
-            .map_err(driver_err("cuModuleGetFunction"))?;
-        func.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            plan.smem_bytes as i32,
-        )
-        .map_err(driver_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
+        let func = rt.function(&src, &plan.kernel_name(), "tessera_gemm", plan.smem_bytes)?;
         Ok(TreeGemm {
             plan: plan.clone(),
             tree: tree.clone(),
             func,
-            module,
         })
     }
 
-    /// Checks everything, writes the epilogue's arguments to the module's constant memory and
-    /// launches `D = tree(A B)` on the runtime's stream. `binding`'s extents must be the
-    /// plan's problem's; A and B are read with `strides`' `lda`, `ldb`, `batch_a`, `batch_b`.
+    /// Checks everything and launches `D = tree(A B)` on `stream`. `binding`'s extents must be
+    /// the plan's problem's; A and B are read with `strides`' `lda`, `ldb`, `batch_a`,
+    /// `batch_b`.
     pub fn launch(
         &self,
-        rt: &Runtime,
-        a: &DeviceBuf,
-        b: &DeviceBuf,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
         strides: &crate::plan::GemmStrides,
         binding: &Binding,
-        bufs: &EpBuffers<'_>,
+        bufs: &EpBuffers,
     ) -> Result<()> {
-        self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
+        self.launch_region(cx, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
     }
 
     /// One launch of a region plan ([`crate::epilogue::coord::split_regions`]): the GEMM of rows `rows`
@@ -598,12 +557,12 @@ impl TreeGemm {
     #[allow(clippy::too_many_arguments)]
     pub fn launch_region(
         &self,
-        rt: &Runtime,
-        a: &DeviceBuf,
-        b: &DeviceBuf,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
         strides: &crate::plan::GemmStrides,
         binding: &Binding,
-        bufs: &EpBuffers<'_>,
+        bufs: &EpBuffers,
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
@@ -650,7 +609,7 @@ impl TreeGemm {
                 });
             }
         }
-        let args = region_args(rt, OP, &self.tree, binding, bufs, &rows, &cols)?;
+        let args = region_args(OP, &self.tree, binding, bufs, &rows, &cols)?;
         // 16-byte copies of A and B when every row start and batch start is 16-byte aligned.
         let per = 16 / p.input.bytes();
         let vec_ok = |ptr: u64, inner: i64, ld: i64, bs: i64| {
@@ -667,7 +626,7 @@ impl TreeGemm {
         } else {
             cols.start
         };
-        let (a_ptr, b_ptr) = (a.ptr(rt) + a_off as u64 * eb, b.ptr(rt) + b_off as u64 * eb);
+        let (a_ptr, b_ptr) = (a.ptr + a_off as u64 * eb, b.ptr + b_off as u64 * eb);
         let (a_inner, b_inner) = (
             if p.a_major == Major::Row { p.k } else { p.m },
             if p.b_major == Major::Row { p.n } else { p.k },
@@ -701,44 +660,21 @@ impl TreeGemm {
                 msg: format!("{grid_x} CTAs exceed the grid limit"),
             });
         }
-        // The arguments go to constant memory.
-        let mut global = self
-            .module
-            .get_global("tessera_ep_args", rt.stream())
-            .map_err(driver_err("cuModuleGetGlobal(tessera_ep_args)"))?;
-        if global.len() != std::mem::size_of::<EpArgs>() {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "tessera_ep_args has {} bytes, EpArgs {}",
-                    global.len(),
-                    std::mem::size_of::<EpArgs>()
-                ),
-            });
-        }
-        // SAFETY: the symbol is one TesseraEpArgs, which EpArgs mirrors (size checked above,
-        // layout by the tests).
-        let mut view = unsafe { global.transmute_mut::<EpArgs>(1) }.ok_or_else(|| {
-            KernelError::InvalidProblem {
-                op: OP,
-                msg: "tessera_ep_args is smaller than EpArgs".into(),
-            }
-        })?;
-        rt.stream()
-            .memcpy_htod(std::slice::from_ref(&args), &mut view)
-            .map_err(driver_err("cuMemcpyHtoD(tessera_ep_args)"))?;
-        let cfg = LaunchConfig {
-            grid_dim: (grid_x as u32, 1, p.batch as u32),
-            block_dim: (self.plan.threads as u32, 1, 1),
-            shared_mem_bytes: self.plan.smem_bytes as u32,
-        };
-        let mut builder = rt.stream().launch_builder(&self.func);
-        builder.arg(&params);
         // SAFETY: A and B cover the problem for these strides (checked above); the epilogue's
-        // tensors were checked against the binding by `check` and `mat_ptr` / `vec_ptr`.
-        unsafe { builder.launch(cfg) }
-            .map_err(driver_err("launch tessera_gemm (tree epilogue)"))?;
-        Ok(())
+        // tensors were checked against the binding by `check` and `mat_ptr` / `vec_ptr`; the
+        // epilogue's arguments are the kernel's second parameter (`TesseraEpArgs`, mirrored by
+        // `EpArgs`).
+        unsafe {
+            launch_kernel(
+                &self.func,
+                cx.stream,
+                (grid_x as u32, 1, p.batch as u32),
+                (self.plan.threads as u32, 1, 1),
+                self.plan.smem_bytes as u32,
+                &mut [param(&params), param(&args)],
+                "launch tessera_gemm (tree epilogue)",
+            )
+        }
     }
 }
 
@@ -844,14 +780,14 @@ impl TreeSm90 {
     /// `batch_a`, `batch_b`.
     pub fn launch(
         &self,
-        rt: &Runtime,
-        a: &DeviceBuf,
-        b: &DeviceBuf,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
         strides: &crate::plan::GemmStrides,
         binding: &Binding,
-        bufs: &EpBuffers<'_>,
+        bufs: &EpBuffers,
     ) -> Result<()> {
-        self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
+        self.launch_region(cx, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
     }
 
     /// One launch of a region plan ([`crate::epilogue::coord::split_regions`]): the product of rows
@@ -861,12 +797,12 @@ impl TreeSm90 {
     #[allow(clippy::too_many_arguments)]
     pub fn launch_region(
         &self,
-        rt: &Runtime,
-        a: &DeviceBuf,
-        b: &DeviceBuf,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
         strides: &crate::plan::GemmStrides,
         binding: &Binding,
-        bufs: &EpBuffers<'_>,
+        bufs: &EpBuffers,
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
@@ -877,7 +813,7 @@ impl TreeSm90 {
         let p = &plan.problem;
         p.validate()?;
         check(&self.tree, binding, &KernelCaps::GENERATED)?;
-        let args = region_args(rt, OP, &self.tree, binding, bufs, &rows, &cols)?;
+        let args = region_args(OP, &self.tree, binding, bufs, &rows, &cols)?;
         let statics = crate::epilogue::cuda::StaticTypes::of(&self.tree, binding);
         if statics != self.statics {
             return Err(KernelError::InvalidProblem {
@@ -934,7 +870,7 @@ impl TreeSm90 {
         };
         let tma_a = tma(
             "A",
-            a.ptr(rt) + (rows.start * s.lda) as u64 * eb,
+            a.ptr + (rows.start * s.lda) as u64 * eb,
             rm,
             s.lda,
             s.batch_a,
@@ -942,7 +878,7 @@ impl TreeSm90 {
         )?;
         let tma_b = tma(
             "B",
-            b.ptr(rt) + (cols.start * s.ldb) as u64 * eb,
+            b.ptr + (cols.start * s.ldb) as u64 * eb,
             rn,
             s.ldb,
             s.batch_b,
@@ -1035,9 +971,9 @@ impl TreeSm90 {
             flags,
             ..Sm90Params::default()
         };
-        let params = self.kernel.with_stream_k(rt, params)?;
+        let params = self.kernel.with_stream_k(cx, params)?;
         self.kernel.launch_raw(
-            rt,
+            cx.stream,
             [
                 &tma_a, &tma_b, &tma_d, &tma_aux, &tma_in[0], &tma_in[1], &tma_in[2],
             ],
@@ -1057,7 +993,7 @@ pub struct TreeFused {
     tree: EpilogueTree,
 }
 
-fn need<'x>(op: &'static str, what: &str, buf: Option<&'x DeviceBuf>) -> Result<&'x DeviceBuf> {
+fn need(op: &'static str, what: &str, buf: Option<Mem>) -> Result<Mem> {
     buf.ok_or_else(|| KernelError::invalid(op, format!("the epilogue needs {what}, none given")))
 }
 
@@ -1108,12 +1044,12 @@ impl TreeFused {
     /// epilogue (the same alpha, beta and types), `bufs` its tensors.
     pub fn launch(
         &self,
-        rt: &Runtime,
-        a: &DeviceBuf,
-        b: &DeviceBuf,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
         strides: &crate::plan::GemmStrides,
         binding: &Binding,
-        bufs: &EpBuffers<'_>,
+        bufs: &EpBuffers,
     ) -> Result<()> {
         let op = "TreeFused::launch";
         let p = self.problem();
@@ -1161,15 +1097,15 @@ impl TreeFused {
             _ => None,
         };
         let args = crate::launch::sm80::GemmArgs {
-            a,
-            b,
+            a: *a,
+            b: *b,
             c,
             d: need(op, "D", bufs.d)?,
             bias,
             aux,
             strides: s,
         };
-        self.kernel.launch(rt, &args).map(|_| ())
+        self.kernel.launch(cx, &args).map(|_| ())
     }
 }
 
@@ -1243,32 +1179,32 @@ impl TreeKernel {
     /// See [`TreeGemm::launch`] / [`TreeSm90::launch`].
     pub fn launch(
         &self,
-        rt: &Runtime,
-        a: &DeviceBuf,
-        b: &DeviceBuf,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
         strides: &crate::plan::GemmStrides,
         binding: &Binding,
-        bufs: &EpBuffers<'_>,
+        bufs: &EpBuffers,
     ) -> Result<()> {
-        self.launch_region(rt, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
+        self.launch_region(cx, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
     }
 
     /// See [`TreeGemm::launch_region`] / [`TreeSm90::launch_region`].
     #[allow(clippy::too_many_arguments)]
     pub fn launch_region(
         &self,
-        rt: &Runtime,
-        a: &DeviceBuf,
-        b: &DeviceBuf,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
         strides: &crate::plan::GemmStrides,
         binding: &Binding,
-        bufs: &EpBuffers<'_>,
+        bufs: &EpBuffers,
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
         match self {
-            TreeKernel::Sm80(k) => k.launch_region(rt, a, b, strides, binding, bufs, rows, cols),
-            TreeKernel::Hopper(k) => k.launch_region(rt, a, b, strides, binding, bufs, rows, cols),
+            TreeKernel::Sm80(k) => k.launch_region(cx, a, b, strides, binding, bufs, rows, cols),
+            TreeKernel::Hopper(k) => k.launch_region(cx, a, b, strides, binding, bufs, rows, cols),
             TreeKernel::Fused(k) => {
                 if (rows.start, rows.end, cols.start, cols.end) != (0, binding.m, 0, binding.n) {
                     return Err(KernelError::invalid(
@@ -1278,7 +1214,7 @@ impl TreeKernel {
                         ),
                     ));
                 }
-                k.launch(rt, a, b, strides, binding, bufs)
+                k.launch(cx, a, b, strides, binding, bufs)
             }
         }
     }
