@@ -16,6 +16,18 @@ pub enum KernelError {
         /// What is wrong, with the operands.
         msg: String,
     },
+    /// An operand of a launch breaks a rule: its type, layout, extent, alignment or overlap.
+    #[error("{op}: {operand}: layout {layout}: {rule}")]
+    Operand {
+        /// The operation.
+        op: &'static str,
+        /// The operand's name (`A`, `D`, `bias_col`, ...).
+        operand: &'static str,
+        /// Its layout in CuTe notation (or the tight layout it was given).
+        layout: String,
+        /// The rule it breaks, with what was found.
+        rule: String,
+    },
     /// An operand is not aligned as the chosen kernel path needs.
     #[error("{op}: {operand} is misaligned: {msg}")]
     Misaligned {

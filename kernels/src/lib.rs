@@ -31,10 +31,17 @@ pub mod bench;
 #[cfg(feature = "cuda")]
 pub mod launch;
 
+#[cfg(feature = "cuda")]
+pub use launch::gemm::{Context, Gemm};
+#[cfg(feature = "cuda")]
+pub use launch::operand::{Element, Operands, Tensor, TensorMut};
+#[cfg(feature = "cuda")]
+pub use launch::runtime::CompileStats;
+
 pub use arch::Arch;
 pub use error::{KernelError, Result};
 pub use plan::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
-pub use plan::{GemmPlan, PlanOptions};
+pub use plan::{GemmPlan, GemmSpec, Options, Plan, PlanOptions};
 
 /// Chapter 4 of the tutorial: tiling a GEMM with the layout algebra.
 #[doc = include_str!("../../docs/04_tiling_a_gemm.md")]

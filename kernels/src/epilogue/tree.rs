@@ -749,12 +749,76 @@ impl fmt::Display for EpilogueTree {
     }
 }
 
+impl Expr {
+    /// The same epilogue seen on the transposed output `Dᵀ = Bᵀ Aᵀ`: rows and columns swap,
+    /// so `bias_row` and `bias_col`, the `row` and `col` coordinates and the two reduction
+    /// axes swap; everything else is element-wise and stays.
+    pub fn transposed(&self) -> Expr {
+        let swap_axis = |a: VecAxis| match a {
+            VecAxis::Row => VecAxis::Col,
+            VecAxis::Col => VecAxis::Row,
+        };
+        match self {
+            Expr::Leaf(l) => Expr::Leaf(match *l {
+                Leaf::BiasRow => Leaf::BiasCol,
+                Leaf::BiasCol => Leaf::BiasRow,
+                Leaf::Coord(Coord::Row) => Leaf::Coord(Coord::Col),
+                Leaf::Coord(Coord::Col) => Leaf::Coord(Coord::Row),
+                other => other,
+            }),
+            Expr::Unary(op, x) => Expr::Unary(*op, Box::new(x.transposed())),
+            Expr::Binary(op, a, b) => {
+                Expr::Binary(*op, Box::new(a.transposed()), Box::new(b.transposed()))
+            }
+            Expr::Cmp(op, a, b) => {
+                Expr::Cmp(*op, Box::new(a.transposed()), Box::new(b.transposed()))
+            }
+            Expr::Select(p, a, b) => Expr::Select(
+                Box::new(p.transposed()),
+                Box::new(a.transposed()),
+                Box::new(b.transposed()),
+            ),
+            Expr::Sink(Sink::Bgrad(a), x) => {
+                Expr::Sink(Sink::Bgrad(swap_axis(*a)), Box::new(x.transposed()))
+            }
+            Expr::Sink(s, x) => Expr::Sink(*s, Box::new(x.transposed())),
+        }
+    }
+}
+
 impl EpilogueTree {
     /// A tree with no operand sums.
     pub fn new(d: Expr) -> EpilogueTree {
         EpilogueTree {
             d,
             sum_k: Vec::new(),
+        }
+    }
+
+    /// The tree of the transposed product (see [`Expr::transposed`]): `Dᵀ = Bᵀ Aᵀ`, whose A
+    /// is the given Bᵀ, so the operand sums swap too (`sum_k_a`, over the rows of the given
+    /// A, is then a sum over the columns of the kernel's B).
+    ///
+    /// ```
+    /// use tessera_kernels::epilogue::parse_epilogue;
+    /// let t = parse_epilogue("bgrad_col(select(row < 4, relu(acc + bias_row), acc)); sum_k_a").unwrap();
+    /// assert_eq!(
+    ///     t.transposed().to_string(),
+    ///     "bgrad_row(select(col < 4, relu(acc + bias_col), acc)); sum_k_b"
+    /// );
+    /// assert_eq!(t.transposed().transposed(), t);
+    /// ```
+    pub fn transposed(&self) -> EpilogueTree {
+        EpilogueTree {
+            d: self.d.transposed(),
+            sum_k: self
+                .sum_k
+                .iter()
+                .map(|o| match o {
+                    Operand::A => Operand::B,
+                    Operand::B => Operand::A,
+                })
+                .collect(),
         }
     }
 

@@ -7,8 +7,9 @@
 //! toolkits and in the `nvidia-cuda-nvrtc` 13.0 wheel): put its directory on `LD_LIBRARY_PATH`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys, Ptx};
@@ -174,9 +175,8 @@ pub fn compile(source: &str, kernel: &str, arch: Arch, ptxas_verbose: bool) -> R
     out
 }
 
-/// FNV-1a, 64 bits: a stable hash for the module cache key.
-fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+/// FNV-1a, 64 bits, from offset basis `h`: a stable hash for the module cache key.
+fn fnv1a_from(mut h: u64, parts: &[&[u8]]) -> u64 {
     for p in parts {
         for &b in *p {
             h ^= b as u64;
@@ -188,11 +188,79 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// The module cache key: a hash of the source, the options and the NVRTC version.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    fnv1a_from(0xcbf2_9ce4_8422_2325, parts)
+}
+
+/// The module cache key: a hash of the source, the options (which name the target) and the
+/// NVRTC version.
 pub fn cache_key(source: &str, options: &[String], nvrtc: (i32, i32)) -> u64 {
     let opts = options.join("\u{1f}");
     let ver = format!("{}.{}", nvrtc.0, nvrtc.1);
     fnv1a(&[source.as_bytes(), opts.as_bytes(), ver.as_bytes()])
+}
+
+/// A second, independent hash of the same key material, stored inside a disk-cache entry: an
+/// entry is used only when both hashes match, so two sources whose first hashes collide do
+/// not share a CUBIN.
+fn check_hash(source: &str, options: &[String], nvrtc: (i32, i32)) -> u64 {
+    let opts = options.join("\u{1f}");
+    let ver = format!("{}.{}", nvrtc.0, nvrtc.1);
+    fnv1a_from(
+        0x6c62_272e_07bb_0142,
+        &[ver.as_bytes(), opts.as_bytes(), source.as_bytes()],
+    )
+}
+
+/// The magic bytes that open a disk-cache entry (then the check hash, then the CUBIN).
+const DISK_MAGIC: &[u8; 8] = b"TSRCUBN1";
+
+fn disk_path(dir: &Path, key: u64) -> PathBuf {
+    dir.join(format!("{key:016x}.cubin"))
+}
+
+/// The CUBIN of a disk-cache entry whose check hash is `check`, or `None` (missing, foreign
+/// or truncated entries are ignored and recompiled).
+fn disk_read(dir: &Path, key: u64, check: u64) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(disk_path(dir, key)).ok()?;
+    if bytes.len() <= 16 || &bytes[..8] != DISK_MAGIC {
+        return None;
+    }
+    let stored = u64::from_le_bytes(bytes[8..16].try_into().ok()?);
+    (stored == check).then(|| bytes[16..].to_vec())
+}
+
+/// Writes an entry atomically (a temporary file renamed into place), so a concurrent reader
+/// sees the whole entry or none. Failures are ignored: the cache is an optimization.
+fn disk_write(dir: &Path, key: u64, check: u64, cubin: &[u8]) {
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let tmp = dir.join(format!(
+        "{key:016x}.{}.{:?}.tmp",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let mut bytes = Vec::with_capacity(16 + cubin.len());
+    bytes.extend_from_slice(DISK_MAGIC);
+    bytes.extend_from_slice(&check.to_le_bytes());
+    bytes.extend_from_slice(cubin);
+    if std::fs::write(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, disk_path(dir, key)).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// What the module cache did so far: NVRTC compiles and their time, disk-cache hits.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CompileStats {
+    /// Modules compiled with NVRTC.
+    pub compiled: u32,
+    /// Seconds spent in NVRTC.
+    pub compile_seconds: f64,
+    /// Modules loaded from the disk cache.
+    pub disk_hits: u32,
+    /// Modules found in the in-memory cache.
+    pub memory_hits: u32,
 }
 
 pub(crate) fn driver_err(
@@ -204,22 +272,35 @@ pub(crate) fn driver_err(
     }
 }
 
-/// A CUDA device, its stream, its target and the compiled-module cache.
+/// A CUDA device, a stream of its own, its target and the compiled-module cache (in memory,
+/// and on disk when a cache folder is set).
 pub struct Runtime {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     arch: Arch,
     name: String,
     sms: i32,
+    smem_optin: i64,
     nvrtc: (i32, i32),
     cache: Mutex<HashMap<u64, Arc<CudaModule>>>,
+    disk: Mutex<Option<PathBuf>>,
+    stats: Mutex<CompileStats>,
 }
 
 impl Runtime {
     /// Opens device `ordinal`. Errors with [`KernelError::NoDevice`] when the driver library
     /// is missing or there is no such device, and [`KernelError::UnsupportedArch`] below 8.0.
     pub fn new(ordinal: usize) -> Result<Runtime> {
-        let op = "Runtime::new";
+        let ctx = Runtime::device_context(ordinal)?;
+        // The harness's own context: one stream, no cross-stream event tracking needed, and
+        // none in timed loops.
+        unsafe { ctx.disable_event_tracking() };
+        Runtime::from_context(ctx)
+    }
+
+    /// The primary context of device `ordinal`, or why there is none.
+    pub(crate) fn device_context(ordinal: usize) -> Result<Arc<CudaContext>> {
+        let op = "Context::new";
         let present = unsafe { cudarc::driver::sys::is_culib_present() };
         if !present {
             return Err(KernelError::NoDevice {
@@ -237,9 +318,12 @@ impl Runtime {
                 msg: format!("device {ordinal} asked for, {count} present"),
             });
         }
-        let ctx = CudaContext::new(ordinal).map_err(driver_err("cuCtx (primary context)"))?;
-        // One stream: no cross-stream event tracking needed, and none in timed loops.
-        unsafe { ctx.disable_event_tracking() };
+        CudaContext::new(ordinal).map_err(driver_err("cuCtx (primary context)"))
+    }
+
+    /// A runtime on the caller's context (its event-tracking setting is left as it is). The
+    /// disk cache folder is `TESSERA_CACHE_DIR` when set.
+    pub fn from_context(ctx: Arc<CudaContext>) -> Result<Runtime> {
         let (major, minor) = ctx
             .compute_capability()
             .map_err(driver_err("compute capability"))?;
@@ -250,17 +334,43 @@ impl Runtime {
                 cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
             )
             .map_err(driver_err("cuDeviceGetAttribute"))?;
+        let smem_optin = ctx
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(driver_err("cuDeviceGetAttribute"))? as i64;
         let nvrtc = nvrtc_version()?;
         let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
+        let disk = std::env::var_os("TESSERA_CACHE_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from);
         Ok(Runtime {
             ctx,
             stream,
             arch,
             name,
             sms,
+            smem_optin,
             nvrtc,
             cache: Mutex::new(HashMap::new()),
+            disk: Mutex::new(disk),
+            stats: Mutex::new(CompileStats::default()),
         })
+    }
+
+    /// Sets (or with `None` clears) the folder of the disk cache.
+    pub fn set_cache_dir(&self, dir: Option<PathBuf>) {
+        if let Ok(mut d) = self.disk.lock() {
+            *d = dir;
+        }
+    }
+
+    /// The folder of the disk cache, if any.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        self.disk.lock().ok().and_then(|d| d.clone())
+    }
+
+    /// What the module cache has done so far.
+    pub fn compile_stats(&self) -> CompileStats {
+        self.stats.lock().map(|s| *s).unwrap_or_default()
     }
 
     /// The device's target.
@@ -319,12 +429,18 @@ impl Runtime {
                 KernelError::invalid("Runtime::function", "module cache lock poisoned")
             })?;
             match cache.get(&key) {
-                Some(m) => m.clone(),
+                Some(m) => {
+                    self.note(|s| s.memory_hits += 1);
+                    m.clone()
+                }
                 None => {
-                    let compiled = compile(source, name, self.arch, false)?;
+                    let cubin = self.cubin(source, name, &options, key)?;
+                    self.ctx
+                        .bind_to_thread()
+                        .map_err(driver_err("cuCtxSetCurrent"))?;
                     let m = self
                         .ctx
-                        .load_module(Ptx::from_binary(compiled.cubin))
+                        .load_module(Ptx::from_binary(cubin))
                         .map_err(driver_err("cuModuleLoadData"))?;
                     cache.insert(key, m.clone());
                     m
@@ -334,10 +450,7 @@ impl Runtime {
         let f = module
             .load_function(entry)
             .map_err(driver_err("cuModuleGetFunction"))?;
-        let max = self
-            .ctx
-            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-            .map_err(driver_err("cuDeviceGetAttribute"))? as i64;
+        let max = self.smem_optin;
         if smem_bytes > max {
             return Err(KernelError::UnsupportedArch {
                 op: "Runtime::function",
@@ -356,6 +469,34 @@ impl Runtime {
         )
         .map_err(driver_err("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))?;
         Ok(f)
+    }
+
+    /// The CUBIN of `source`: from the disk cache when it has the entry, else compiled with
+    /// NVRTC (and written to the disk cache).
+    fn cubin(&self, source: &str, name: &str, options: &[String], key: u64) -> Result<Vec<u8>> {
+        let dir = self.cache_dir();
+        let check = check_hash(source, options, self.nvrtc);
+        if let Some(bytes) = dir.as_deref().and_then(|d| disk_read(d, key, check)) {
+            self.note(|s| s.disk_hits += 1);
+            return Ok(bytes);
+        }
+        let t0 = Instant::now();
+        let compiled = compile(source, name, self.arch, false)?;
+        let secs = t0.elapsed().as_secs_f64();
+        self.note(|s| {
+            s.compiled += 1;
+            s.compile_seconds += secs;
+        });
+        if let Some(d) = dir.as_deref() {
+            disk_write(d, key, check, &compiled.cubin);
+        }
+        Ok(compiled.cubin)
+    }
+
+    fn note(&self, f: impl FnOnce(&mut CompileStats)) {
+        if let Ok(mut s) = self.stats.lock() {
+            f(&mut s);
+        }
     }
 
     /// The module compiled from `source` (with this runtime's options), if

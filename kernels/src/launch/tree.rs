@@ -505,6 +505,19 @@ fn refuse_col_major_d(op: &'static str, p: &crate::plan::problem::GemmProblem) -
 }
 
 impl TreeGemm {
+    /// Registers per thread and local (spill) bytes of the compiled kernel.
+    pub fn resources(&self) -> Result<(i32, i32)> {
+        let regs = self
+            .func
+            .num_regs()
+            .map_err(crate::launch::runtime::driver_err("cuFuncGetAttribute"))?;
+        let local = self
+            .func
+            .local_size_bytes()
+            .map_err(crate::launch::runtime::driver_err("cuFuncGetAttribute"))?;
+        Ok((regs, local))
+    }
+
     /// Compiles the plan's GEMM with `tree` as its epilogue. Fails when the sm80 template
     /// lacks the `TESSERA_EPILOGUE_TREE` hook (the tree would be ignored).
     pub fn new(
@@ -1162,6 +1175,48 @@ impl TreeKernel {
             other => other,
         };
         TreeKernel::new(rt, &planned, tree, binding)
+    }
+
+    /// Compiles the kernel `plan` chose, for the runtime's device.
+    pub(crate) fn from_plan(rt: &Runtime, plan: &crate::plan::Plan) -> Result<TreeKernel> {
+        use crate::plan::gemm::KernelPlan;
+        Ok(match &plan.kernel {
+            KernelPlan::Flags(path) => TreeKernel::Fused(Box::new(TreeFused {
+                kernel: crate::launch::sm90::PathKernel::new(rt, path)?,
+                tree: plan.tree.clone(),
+            })),
+            KernelPlan::Sm80Tree(p) => {
+                TreeKernel::Sm80(Box::new(TreeGemm::new(rt, p, &plan.tree)?))
+            }
+            KernelPlan::HopperTree(p) => {
+                TreeKernel::Hopper(Box::new(TreeSm90::new(rt, p, &plan.tree, &plan.binding)?))
+            }
+        })
+    }
+
+    /// Caps a Hopper kernel's persistent grid at `n` CTAs (no effect on the sm80-class path).
+    pub(crate) fn set_max_ctas(&mut self, n: i64) {
+        match self {
+            TreeKernel::Hopper(k) => k.set_max_ctas(n),
+            TreeKernel::Fused(f) => {
+                if let crate::launch::sm90::PathKernel::Hopper(k) = &mut f.kernel {
+                    k.set_max_ctas(n);
+                }
+            }
+            TreeKernel::Sm80(_) => {}
+        }
+    }
+
+    /// Registers per thread and local (spill) bytes of the GEMM kernel.
+    pub(crate) fn resources(&self) -> Result<(i32, i32)> {
+        match self {
+            TreeKernel::Hopper(k) => k.resources(),
+            TreeKernel::Sm80(k) => k.resources(),
+            TreeKernel::Fused(f) => match &f.kernel {
+                crate::launch::sm90::PathKernel::Hopper(k) => k.resources(),
+                crate::launch::sm90::PathKernel::Sm80(k) => k.resources(),
+            },
+        }
     }
 
     /// `"sm90"` or `"sm80"` (generated epilogue), `"sm90-v1"` or `"sm80-v1"` (fused v1).

@@ -426,7 +426,7 @@ impl fmt::Display for GemmProblem {
 }
 
 /// Element strides of every operand: leading dimensions and batch strides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GemmStrides {
     /// Leading dimension of A (row stride if row-major, column stride if column-major).
     pub lda: i64,

@@ -1,0 +1,1064 @@
+//! The library's GEMM: planned and compiled once ([`Gemm::new`]), launched any number of times
+//! on the caller's device memory and stream ([`Gemm::launch`]).
+//!
+//! A launch checks every operand before anything reaches the GPU (element type, layout,
+//! extent against the buffer, alignment, outputs that overlap other operands, tensors the
+//! epilogue does not use or lacks) and then only queues work on the stream: no host
+//! synchronization, no allocation.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
+use tessera_layout::Layout;
+
+use crate::arch::Arch;
+use crate::epilogue::check::{MatSpec, VecSpec};
+use crate::epilogue::tree::{Leaf, Operand, Sink, VecAxis};
+use crate::error::{KernelError, Result};
+use crate::launch::mem::{LaunchCtx, Mem};
+use crate::launch::operand::{Bound, Elem, Operands, Tensor, TensorMut};
+use crate::launch::runtime::{driver_err, CompileStats, Runtime};
+use crate::launch::tree::{EpBuffers, OperandSum, TreeKernel};
+use crate::plan::gemm::{GemmSpec, Plan};
+use crate::plan::problem::{DType, GemmStrides, Major};
+
+/// A CUDA device as tessera uses it: the caller's cudarc context, its target, and the cache
+/// of compiled kernels (in memory, and on disk when a cache folder is set, so that another
+/// process finds a kernel without compiling it). Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Context {
+    rt: Arc<Runtime>,
+}
+
+impl Context {
+    /// The primary context of device `ordinal`. The disk cache is `TESSERA_CACHE_DIR` when
+    /// that is set.
+    pub fn new(ordinal: usize) -> Result<Context> {
+        Context::from_cudarc(Runtime::device_context(ordinal)?)
+    }
+
+    /// tessera on the caller's cudarc context.
+    pub fn from_cudarc(ctx: Arc<CudaContext>) -> Result<Context> {
+        Ok(Context {
+            rt: Arc::new(Runtime::from_context(ctx)?),
+        })
+    }
+
+    /// Keeps compiled kernels in `dir` too (`None`: in memory only), keyed by a hash of the
+    /// source, the NVRTC version and the options, which name the target.
+    pub fn with_cache_dir(self, dir: Option<PathBuf>) -> Context {
+        self.rt.set_cache_dir(dir);
+        self
+    }
+
+    /// The cudarc context.
+    pub fn cudarc(&self) -> &Arc<CudaContext> {
+        self.rt.context()
+    }
+
+    /// The device's target.
+    pub fn arch(&self) -> Arch {
+        self.rt.arch()
+    }
+
+    /// The device's streaming multiprocessors.
+    pub fn sm_count(&self) -> i64 {
+        self.rt.sm_count() as i64
+    }
+
+    /// The device's name.
+    pub fn device_name(&self) -> &str {
+        self.rt.device_name()
+    }
+
+    /// What the kernel cache has done so far (compiles, their time, cache hits).
+    pub fn compile_stats(&self) -> CompileStats {
+        self.rt.compile_stats()
+    }
+
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+}
+
+/// The workspace a `Gemm` owns, and the ordering of its users: a launch on a stream other
+/// than the previous user's first waits for the previous launch (an event), so the partial
+/// sums of two launches never mix.
+struct OwnWorkspace {
+    buf: CudaSlice<u8>,
+    /// The previous user's stream (its handle as an integer; 0 before the first launch).
+    last: Mutex<usize>,
+    done: CudaEvent,
+}
+
+/// A planned and compiled GEMM with its epilogue: `D = epilogue(A B)` on the caller's device
+/// memory and stream. `Send + Sync`: one `Gemm` may serve several threads and streams.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use tessera_kernels::{Context, Gemm, GemmSpec, Major, Operands};
+/// let ctx = Context::new(0)?;
+/// let stream = ctx.cudarc().default_stream();
+/// let (m, n, k) = (256, 512, 128);
+/// let a = stream.alloc_zeros::<half::bf16>(m * k)?;
+/// let b = stream.alloc_zeros::<half::bf16>(n * k)?;
+/// let bias = stream.alloc_zeros::<half::bf16>(n)?;
+/// let mut d = stream.alloc_zeros::<half::bf16>(m * n)?;
+/// let spec = GemmSpec::new(m as i64, n as i64, k as i64).b(Major::Col).epilogue("relu(acc + bias_col)")?;
+/// let gemm = Gemm::new(&ctx, &spec)?;
+/// gemm.launch(&stream, &a, &b, &mut d, Operands::new().bias_col(&bias))?;
+/// # Ok(()) }
+/// # #[cfg(not(feature = "cuda"))] fn main() {}
+/// ```
+pub struct Gemm {
+    ctx: Context,
+    plan: Plan,
+    kernel: TreeKernel,
+    sums: Option<OperandSum>,
+    workspace: Option<OwnWorkspace>,
+    built: CompileStats,
+}
+
+// A `Gemm` is shared between threads: its kernels are immutable after construction and its
+// workspace is behind a lock.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Gemm>();
+    send_sync::<Context>();
+};
+
+const OP: &str = "gemm launch";
+
+fn operand_err(operand: &'static str, layout: String, rule: String) -> KernelError {
+    KernelError::Operand {
+        op: OP,
+        operand,
+        layout,
+        rule,
+    }
+}
+
+/// A matrix's storage as the kernels take it: elements (bits for a bit mask) between rows of
+/// its storage order and between batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Strides {
+    ld: i64,
+    batch: i64,
+}
+
+/// What an operand is, for its checks.
+#[derive(Clone, Copy)]
+struct Want {
+    name: &'static str,
+    elem: Elem,
+    output: bool,
+}
+
+fn describe_layout(l: Option<&Layout>, tight: &dyn Fn() -> String) -> String {
+    match l {
+        Some(l) => l.to_string(),
+        None => format!("{} (tight)", tight()),
+    }
+}
+
+/// The extent, in elements, of `batch` matrices of `outer` rows of `inner` elements.
+fn span(batch: i64, bs: i64, outer: i64, ld: i64, inner: i64) -> Option<i64> {
+    (batch - 1)
+        .checked_mul(bs)?
+        .checked_add((outer - 1).checked_mul(ld)?)?
+        .checked_add(inner)
+}
+
+/// The strides of a `rows x cols` matrix (`batch` of them) stored in `major` order, read off
+/// its layout (`(rows, cols)` or `(rows, cols, batch)`, flat, non-negative strides, unit
+/// stride along the contiguous extent), or the tight ones without a layout. `bits`: counted
+/// in bits, rows padded to 128 bits when tight.
+fn matrix_strides(
+    w: Want,
+    layout: Option<&Layout>,
+    (rows, cols, batch): (i64, i64, i64),
+    major: Major,
+    bits: bool,
+) -> Result<Strides> {
+    let (outer, inner) = match major {
+        Major::Row => (rows, cols),
+        Major::Col => (cols, rows),
+    };
+    let tight_ld = if bits {
+        (inner + 127) / 128 * 128
+    } else {
+        inner
+    };
+    let tight = || {
+        let (sr, sc) = match major {
+            Major::Row => (tight_ld, 1),
+            Major::Col => (1, tight_ld),
+        };
+        if batch > 1 {
+            format!("({rows},{cols},{batch}):({sr},{sc},{})", outer * tight_ld)
+        } else {
+            format!("({rows},{cols}):({sr},{sc})")
+        }
+    };
+    let Some(l) = layout else {
+        return Ok(Strides {
+            ld: tight_ld,
+            batch: outer * tight_ld,
+        });
+    };
+    let err = |rule: String| operand_err(w.name, describe_layout(Some(l), &tight), rule);
+    let shape = l.shape().leaves();
+    let stride = l.stride().leaves();
+    let want_shape = format!(
+        "({rows},{cols}){}",
+        if batch > 1 {
+            format!(" or ({rows},{cols},{batch})")
+        } else {
+            format!(" or ({rows},{cols},1)")
+        }
+    );
+    let expected = if batch > 1 {
+        shape.len() == 3 && shape[..] == [rows, cols, batch]
+    } else {
+        (shape.len() == 2 && shape[..] == [rows, cols])
+            || (shape.len() == 3 && shape[..] == [rows, cols, 1])
+    };
+    if l.depth() > 1 || !expected {
+        return Err(err(format!(
+            "the shape must be {want_shape} ({}x{} per batch{})",
+            rows,
+            cols,
+            if bits { ", in bits" } else { "" }
+        )));
+    }
+    if let Some(&s) = stride.iter().find(|&&s| s < 0) {
+        return Err(err(format!(
+            "stride {s} is negative; the kernels address every operand forward"
+        )));
+    }
+    let (s_outer, s_inner) = match major {
+        Major::Row => (stride[0], stride[1]),
+        Major::Col => (stride[1], stride[0]),
+    };
+    let (inner_name, outer_name) = match major {
+        Major::Row => ("column", "row"),
+        Major::Col => ("row", "column"),
+    };
+    if inner > 1 && s_inner != 1 {
+        return Err(err(format!(
+            "the Gemm was made for a {major}-major {}: its {inner_name} stride must be 1, not {s_inner}",
+            w.name
+        )));
+    }
+    let ld = if outer > 1 { s_outer } else { tight_ld };
+    if outer > 1 && ld < inner {
+        return Err(err(format!(
+            "{outer_name}s overlap: the {outer_name} stride {ld} is below the {inner} elements of a {outer_name}"
+        )));
+    }
+    let one = span(1, 0, outer, ld, inner)
+        .ok_or_else(|| err("its extent overflows 64 bits".to_string()))?;
+    let bs = if batch > 1 { stride[2] } else { outer * ld };
+    if batch > 1 {
+        if w.output && bs < one {
+            return Err(err(format!(
+                "batches overlap: the batch stride {bs} is below one matrix's extent {one} (an output must not overlap itself)"
+            )));
+        }
+        if bs != 0 && bs < one {
+            return Err(err(format!(
+                "the batch stride {bs} is neither 0 (one matrix for every batch) nor at least one matrix's extent {one}"
+            )));
+        }
+    }
+    Ok(Strides { ld, batch: bs })
+}
+
+/// The batch stride of a vector of `len` elements (`batch` of them), read off its layout
+/// (`(len)` or `(len, batch)`, unit stride), or the default (one vector for every batch for
+/// an input, one per batch for an output).
+fn vector_stride(w: Want, layout: Option<&Layout>, len: i64, batch: i64) -> Result<i64> {
+    let default = if w.output { len } else { 0 };
+    let Some(l) = layout else {
+        return Ok(default);
+    };
+    let tight = || format!("{len}:1");
+    let err = |rule: String| operand_err(w.name, describe_layout(Some(l), &tight), rule);
+    let shape = l.shape().leaves();
+    let stride = l.stride().leaves();
+    let ok_shape = l.depth() <= 1
+        && match shape.len() {
+            1 => shape[0] == len,
+            2 => shape[0] == len && shape[1] == batch,
+            _ => false,
+        };
+    if !ok_shape {
+        return Err(err(format!("the shape must be ({len}) or ({len},{batch})")));
+    }
+    if len > 1 && stride[0] != 1 {
+        return Err(err(format!(
+            "the element stride must be 1, not {}",
+            stride[0]
+        )));
+    }
+    let bs = if shape.len() == 2 && batch > 1 {
+        stride[1]
+    } else {
+        default
+    };
+    if batch > 1 && (bs < 0 || (w.output && bs < len) || (bs != 0 && bs < len)) {
+        return Err(err(format!(
+            "the batch stride {bs} must be {}at least the length {len}",
+            if w.output { "" } else { "0 or " }
+        )));
+    }
+    Ok(bs)
+}
+
+/// The largest power of two dividing `ptr`, at most 256 (the alignment the epilogue's
+/// checks take).
+fn alignment(ptr: u64) -> i64 {
+    if ptr == 0 {
+        256
+    } else {
+        1i64 << ptr.trailing_zeros().min(8)
+    }
+}
+
+/// A checked operand: its span (for overlap checks and the launchers) and strides.
+#[derive(Clone, Copy)]
+struct Checked {
+    name: &'static str,
+    mem: Mem,
+    /// Bytes `[lo, hi)` the launch may touch.
+    lo: u64,
+    hi: u64,
+    strides: Strides,
+    output: bool,
+}
+
+fn check_bound(w: Want, b: &Bound<'_>, elems: Option<i64>, strides: Strides) -> Result<Checked> {
+    let layout = || b.layout.map_or("(tight)".to_string(), |l| l.to_string());
+    if b.elem != w.elem {
+        return Err(operand_err(
+            w.name,
+            layout(),
+            format!("the buffer holds {}, the Gemm needs {}", b.elem, w.elem),
+        ));
+    }
+    let eb = w.elem.bytes();
+    if b.ptr % eb != 0 {
+        return Err(operand_err(
+            w.name,
+            layout(),
+            format!(
+                "address {:#x} is not aligned to its {eb}-byte elements",
+                b.ptr
+            ),
+        ));
+    }
+    // Elements the launch may touch (a bit mask: words covering its bits).
+    let need = match (elems, w.elem) {
+        (Some(n), Elem::Words) => (n + 31) / 32,
+        (Some(n), _) => n,
+        (None, _) => {
+            return Err(operand_err(
+                w.name,
+                layout(),
+                "its extent overflows 64 bits".to_string(),
+            ))
+        }
+    };
+    let have = b.len as i64;
+    if need > have {
+        let mib = |e: i64| e as f64 * eb as f64 / (1024.0 * 1024.0);
+        return Err(operand_err(
+            w.name,
+            layout(),
+            format!(
+                "needs {need} elements ({:.2} MiB), the buffer has {have} ({:.2} MiB)",
+                mib(need),
+                mib(have)
+            ),
+        ));
+    }
+    let dtype = match w.elem {
+        Elem::Real(t) => t,
+        Elem::Words => DType::F32,
+    };
+    Ok(Checked {
+        name: w.name,
+        mem: Mem {
+            ptr: b.ptr,
+            len: b.len,
+            dtype,
+        },
+        lo: b.ptr,
+        hi: b.ptr + need as u64 * eb,
+        strides,
+        output: w.output,
+    })
+}
+
+impl Gemm {
+    /// Plans `spec` for the context's device and compiles its kernels (once per process, or
+    /// once per cache folder with a disk cache).
+    pub fn new(ctx: &Context, spec: &GemmSpec) -> Result<Gemm> {
+        let rt = ctx.runtime();
+        let before = rt.compile_stats();
+        let plan = spec.plan(rt.arch(), rt.sm_count() as i64)?;
+        let mut kernel = TreeKernel::from_plan(rt, &plan)?;
+        if let Some(n) = spec.options.max_ctas {
+            kernel.set_max_ctas(n);
+        }
+        let sums = if plan.tree.sum_k.is_empty() {
+            None
+        } else {
+            Some(OperandSum::new(rt)?)
+        };
+        let bytes = plan.workspace_bytes();
+        let workspace = if bytes == 0 {
+            None
+        } else {
+            let stream = rt.stream();
+            let buf = stream
+                .alloc_zeros::<u8>(bytes)
+                .map_err(driver_err("cuMemAlloc (Gemm workspace)"))?;
+            stream
+                .synchronize()
+                .map_err(driver_err("cuStreamSynchronize"))?;
+            let done = rt
+                .context()
+                .new_event(None)
+                .map_err(driver_err("cuEventCreate"))?;
+            Some(OwnWorkspace {
+                buf,
+                last: Mutex::new(0),
+                done,
+            })
+        };
+        let after = rt.compile_stats();
+        Ok(Gemm {
+            ctx: ctx.clone(),
+            plan,
+            kernel,
+            sums,
+            workspace,
+            built: CompileStats {
+                compiled: after.compiled - before.compiled,
+                compile_seconds: after.compile_seconds - before.compile_seconds,
+                disk_hits: after.disk_hits - before.disk_hits,
+                memory_hits: after.memory_hits - before.memory_hits,
+            },
+        })
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Bytes of device workspace a launch needs (stream-K's partial sums); the `Gemm` owns
+    /// that much, or a launch passes its own ([`Operands::workspace`]).
+    pub fn workspace_bytes(&self) -> usize {
+        self.plan.workspace_bytes()
+    }
+
+    /// What building this `Gemm` cost: NVRTC compiles and their seconds, or cache hits.
+    pub fn build_stats(&self) -> CompileStats {
+        self.built
+    }
+
+    /// Registers per thread and local (spill) bytes of the GEMM kernel.
+    pub fn resources(&self) -> Result<(i32, i32)> {
+        self.kernel.resources()
+    }
+
+    /// Queues `D = epilogue(A B)` on `stream` and returns: `a` is `M x K`, `b` `K x N`, `d`
+    /// `M x N` (each batch), in the spec's storage orders unless their layouts say
+    /// otherwise (of the same order); `ops` holds the epilogue's tensors.
+    ///
+    /// Every operand is checked first (see the module documentation); an error names the
+    /// operand, its layout and the rule, and nothing is queued.
+    pub fn launch<'t>(
+        &self,
+        stream: &CudaStream,
+        a: impl Into<Tensor<'t>>,
+        b: impl Into<Tensor<'t>>,
+        d: impl Into<TensorMut<'t>>,
+        ops: Operands<'t>,
+    ) -> Result<()> {
+        let (a, b, mut d, mut ops) = (a.into(), b.into(), d.into(), ops);
+        if !Arc::ptr_eq(stream.context(), self.ctx.cudarc())
+            && stream.context().cu_ctx() != self.ctx.cudarc().cu_ctx()
+        {
+            return Err(KernelError::invalid(
+                OP,
+                "the stream belongs to another CUDA context than the Gemm's",
+            ));
+        }
+        self.launch_checked(stream, &a, &b, &mut d, &mut ops)
+    }
+
+    fn launch_checked(
+        &self,
+        stream: &CudaStream,
+        a: &Tensor<'_>,
+        b: &Tensor<'_>,
+        d: &mut TensorMut<'_>,
+        ops: &mut Operands<'_>,
+    ) -> Result<()> {
+        let plan = &self.plan;
+        let spec = &plan.spec;
+        let (m, n, k, batch) = (spec.m, spec.n, spec.k, spec.batch);
+        let input = Elem::Real(spec.dtype);
+        let out = spec.out();
+        let user_tree = &spec.tree;
+        let uses = |l: Leaf| user_tree.d.uses(l);
+        let sinks_bits = plan.binding.aux.is_some_and(|s| s.bits);
+
+        // Tensors given that the epilogue does not use, and used ones missing.
+        let given = [
+            ("c", ops.c.is_some(), uses(Leaf::C) && spec.beta != 0.0),
+            ("residual", ops.residual.is_some(), uses(Leaf::Residual)),
+            (
+                "aux_in",
+                ops.aux_in.is_some(),
+                uses(Leaf::AuxIn) || uses(Leaf::AuxInBits),
+            ),
+            ("bias_row", ops.bias_row.is_some(), uses(Leaf::BiasRow)),
+            ("bias_col", ops.bias_col.is_some(), uses(Leaf::BiasCol)),
+            ("aux", ops.aux.is_some(), plan.binding.aux.is_some()),
+            (
+                "bgrad_row",
+                ops.bgrad_row.is_some(),
+                has_sink(user_tree, Sink::Bgrad(VecAxis::Row)),
+            ),
+            (
+                "bgrad_col",
+                ops.bgrad_col.is_some(),
+                has_sink(user_tree, Sink::Bgrad(VecAxis::Col)),
+            ),
+            (
+                "sum_k_a",
+                ops.sum_k_a.is_some(),
+                user_tree.sum_k.contains(&Operand::A),
+            ),
+            (
+                "sum_k_b",
+                ops.sum_k_b.is_some(),
+                user_tree.sum_k.contains(&Operand::B),
+            ),
+        ];
+        for (name, is_given, used) in given {
+            if is_given != used {
+                return Err(KernelError::invalid(
+                    OP,
+                    if is_given {
+                        format!(
+                            "{name} is given but the epilogue `{user_tree}` does not {}",
+                            if name == "c" && uses(Leaf::C) {
+                                "read it with beta = 0"
+                            } else {
+                                "use it"
+                            }
+                        )
+                    } else {
+                        format!("the epilogue `{user_tree}` uses {name}, which is not given")
+                    },
+                ));
+            }
+        }
+
+        let (am, bm, dm) = (spec.a, spec.b, spec.d);
+        let want = |name, output, elem| Want { name, elem, output };
+        let (a_ck, _ag) =
+            bind_matrix(stream, a, want("A", false, input), (m, k, batch), am, false)?;
+        let (b_ck, _bg) =
+            bind_matrix(stream, b, want("B", false, input), (k, n, batch), bm, false)?;
+        // D and the other M x N tensors share D's storage order.
+        let mnb = (m, n, batch);
+        let (d_ck, _dg) =
+            bind_matrix_mut(stream, d, want("D", true, Elem::Real(out)), mnb, dm, false)?;
+        let typed = |s: Option<MatSpec>| Elem::Real(s.map_or(out, |s| s.dtype));
+        let c = ops
+            .c
+            .as_ref()
+            .map(|t| {
+                bind_matrix(
+                    stream,
+                    t,
+                    want("c", false, typed(plan.binding.c)),
+                    mnb,
+                    dm,
+                    false,
+                )
+            })
+            .transpose()?;
+        let residual = ops
+            .residual
+            .as_ref()
+            .map(|t| {
+                let w = want("residual", false, typed(plan.binding.residual));
+                bind_matrix(stream, t, w, mnb, dm, false)
+            })
+            .transpose()?;
+        let aux_in_bits = uses(Leaf::AuxInBits);
+        let aux_in = ops
+            .aux_in
+            .as_ref()
+            .map(|t| {
+                let elem = if aux_in_bits {
+                    Elem::Words
+                } else {
+                    typed(plan.binding.aux_in)
+                };
+                bind_matrix(stream, t, want("aux_in", false, elem), mnb, dm, aux_in_bits)
+            })
+            .transpose()?;
+        let aux = ops
+            .aux
+            .as_mut()
+            .map(|t| {
+                let elem = if sinks_bits {
+                    Elem::Words
+                } else {
+                    typed(plan.binding.aux)
+                };
+                bind_matrix_mut(stream, t, want("aux", true, elem), mnb, dm, sinks_bits)
+            })
+            .transpose()?;
+        let vin = |name| want(name, false, Elem::Real(out));
+        let bias_row = ops
+            .bias_row
+            .as_ref()
+            .map(|t| bind_vector(stream, t, vin("bias_row"), m, batch))
+            .transpose()?;
+        let bias_col = ops
+            .bias_col
+            .as_ref()
+            .map(|t| bind_vector(stream, t, vin("bias_col"), n, batch))
+            .transpose()?;
+        let f32w = |name| want(name, true, Elem::Real(DType::F32));
+        let bgrad_row = ops
+            .bgrad_row
+            .as_mut()
+            .map(|t| bind_vector_mut(stream, t, f32w("bgrad_row"), m, batch))
+            .transpose()?;
+        let bgrad_col = ops
+            .bgrad_col
+            .as_mut()
+            .map(|t| bind_vector_mut(stream, t, f32w("bgrad_col"), n, batch))
+            .transpose()?;
+        let sum_k_a = ops
+            .sum_k_a
+            .as_mut()
+            .map(|t| bind_vector_mut(stream, t, f32w("sum_k_a"), m, batch))
+            .transpose()?;
+        let sum_k_b = ops
+            .sum_k_b
+            .as_mut()
+            .map(|t| bind_vector_mut(stream, t, f32w("sum_k_b"), n, batch))
+            .transpose()?;
+        let ck = |x: &Option<(Checked, Bound<'_>)>| x.as_ref().map(|x| x.0);
+        let (c_ck, res_ck, auxin_ck, aux_ck) = (ck(&c), ck(&residual), ck(&aux_in), ck(&aux));
+        let (brow_ck, bcol_ck) = (ck(&bias_row), ck(&bias_col));
+        let (grow_ck, gcol_ck, sa_ck, sb_ck) =
+            (ck(&bgrad_row), ck(&bgrad_col), ck(&sum_k_a), ck(&sum_k_b));
+
+        // Outputs must not overlap any other operand, except D written in place over C or
+        // the residual (the same elements, read before written, by the same thread).
+        let all: [Option<Checked>; 13] = [
+            Some(a_ck),
+            Some(b_ck),
+            Some(d_ck),
+            c_ck,
+            res_ck,
+            auxin_ck,
+            brow_ck,
+            bcol_ck,
+            aux_ck,
+            grow_ck,
+            gcol_ck,
+            sa_ck,
+            sb_ck,
+        ];
+        for (i, x) in all.iter().enumerate() {
+            let Some(x) = x else { continue };
+            for y in all.iter().skip(i + 1).flatten() {
+                if !(x.output || y.output) || x.hi <= y.lo || y.hi <= x.lo {
+                    continue;
+                }
+                let in_place = x.name == "D"
+                    && (y.name == "c" || y.name == "residual")
+                    && x.lo == y.lo
+                    && x.strides == y.strides
+                    && x.mem.dtype == y.mem.dtype;
+                if !in_place {
+                    return Err(KernelError::invalid(
+                        OP,
+                        format!(
+                            "{} [{:#x}, {:#x}) overlaps {} [{:#x}, {:#x}): an output may share memory with no other operand (D may be written in place over C or the residual, with the same layout)",
+                            x.name, x.lo, x.hi, y.name, y.lo, y.hi
+                        ),
+                    ));
+                }
+            }
+        }
+
+        // The kernel's view: for a column-major D the product is Dᵀ = Bᵀ Aᵀ, whose A is the
+        // given B; M x N tensors keep their strides (a column-major M x N is a row-major
+        // N x M), and row and column vectors swap.
+        let t = plan.transposed;
+        let (ka, kb) = if t { (b_ck, a_ck) } else { (a_ck, b_ck) };
+        let strides = GemmStrides {
+            lda: ka.strides.ld,
+            ldb: kb.strides.ld,
+            batch_a: ka.strides.batch,
+            batch_b: kb.strides.batch,
+            ..GemmStrides::default()
+        };
+        let (krow, kcol) = if t {
+            (bcol_ck, brow_ck)
+        } else {
+            (brow_ck, bcol_ck)
+        };
+        let (kgrow, kgcol) = if t {
+            (gcol_ck, grow_ck)
+        } else {
+            (grow_ck, gcol_ck)
+        };
+        let (ksa, ksb) = if t { (sb_ck, sa_ck) } else { (sa_ck, sb_ck) };
+
+        let mut bind = plan.binding.clone();
+        let mspec = |ck: &Checked, dtype: DType, bits: bool| MatSpec {
+            dtype,
+            bits,
+            ld: ck.strides.ld,
+            batch_stride: ck.strides.batch,
+            align_bytes: alignment(ck.lo),
+        };
+        bind.d = mspec(&d_ck, out, false);
+        let set_mat = |slot: &mut Option<MatSpec>, x: Option<Checked>| {
+            if let (Some(s), Some(ck)) = (slot.as_mut(), x) {
+                *s = mspec(&ck, s.dtype, s.bits);
+            }
+        };
+        set_mat(&mut bind.c, c_ck);
+        set_mat(&mut bind.residual, res_ck);
+        if aux_in_bits {
+            set_mat(&mut bind.aux_in_bits, auxin_ck);
+        } else {
+            set_mat(&mut bind.aux_in, auxin_ck);
+        }
+        set_mat(&mut bind.aux, aux_ck);
+        let vspec = |slot: &mut Option<VecSpec>, ck: Option<Checked>| {
+            if let (Some(s), Some(ck)) = (slot.as_mut(), ck) {
+                s.batch_stride = ck.strides.batch;
+                s.align_bytes = alignment(ck.lo);
+            }
+        };
+        vspec(&mut bind.bias_row, krow);
+        vspec(&mut bind.bias_col, kcol);
+        vspec(&mut bind.bgrad_row, kgrow);
+        vspec(&mut bind.bgrad_col, kgcol);
+        vspec(&mut bind.sum_k_a, ksa);
+        vspec(&mut bind.sum_k_b, ksb);
+
+        let mem = |x: Option<Checked>| x.map(|x| x.mem);
+        let bufs = EpBuffers {
+            d: Some(d_ck.mem),
+            c: mem(c_ck),
+            residual: mem(res_ck),
+            aux_in: mem(auxin_ck),
+            aux: mem(aux_ck),
+            bias_row: mem(krow),
+            bias_col: mem(kcol),
+            bgrad_row: kgrow.map(|x| x.mem),
+            bgrad_col: kgcol.map(|x| x.mem),
+        };
+
+        // The reductions accumulate into their outputs: zero them first, on the stream.
+        for g in [kgrow, kgcol].into_iter().flatten() {
+            // SAFETY: [lo, hi) lies inside the output's buffer (checked above).
+            unsafe {
+                cudarc::driver::result::memset_d8_async(
+                    g.lo,
+                    0,
+                    (g.hi - g.lo) as usize,
+                    stream.cu_stream(),
+                )
+            }
+            .map_err(driver_err("cuMemsetD8Async (bias-gradient output)"))?;
+        }
+
+        // The workspace: the caller's, or ours, ordered after its previous user.
+        let rt = self.ctx.runtime();
+        let mut guard = None;
+        let work = match (&mut ops.workspace, &self.workspace) {
+            (Some(w), _) => {
+                let need = self.workspace_bytes();
+                if need > 0 && w.len() < need {
+                    return Err(operand_err(
+                        "workspace",
+                        format!("{} bytes", w.len()),
+                        format!("the plan needs {need} bytes"),
+                    ));
+                }
+                let (p, _g) = w.device_ptr(stream);
+                (need > 0).then_some(p)
+            }
+            (None, Some(own)) => {
+                let mut last = own
+                    .last
+                    .lock()
+                    .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
+                let this = stream.cu_stream() as usize;
+                if *last != 0 && *last != this {
+                    stream
+                        .wait(&own.done)
+                        .map_err(driver_err("cuStreamWaitEvent (workspace)"))?;
+                }
+                *last = this;
+                let (p, _g) = own.buf.device_ptr(stream);
+                guard = Some(last);
+                Some(p)
+            }
+            (None, None) => None,
+        };
+        let cx = LaunchCtx { rt, stream, work };
+        self.kernel
+            .launch(cx, &ka.mem, &kb.mem, &strides, &bind, &bufs)?;
+        if let (Some(own), Some(_held)) = (&self.workspace, &guard) {
+            own.done
+                .record(stream)
+                .map_err(driver_err("cuEventRecord (workspace)"))?;
+        }
+        drop(guard);
+        if let Some(sums) = &self.sums {
+            for (which, out) in [(Operand::A, ksa), (Operand::B, ksb)] {
+                let Some(out) = out else { continue };
+                let x = if which == Operand::A { &ka } else { &kb };
+                sums.launch(
+                    stream,
+                    &plan.problem,
+                    &strides,
+                    which,
+                    &x.mem,
+                    &out.mem,
+                    out.strides.batch,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn bind_matrix<'s>(
+    stream: &'s CudaStream,
+    t: &'s Tensor<'_>,
+    w: Want,
+    dims: (i64, i64, i64),
+    major: Major,
+    bits: bool,
+) -> Result<(Checked, Bound<'s>)> {
+    let b = t.bind(stream);
+    let st = matrix_strides(w, b.layout, dims, major, bits)?;
+    let ck = check_bound(w, &b, matrix_span(dims, st, major, bits), st)?;
+    Ok((ck, b))
+}
+
+fn bind_matrix_mut<'s>(
+    stream: &'s CudaStream,
+    t: &'s mut TensorMut<'_>,
+    w: Want,
+    dims: (i64, i64, i64),
+    major: Major,
+    bits: bool,
+) -> Result<(Checked, Bound<'s>)> {
+    let b = t.bind(stream);
+    let st = matrix_strides(w, b.layout, dims, major, bits)?;
+    let ck = check_bound(w, &b, matrix_span(dims, st, major, bits), st)?;
+    Ok((ck, b))
+}
+
+fn bind_vector<'s>(
+    stream: &'s CudaStream,
+    t: &'s Tensor<'_>,
+    w: Want,
+    len: i64,
+    batch: i64,
+) -> Result<(Checked, Bound<'s>)> {
+    let b = t.bind(stream);
+    let bs = vector_stride(w, b.layout, len, batch)?;
+    let st = Strides { ld: len, batch: bs };
+    let ck = check_bound(w, &b, span(batch, bs, 1, 0, len), st)?;
+    Ok((ck, b))
+}
+
+fn bind_vector_mut<'s>(
+    stream: &'s CudaStream,
+    t: &'s mut TensorMut<'_>,
+    w: Want,
+    len: i64,
+    batch: i64,
+) -> Result<(Checked, Bound<'s>)> {
+    let b = t.bind(stream);
+    let bs = vector_stride(w, b.layout, len, batch)?;
+    let st = Strides { ld: len, batch: bs };
+    let ck = check_bound(w, &b, span(batch, bs, 1, 0, len), st)?;
+    Ok((ck, b))
+}
+
+/// Elements (bits for a bit mask, whose rows end on a word) the launch may touch.
+fn matrix_span(
+    (rows, cols, batch): (i64, i64, i64),
+    st: Strides,
+    major: Major,
+    bits: bool,
+) -> Option<i64> {
+    let (outer, inner) = major_extents(rows, cols, major);
+    let inner = if bits { (inner + 31) / 32 * 32 } else { inner };
+    span(batch, st.batch, outer, st.ld, inner)
+}
+
+fn has_sink(tree: &crate::epilogue::EpilogueTree, s: Sink) -> bool {
+    tree.d
+        .any(&|e| matches!(e, crate::epilogue::Expr::Sink(x, _) if *x == s))
+}
+
+/// `(outer, inner)` of a `rows x cols` matrix in `major` order.
+fn major_extents(rows: i64, cols: i64, major: Major) -> (i64, i64) {
+    match major {
+        Major::Row => (rows, cols),
+        Major::Col => (cols, rows),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn want(output: bool) -> Want {
+        Want {
+            name: "X",
+            elem: Elem::Real(DType::Bf16),
+            output,
+        }
+    }
+
+    fn l(s: &str) -> Layout {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn tight_strides_follow_the_storage_order() {
+        let w = want(false);
+        assert_eq!(
+            matrix_strides(w, None, (3, 5, 2), Major::Row, false).unwrap(),
+            Strides { ld: 5, batch: 15 }
+        );
+        assert_eq!(
+            matrix_strides(w, None, (3, 5, 2), Major::Col, false).unwrap(),
+            Strides { ld: 3, batch: 15 }
+        );
+        // Bit-mask rows are padded to 128 bits.
+        assert_eq!(
+            matrix_strides(w, None, (3, 5, 1), Major::Row, true).unwrap(),
+            Strides {
+                ld: 128,
+                batch: 384
+            }
+        );
+    }
+
+    #[test]
+    fn layouts_give_leading_dimensions_and_batch_strides() {
+        let w = want(true);
+        let s = matrix_strides(
+            w,
+            Some(&l("(3,5,2):(8,1,32)")),
+            (3, 5, 2),
+            Major::Row,
+            false,
+        );
+        assert_eq!(s.unwrap(), Strides { ld: 8, batch: 32 });
+        let s = matrix_strides(w, Some(&l("(3,5):(1,4)")), (3, 5, 1), Major::Col, false);
+        assert_eq!(s.unwrap(), Strides { ld: 4, batch: 20 });
+    }
+
+    #[test]
+    fn each_layout_rule_is_an_error_naming_the_operand() {
+        let w = want(true);
+        let bad = [
+            ("(5,3):(3,1)", "shape"),
+            ("(3,5):(5,2)", "column stride must be 1"),
+            ("(3,5):(1,3)", "column stride must be 1"),
+            ("(3,5):(4,1)", "overlap"),
+            ("(3,5):(-5,1)", "negative"),
+            ("((3,1),5):((5,1),1)", "shape"),
+        ];
+        for (layout, rule) in bad {
+            let e = matrix_strides(w, Some(&l(layout)), (3, 5, 1), Major::Row, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("X") && e.contains(rule), "{layout}: {e}");
+        }
+        // Batches of an output may not overlap; an input's may be shared (stride 0).
+        let e = matrix_strides(
+            w,
+            Some(&l("(3,5,2):(5,1,10)")),
+            (3, 5, 2),
+            Major::Row,
+            false,
+        );
+        assert!(e.unwrap_err().to_string().contains("batches overlap"));
+        let r = matrix_strides(
+            want(false),
+            Some(&l("(3,5,2):(5,1,0)")),
+            (3, 5, 2),
+            Major::Row,
+            false,
+        );
+        assert_eq!(r.unwrap(), Strides { ld: 5, batch: 0 });
+    }
+
+    #[test]
+    fn a_single_row_may_have_any_row_stride() {
+        // PyTorch gives size-1 dimensions arbitrary strides; they are never used.
+        let s = matrix_strides(
+            want(false),
+            Some(&l("(1,8):(3,1)")),
+            (1, 8, 1),
+            Major::Row,
+            false,
+        );
+        assert_eq!(s.unwrap().ld, 8);
+    }
+
+    #[test]
+    fn vectors_are_contiguous_and_shared_or_per_batch() {
+        assert_eq!(vector_stride(want(false), None, 7, 3).unwrap(), 0);
+        assert_eq!(vector_stride(want(true), None, 7, 3).unwrap(), 7);
+        assert_eq!(
+            vector_stride(want(false), Some(&l("(7,3):(1,8)")), 7, 3).unwrap(),
+            8
+        );
+        assert!(vector_stride(want(false), Some(&l("7:2")), 7, 1).is_err());
+        assert!(vector_stride(want(true), Some(&l("(7,3):(1,0)")), 7, 3).is_err());
+    }
+
+    #[test]
+    fn alignment_is_the_largest_power_of_two_up_to_256() {
+        assert_eq!(alignment(0x1000), 256);
+        assert_eq!(alignment(0x1002), 2);
+        assert_eq!(alignment(0x1030), 16);
+    }
+}

@@ -1,0 +1,618 @@
+//! The GEMM a user asks for ([`GemmSpec`]) and what tessera makes of it ([`Plan`]): one
+//! planner for every caller (the library's [`crate::Gemm`], the command line, the
+//! benchmarks), so a problem takes the same path wherever it is run.
+//!
+//! The planner works on the product with a row-major D: a spec with a column-major D is
+//! planned as `Dᵀ = Bᵀ Aᵀ` (A and B exchanged and each seen transposed, the epilogue
+//! transposed with [`EpilogueTree::transposed`]), which is the same computation.
+
+use std::fmt;
+
+use crate::arch::Arch;
+use crate::epilogue::check::Binding;
+use crate::epilogue::{describe, fused_v1_for, parse_epilogue, EpilogueTree};
+use crate::error::{KernelError, Result};
+use crate::plan::problem::{DType, Epilogue, GemmProblem, Major};
+use crate::plan::sm90::{ClusterShare, PathOptions, Schedule, Sm90Options, Sm90Plan};
+use crate::plan::{plan_path, GemmPath, GemmPlan};
+
+/// A GEMM with a fused epilogue: `D[b] = epilogue(A[b] B[b])` for `b < batch`, A `M x K`, B
+/// `K x N`, D `M x N`, each in the storage order given, 16-bit inputs, fp32 accumulation.
+///
+/// Built once and checked when planned; the operands' memory and strides come at launch.
+///
+/// ```
+/// use tessera_kernels::{DType, GemmSpec, Major};
+/// let spec = GemmSpec::new(1024, 4096, 512)
+///     .dtype(DType::Bf16)
+///     .b(Major::Col)
+///     .epilogue("gelu(aux(acc + bias_col))")
+///     .unwrap();
+/// assert_eq!(spec.to_string(), "1024x4096x512 bf16->bf16 A row, B col, D row: gelu(aux(acc + bias_col))");
+/// assert!(GemmSpec::new(16, 16, 16).epilogue("relu(acc +").is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmSpec {
+    pub(crate) m: i64,
+    pub(crate) n: i64,
+    pub(crate) k: i64,
+    pub(crate) batch: i64,
+    pub(crate) dtype: DType,
+    pub(crate) out: Option<DType>,
+    pub(crate) a: Major,
+    pub(crate) b: Major,
+    pub(crate) d: Major,
+    pub(crate) tree: EpilogueTree,
+    pub(crate) alpha: f32,
+    pub(crate) beta: f32,
+    pub(crate) options: Options,
+}
+
+/// Choices the planner would otherwise make itself, for tuning and for comparing paths.
+/// The default leaves every choice to the planner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Plan the sm80-class path (cp.async + mma.sync) even where the Hopper path exists.
+    pub sm80: bool,
+    /// Hopper path: the CTA tile `(BM, BN)` (BM 64 or 128, BN a multiple of 32 up to 256).
+    pub tile: Option<(i64, i64)>,
+    /// The pipeline depth.
+    pub stages: Option<i64>,
+    /// Hopper path: tile rows per group of the persistent tile order.
+    pub group_m: Option<i64>,
+    /// Hopper path: how the consumer warpgroups share a CTA's work.
+    pub schedule: Option<Schedule>,
+    /// Hopper path: CTAs per cluster (1 or 2).
+    pub cluster: Option<i64>,
+    /// Hopper path, cluster 2: the operand the pair shares.
+    pub share: Option<ClusterShare>,
+    /// Hopper path: store D through shared memory with TMA where it can.
+    pub tma_store: Option<bool>,
+    /// Hopper path: split a partial last wave's tiles along K (stream-K); `Some(true)` for
+    /// every partial last wave.
+    pub stream_k: Option<bool>,
+    /// Run the epilogue through the generated tree code even where the flag-driven epilogue
+    /// of the GEMM kernels expresses it.
+    pub generated_epilogue: bool,
+    /// Hopper path: cap the persistent grid at this many CTAs.
+    pub max_ctas: Option<i64>,
+}
+
+impl Options {
+    pub(crate) fn path_options(&self) -> PathOptions {
+        PathOptions {
+            force_sm80: self.sm80,
+            sm90: Sm90Options {
+                tile: self.tile,
+                stages: self.stages,
+                group_m: self.group_m,
+                schedule: self.schedule,
+                cluster: self.cluster,
+                share: self.share,
+                tma_store: self.tma_store,
+                stream_k: self.stream_k,
+                epilogue_inputs: None,
+                epilogue_vectors: (false, false),
+            },
+            generated_epilogue: self.generated_epilogue,
+        }
+    }
+
+    /// Whether a choice of the Hopper path alone is forced.
+    fn hopper_given(&self) -> bool {
+        self.tile.is_some()
+            || self.group_m.is_some()
+            || self.schedule.is_some()
+            || self.cluster.is_some()
+            || self.share.is_some()
+            || self.tma_store.is_some()
+            || self.stream_k.is_some()
+            || self.max_ctas.is_some()
+    }
+}
+
+impl GemmSpec {
+    /// `M x N x K`, one batch, bf16 in and out, every operand row-major, D = the accumulator.
+    pub fn new(m: i64, n: i64, k: i64) -> GemmSpec {
+        GemmSpec {
+            m,
+            n,
+            k,
+            batch: 1,
+            dtype: DType::Bf16,
+            out: None,
+            a: Major::Row,
+            b: Major::Row,
+            d: Major::Row,
+            tree: EpilogueTree::new(crate::epilogue::build::acc()),
+            alpha: 1.0,
+            beta: 0.0,
+            options: Options::default(),
+        }
+    }
+
+    /// Independent products (strided batch).
+    pub fn batch(mut self, batch: i64) -> GemmSpec {
+        self.batch = batch;
+        self
+    }
+
+    /// The type of A and B (bf16 or fp16); D, C and the epilogue's tensors take it too
+    /// unless [`GemmSpec::out_dtype`] says otherwise.
+    pub fn dtype(mut self, dtype: DType) -> GemmSpec {
+        self.dtype = dtype;
+        self
+    }
+
+    /// The type of D, C, the bias vectors, the residual and a full aux (bf16, fp16 or fp32).
+    pub fn out_dtype(mut self, dtype: DType) -> GemmSpec {
+        self.out = Some(dtype);
+        self
+    }
+
+    /// The storage order of A (`M x K`).
+    pub fn a(mut self, major: Major) -> GemmSpec {
+        self.a = major;
+        self
+    }
+
+    /// The storage order of B (`K x N`; column-major is nn.Linear's weight `N x K`).
+    pub fn b(mut self, major: Major) -> GemmSpec {
+        self.b = major;
+        self
+    }
+
+    /// The storage order of D and of every other `M x N` tensor (C, residual, aux).
+    pub fn d(mut self, major: Major) -> GemmSpec {
+        self.d = major;
+        self
+    }
+
+    /// The epilogue in its text form (`gelu(aux(acc + bias_col))`), a named fusion
+    /// (`dgelu_bgrad`) or the comma list (`bias,relu`); see the epilogue tutorial.
+    pub fn epilogue(mut self, text: &str) -> Result<GemmSpec> {
+        self.tree = parse_epilogue(text)
+            .map_err(|e| KernelError::invalid("GemmSpec::epilogue", e.to_string()))?;
+        Ok(self)
+    }
+
+    /// The epilogue as a tree.
+    pub fn epilogue_tree(mut self, tree: EpilogueTree) -> GemmSpec {
+        self.tree = tree;
+        self
+    }
+
+    /// The scalar `alpha` of the epilogue (1 by default).
+    pub fn alpha(mut self, alpha: f32) -> GemmSpec {
+        self.alpha = alpha;
+        self
+    }
+
+    /// The scalar `beta` (0 by default: C is not read); nonzero needs an epilogue that reads
+    /// `c` and a C at launch.
+    pub fn beta(mut self, beta: f32) -> GemmSpec {
+        self.beta = beta;
+        self
+    }
+
+    /// Forced planner choices.
+    pub fn options(mut self, options: Options) -> GemmSpec {
+        self.options = options;
+        self
+    }
+
+    /// The output type.
+    pub fn out(&self) -> DType {
+        self.out.unwrap_or(self.dtype)
+    }
+
+    /// The epilogue tree.
+    pub fn tree(&self) -> &EpilogueTree {
+        &self.tree
+    }
+
+    /// `(M, N, K, batch)`.
+    pub fn extents(&self) -> (i64, i64, i64, i64) {
+        (self.m, self.n, self.k, self.batch)
+    }
+
+    /// The storage orders of A, B and D.
+    pub fn majors(&self) -> (Major, Major, Major) {
+        (self.a, self.b, self.d)
+    }
+
+    /// The epilogue's scalars `(alpha, beta)`.
+    pub fn scalars(&self) -> (f32, f32) {
+        (self.alpha, self.beta)
+    }
+
+    /// The forced planner choices.
+    pub fn forced(&self) -> &Options {
+        &self.options
+    }
+
+    /// Plans the GEMM for `arch` with `sms` streaming multiprocessors (the persistent
+    /// Hopper kernel is compiled for the device's SM count; 132 is the H100 SXM). Needs no
+    /// GPU: [`Plan`] prints the decisions and holds the CUDA source.
+    pub fn plan(&self, arch: Arch, sms: i64) -> Result<Plan> {
+        Plan::new(self, arch, sms)
+    }
+}
+
+impl fmt::Display for GemmSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{}", self.m, self.n, self.k)?;
+        if self.batch != 1 {
+            write!(f, " batch {}", self.batch)?;
+        }
+        write!(
+            f,
+            " {}->{} A {}, B {}, D {}: {}",
+            self.dtype,
+            self.out(),
+            self.a,
+            self.b,
+            self.d,
+            self.tree
+        )?;
+        if self.alpha != 1.0 || self.beta != 0.0 {
+            write!(f, " (alpha {}, beta {})", self.alpha, self.beta)?;
+        }
+        Ok(())
+    }
+}
+
+/// The kernel a plan runs.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum KernelPlan {
+    /// A GEMM kernel of either path with its flag-driven epilogue (the tree amounts to one of
+    /// its fusions: bias, activation, aux, C).
+    Flags(GemmPath),
+    /// The sm80-class kernel with the generated tree epilogue.
+    Sm80Tree(Box<GemmPlan>),
+    /// The Hopper kernel with the generated tree epilogue (compiled for the SM count).
+    HopperTree(Box<Sm90Plan>),
+}
+
+/// What tessera makes of a [`GemmSpec`] on a target: the path, the kernel plan, the epilogue
+/// code it runs and the CUDA source, each decision with its reason (`Display`).
+///
+/// ```
+/// use tessera_kernels::{Arch, GemmSpec, Major};
+/// let spec = GemmSpec::new(4096, 4096, 4096).b(Major::Col).epilogue("relu(acc + bias_col)").unwrap();
+/// let plan = spec.plan(Arch::Sm90a, 132).unwrap();
+/// assert_eq!(plan.path(), "sm90");
+/// assert!(plan.source().unwrap().contains("tessera_gemm"));
+/// // B row-major is not K-major: the Hopper kernel's TMA loads need K contiguous.
+/// let rowb = GemmSpec::new(4096, 4096, 4096).plan(Arch::Sm90a, 132).unwrap();
+/// assert_eq!(rowb.path(), "sm80");
+/// assert!(rowb.to_string().contains("K-major"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub(crate) spec: GemmSpec,
+    pub(crate) arch: Arch,
+    pub(crate) sms: i64,
+    /// The product the kernel runs: row-major D, the plain epilogue (or the flag epilogue's
+    /// terms for [`KernelPlan::Flags`]).
+    pub(crate) problem: GemmProblem,
+    /// The epilogue the kernel runs (transposed for a column-major D).
+    pub(crate) tree: EpilogueTree,
+    /// The binding the kernel is compiled for: tight tensors of the spec's types, its alpha
+    /// and beta. Launches rebind strides and addresses; types and beta's zeroness are fixed.
+    pub(crate) binding: Binding,
+    /// Whether the kernel runs `Dᵀ = Bᵀ Aᵀ`.
+    pub(crate) transposed: bool,
+    pub(crate) kernel: KernelPlan,
+    pub(crate) path: PathOptions,
+    why_path: String,
+    why_epilogue: String,
+}
+
+/// Why the Hopper path cannot run `problem` (the kernel's, row-major D) on `arch`, or `None`
+/// when it can: what [`plan_path`] decides, in words.
+fn hopper_refusal(problem: &GemmProblem, arch: Arch) -> Option<String> {
+    if arch != Arch::Sm90a {
+        return Some(format!(
+            "{arch} has no wgmma or TMA (the Hopper path needs sm_90a)"
+        ));
+    }
+    if problem.a_major != Major::Row || problem.b_major != Major::Col {
+        return Some(format!(
+            "the Hopper kernel loads K-major operands (A row-major, B column-major in D = A B{}); this one has A {}, B {}",
+            if problem.d_major == Major::Col { ", of the transposed product" } else { "" },
+            problem.a_major,
+            problem.b_major
+        ));
+    }
+    if !Sm90Plan::supports(problem, arch) {
+        return Some("the Hopper planner does not take this problem".to_string());
+    }
+    if (problem.k * problem.input.bytes()) % 16 != 0 {
+        return Some(format!(
+            "K = {} makes rows of {} bytes; TMA addresses rows of a multiple of 16 bytes",
+            problem.k,
+            problem.k * problem.input.bytes()
+        ));
+    }
+    None
+}
+
+fn flip(m: Major) -> Major {
+    match m {
+        Major::Row => Major::Col,
+        Major::Col => Major::Row,
+    }
+}
+
+impl Plan {
+    fn new(spec: &GemmSpec, arch: Arch, sms: i64) -> Result<Plan> {
+        const OP: &str = "plan gemm";
+        if sms < 1 {
+            return Err(KernelError::invalid(OP, format!("{sms} SMs: at least 1")));
+        }
+        spec.tree
+            .check_structure()
+            .map_err(|e| KernelError::invalid(OP, e.to_string()))?;
+        let out = spec.out();
+        let transposed = spec.d == Major::Col;
+        let (m, n, a_major, b_major, tree) = if transposed {
+            (
+                spec.n,
+                spec.m,
+                flip(spec.b),
+                flip(spec.a),
+                spec.tree.transposed(),
+            )
+        } else {
+            (spec.m, spec.n, spec.a, spec.b, spec.tree.clone())
+        };
+        let problem = GemmProblem {
+            m,
+            n,
+            k: spec.k,
+            batch: spec.batch,
+            input: spec.dtype,
+            output: out,
+            a_major,
+            b_major,
+            d_major: Major::Row,
+            epilogue: Epilogue::default(),
+        };
+        problem.validate()?;
+        let reads_c = tree.d.uses(crate::epilogue::tree::Leaf::C);
+        if spec.beta != 0.0 && !reads_c {
+            return Err(KernelError::invalid(
+                OP,
+                format!(
+                    "beta = {} but the epilogue `{}` does not read `c` (write it as `alpha * acc + beta * c`)",
+                    spec.beta, spec.tree
+                ),
+            ));
+        }
+        let mut binding = Binding::for_tree(&tree, m, n, spec.k, spec.batch, out);
+        binding.alpha = spec.alpha;
+        binding.beta = spec.beta;
+        if spec.options.sm80 && spec.options.hopper_given() {
+            return Err(KernelError::invalid(
+                OP,
+                "the tile, schedule, cluster, TMA-store, stream-K and grid options are the Hopper path's; the sm80-class path was forced",
+            ));
+        }
+        let path = spec.options.path_options();
+        let refusal = hopper_refusal(&problem, arch);
+        let hopper_ok = refusal.is_none();
+        let why_path = if path.force_sm80 {
+            "sm80: forced (Options::sm80)".to_string()
+        } else {
+            match &refusal {
+                None => {
+                    "sm90: sm_90a, K-major 16-bit operands whose rows TMA can address".to_string()
+                }
+                Some(r) => format!("sm80: {r}"),
+            }
+        };
+        if !hopper_ok && spec.options.hopper_given() && !path.force_sm80 {
+            return Err(KernelError::invalid(
+                OP,
+                format!("Hopper options were forced, but the problem takes the sm80-class path ({why_path})"),
+            ));
+        }
+        // The flag-driven epilogue where the tree amounts to one of its fusions, except where
+        // the tree takes the ping-pong schedule on the Hopper path (there the generated
+        // epilogue's placement of the vector loads is the cheaper one).
+        let flags = if path.generated_epilogue {
+            None
+        } else {
+            fused_v1_for(&tree, &binding, out)
+        };
+        let mut why_epilogue = String::new();
+        let kernel = match flags {
+            Some(e) => {
+                let mut p = problem;
+                p.epilogue = e;
+                let gp = plan_path(&p, arch, path)?;
+                let pingpong = matches!(gp, GemmPath::Hopper(_))
+                    && crate::epilogue::cuda::tree_takes_pingpong(&problem, &tree, path.sm90);
+                if pingpong {
+                    why_epilogue = "generated tree epilogue: the tree takes the plain GEMM's ping-pong schedule, where the generated code loads its vectors early".into();
+                    None
+                } else {
+                    why_epilogue = format!("the GEMM kernel's flag-driven epilogue (`{e}`): the tree is one of its fusions");
+                    Some(KernelPlan::Flags(match gp {
+                        GemmPath::Hopper(h) => GemmPath::Hopper(Box::new(h.compiled_for(sms))),
+                        other => other,
+                    }))
+                }
+            }
+            None => None,
+        };
+        let kernel = match kernel {
+            Some(k) => k,
+            None => {
+                if why_epilogue.is_empty() {
+                    why_epilogue = if path.generated_epilogue {
+                        "generated tree epilogue: forced (Options::generated_epilogue)".into()
+                    } else {
+                        "generated tree epilogue: the tree is not one of the flag-driven fusions"
+                            .into()
+                    };
+                }
+                match plan_path(&problem, arch, path)? {
+                    GemmPath::Hopper(_) => {
+                        let p = crate::epilogue::cuda::tree_sm90_plan(
+                            &problem, &tree, &binding, path.sm90,
+                        )?;
+                        KernelPlan::HopperTree(Box::new(p.compiled_for(sms)))
+                    }
+                    GemmPath::Sm80(p) => KernelPlan::Sm80Tree(p),
+                }
+            }
+        };
+        Ok(Plan {
+            spec: spec.clone(),
+            arch,
+            sms,
+            problem,
+            tree,
+            binding,
+            transposed,
+            kernel,
+            path,
+            why_path,
+            why_epilogue,
+        })
+    }
+
+    /// The spec planned.
+    pub fn spec(&self) -> &GemmSpec {
+        &self.spec
+    }
+
+    /// The target.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// `"sm90"` (TMA + wgmma) or `"sm80"` (cp.async + mma.sync).
+    pub fn path(&self) -> &'static str {
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Hopper(_)) | KernelPlan::HopperTree(_) => "sm90",
+            KernelPlan::Flags(GemmPath::Sm80(_)) | KernelPlan::Sm80Tree(_) => "sm80",
+        }
+    }
+
+    /// Whether the epilogue runs as generated tree code (else the GEMM kernel's flag-driven
+    /// epilogue).
+    pub fn generated_epilogue(&self) -> bool {
+        !matches!(self.kernel, KernelPlan::Flags(_))
+    }
+
+    /// Whether the kernel runs the transposed product `Dᵀ = Bᵀ Aᵀ` (a column-major D).
+    pub fn transposed(&self) -> bool {
+        self.transposed
+    }
+
+    /// The Hopper schedule, when on the Hopper path.
+    pub fn schedule(&self) -> Option<Schedule> {
+        self.sm90().map(|p| p.schedule)
+    }
+
+    /// The CTA tile `(BM, BN, BK)`.
+    pub fn cta_tile(&self) -> (i64, i64, i64) {
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => p.cta_tile,
+            KernelPlan::Flags(GemmPath::Sm80(p)) | KernelPlan::Sm80Tree(p) => p.cta_tile,
+        }
+    }
+
+    /// Whether the kernel splits tiles along K (stream-K) on this device.
+    pub fn stream_k(&self) -> bool {
+        self.sm90().is_some_and(|p| p.stream_k)
+    }
+
+    /// Dynamic shared memory per CTA, bytes.
+    pub fn smem_bytes(&self) -> i64 {
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => p.smem_bytes,
+            KernelPlan::Flags(GemmPath::Sm80(p)) | KernelPlan::Sm80Tree(p) => p.smem_bytes,
+        }
+    }
+
+    /// The kernel's name (a function of the plan).
+    pub fn kernel_name(&self) -> String {
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => p.kernel_name(),
+            KernelPlan::Flags(GemmPath::Sm80(p)) | KernelPlan::Sm80Tree(p) => p.kernel_name(),
+        }
+    }
+
+    pub(crate) fn sm90(&self) -> Option<&Sm90Plan> {
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Bytes of device workspace a launch needs (the stream-K partial sums and flags; 0 when
+    /// the kernel never splits tiles).
+    pub fn workspace_bytes(&self) -> usize {
+        match self.sm90() {
+            Some(p) if p.stream_k => {
+                let slots = (self.sms * p.consumers) as usize;
+                slots * (64 * p.cta_tile.1 as usize * 4 + 4)
+            }
+            _ => 0,
+        }
+    }
+
+    /// The complete CUDA source of the kernel, exactly as NVRTC compiles it.
+    pub fn source(&self) -> Result<String> {
+        let tree_err =
+            |e: crate::epilogue::EpilogueError| KernelError::invalid("plan gemm", e.to_string());
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Sm80(p)) => Ok(crate::codegen::cuda_source(p)),
+            KernelPlan::Flags(GemmPath::Hopper(p)) => Ok(crate::codegen::sm90::cuda_source(p)),
+            KernelPlan::Sm80Tree(p) => {
+                crate::epilogue::cuda::gemm_tree_source(p, &self.tree).map_err(tree_err)
+            }
+            KernelPlan::HopperTree(p) => {
+                crate::epilogue::cuda::sm90_tree_source(p, &self.tree, Some(&self.binding))
+                    .map_err(tree_err)
+            }
+        }
+    }
+
+    /// Compiles the kernel with NVRTC to a CUBIN for the plan's target (no GPU needed).
+    #[cfg(feature = "cuda")]
+    pub fn compile(&self) -> Result<Vec<u8>> {
+        let src = self.source()?;
+        Ok(crate::launch::runtime::compile(&src, &self.kernel_name(), self.arch, false)?.cubin)
+    }
+}
+
+impl fmt::Display for Plan {
+    /// The decisions with their reasons, then the kernel plan and the epilogue.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "gemm {} on {} ({} SMs)", self.spec, self.arch, self.sms)?;
+        writeln!(f, "  path         {}", self.why_path)?;
+        if self.transposed {
+            writeln!(
+                f,
+                "  order        D is column-major: the kernel runs Dᵀ = Bᵀ Aᵀ ({}x{}), the epilogue transposed: {}",
+                self.problem.m, self.problem.n, self.tree
+            )?;
+        }
+        writeln!(f, "  epilogue     {}", self.why_epilogue)?;
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => write!(f, "{p}")?,
+            KernelPlan::Flags(GemmPath::Sm80(p)) | KernelPlan::Sm80Tree(p) => write!(f, "{p}")?,
+        }
+        let d = describe(&self.tree);
+        write!(f, "{d}")?;
+        if !d.ends_with('\n') {
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
