@@ -28,6 +28,15 @@ for path in sm80 sm90; do
     timeout 120 ./tessera run gemm --m 1000 --n 1016 --k 1024 --epilogue "$tree" --path $path
   done
 done > "$OUT/run.log" 2>&1
+# API=1 (default): the library API's host cost per launch against a bare cuLaunchKernel of
+# the same kernel, its heap allocations per launch, and the disk cache across two processes
+# (the second finds the kernel without NVRTC).
+if [ "${API:-1}" = 1 ] && [ -x ./launch_overhead ]; then
+  rm -rf /tmp/tessera-cache
+  for i in 1 2; do
+    echo "## process $i"; TESSERA_CACHE_DIR=/tmp/tessera-cache timeout 120 ./launch_overhead
+  done > "$OUT/api.log" 2>&1
+fi
 # SAN=1: compute-sanitizer memcheck and racecheck on end-to-end runs of each kernel family
 # (small shapes with edge tiles: the sanitizers slow kernels a hundredfold).
 if [ "${SAN:-0}" = 1 ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
@@ -101,6 +110,7 @@ if [ "${NCU_METRICS:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ] && [ -x ./sm90_
 fi
 tar czf "$FINAL/visit.tgz" -C "$OUT" .
 grep -E "^(tree|PASSED|FAILED|error)|PASS|FAIL" "$OUT/run.log" | cut -c1-200 | tail -30
+[ -f "$OUT/api.log" ] && { echo "== library API"; cat "$OUT/api.log"; }
 [ -f "$OUT/sanitizer.log" ] && { echo "== compute-sanitizer"; cat "$OUT/sanitizer.log"; }
 [ -f "$OUT/ncu_metrics.log" ] && { echo "== ncu metrics"; cat "$OUT/ncu_metrics.log"; }
 if [ "${STD:-1}" = 1 ]; then

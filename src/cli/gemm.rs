@@ -1,13 +1,11 @@
-//! `tessera plan|run|bench gemm`: the GEMM planner, runner and benchmark.
+//! `tessera plan|run|bench gemm`: the GEMM planner, runner and benchmark, on the library's
+//! public API (`GemmSpec`, `Plan`, `Gemm`): the command line plans and runs exactly what a
+//! program calling tessera would.
 
 use std::process::ExitCode;
 
-use tessera_kernels::codegen::cuda_source;
-use tessera_kernels::epilogue::{describe, parse_epilogue, to_v1};
-#[cfg(feature = "cuda")]
-use tessera_kernels::plan::PathOptions;
-use tessera_kernels::plan::{choose_path, ClusterShare, GemmPath, Schedule, Sm90Options, Sm90Plan};
-use tessera_kernels::{Arch, DType, Epilogue, GemmPlan, GemmProblem, Major, PlanOptions};
+use tessera_kernels::plan::{ClusterShare, Schedule};
+use tessera_kernels::{Arch, DType, GemmSpec, Major, Options, Plan};
 
 /// The problem, as given on the command line.
 #[derive(clap::Args, Clone, Debug)]
@@ -39,9 +37,17 @@ pub struct ProblemArgs {
     /// Storage order of D, C and aux (M x N): row or col (col runs as Dᵀ = Bᵀ Aᵀ).
     #[arg(long, default_value = "row")]
     pub d_major: String,
-    /// Fused epilogue terms: bias, rowbias, relu, gelu, gelu_tanh, aux, c.
+    /// The epilogue: a tree (`gelu(aux(acc + bias_col))`), a named fusion (`dgelu_bgrad`) or
+    /// a comma list (`bias,relu,aux,c`); default: the accumulator.
     #[arg(long, default_value = "")]
     pub epilogue: String,
+    /// The epilogue's alpha.
+    #[arg(long, default_value_t = 1.0)]
+    pub alpha: f32,
+    /// The epilogue's beta (C is read where it is not 0); default: 1 for a comma list with
+    /// `c`, 0.5 for another epilogue that reads `c` (so that `tessera run` checks C), else 0.
+    #[arg(long)]
+    pub beta: Option<f32>,
     /// The kernel's path and its forced choices.
     #[command(flatten)]
     pub kernel: KernelArgs,
@@ -118,50 +124,6 @@ fn path_choice(s: &str) -> Result<PathChoice, String> {
     }
 }
 
-/// Hopper planning options from `--tile BMxBN[xBK]`, `--stages`, `--cluster` and `--share`
-/// (BK is fixed at 64 there).
-fn sm90_options(cl: &KernelArgs) -> Result<Sm90Options, String> {
-    let tile = match &cl.tile {
-        None => None,
-        Some(t) => {
-            let v: Vec<i64> = t
-                .split('x')
-                .map(|x| x.trim().parse::<i64>().map_err(|e| format!("`{t}`: {e}")))
-                .collect::<Result<_, _>>()?;
-            match v[..] {
-                [bm, bn] | [bm, bn, 64] => Some((bm, bn)),
-                _ => return Err(format!("`{t}`: the Hopper tile is BMxBN (BK is 64)")),
-            }
-        }
-    };
-    let share = cl
-        .share
-        .as_deref()
-        .map(str::parse::<ClusterShare>)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    let tma_store = on_off("--tma-store", cl.tma_store.as_deref())?;
-    let schedule = match cl.schedule.as_deref() {
-        None => None,
-        Some("cooperative") => Some(Schedule::Cooperative),
-        Some("pingpong") | Some("ping-pong") => Some(Schedule::PingPong),
-        Some(x) => return Err(format!("--schedule `{x}`: `cooperative` or `pingpong`")),
-    };
-    let stream_k = on_off("--stream-k", cl.stream_k.as_deref())?;
-    Ok(Sm90Options {
-        tile,
-        stages: cl.stages,
-        stream_k,
-        cluster: cl.cluster,
-        share,
-        tma_store,
-        schedule,
-        group_m: cl.group_m,
-        epilogue_inputs: None,
-        epilogue_vectors: (false, false),
-    })
-}
-
 /// An `on`/`off` flag's value (`None` when not given).
 fn on_off(flag: &str, v: Option<&str>) -> Result<Option<bool>, String> {
     match v {
@@ -172,47 +134,210 @@ fn on_off(flag: &str, v: Option<&str>) -> Result<Option<bool>, String> {
     }
 }
 
-/// The path options of a tree epilogue's kernel (`run gemm` / `bench epilogues`): the Hopper
-/// path where the device has it, with the Hopper options given, or `sm80` (no options).
-#[cfg(feature = "cuda")]
-fn tree_path_options(cl: &KernelArgs, op: &str) -> Result<PathOptions, String> {
-    match path_choice(&cl.path)? {
-        PathChoice::Sm80 if cl.hopper_given() || cl.tile.is_some() || cl.stages.is_some() => Err(
-            format!("{op}: with a tree epilogue, --tile, --stages and the Hopper options need the Hopper path"),
-        ),
-        PathChoice::Sm80 => Ok(PathOptions::sm80()),
-        PathChoice::Auto | PathChoice::Sm90 => Ok(PathOptions::hopper(sm90_options(cl)?)),
+fn parse_triple(s: &str) -> Result<(i64, i64, i64), String> {
+    let v: Vec<i64> = s
+        .split('x')
+        .map(|t| t.trim().parse::<i64>().map_err(|e| format!("`{s}`: {e}")))
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [a, b, c] => Ok((a, b, c)),
+        _ => Err(format!("`{s}`: expected AxBxC")),
     }
 }
 
-/// The plan of the path asked for, with the forced choices.
-fn any_plan(a: &ProblemArgs, p: &GemmProblem, arch: Arch) -> Result<GemmPath, String> {
-    let k = &a.kernel;
+/// The forced choices of `--path`, `--tile`, `--stages` and the Hopper options. The tile is
+/// `BMxBNxBK` on the sm80-class path and `BMxBN` (BK 64) on the Hopper path; with `--path
+/// auto` either form is taken and the plan checks it for the path it takes.
+fn options(k: &KernelArgs) -> Result<Options, String> {
     let choice = path_choice(&k.path)?;
-    let hopper = match choice {
-        PathChoice::Sm80 => false,
-        PathChoice::Sm90 => true,
-        PathChoice::Auto => matches!(choose_path(p, arch), Ok(GemmPath::Hopper(_))),
+    let tile = match &k.tile {
+        None => None,
+        Some(t) => {
+            let v: Vec<i64> = t
+                .split('x')
+                .map(|x| x.trim().parse::<i64>().map_err(|e| format!("`{t}`: {e}")))
+                .collect::<Result<_, _>>()?;
+            match (choice, &v[..]) {
+                (PathChoice::Sm80, [bm, bn, bk]) => Some((*bm, *bn, *bk)),
+                (PathChoice::Sm80, _) => return Err(format!("`{t}`: expected AxBxC (BMxBNxBK)")),
+                (_, [bm, bn]) | (_, [bm, bn, 64]) => Some((*bm, *bn, 64)),
+                (PathChoice::Sm90, _) => {
+                    return Err(format!("`{t}`: the Hopper tile is BMxBN (BK is 64)"))
+                }
+                (_, [bm, bn, bk]) => Some((*bm, *bn, *bk)),
+                _ => return Err(format!("`{t}`: expected BMxBN or BMxBNxBK")),
+            }
+        }
     };
-    if hopper {
-        if !Sm90Plan::supports(p, arch) {
-            return Err(format!(
-                "the Hopper path does not support this problem on {arch} (it needs sm_90a and K-major bf16/fp16 operands: A row-major and B column-major, or with a column-major D the reverse)"
-            ));
+    if choice == PathChoice::Sm80 && k.hopper_given() {
+        return Err(
+            "--cluster, --share, --tma-store, --schedule, --group-m and --stream-k are options of the Hopper path (--path sm90)"
+                .into(),
+        );
+    }
+    let share = k
+        .share
+        .as_deref()
+        .map(str::parse::<ClusterShare>)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let schedule = match k.schedule.as_deref() {
+        None => None,
+        Some("cooperative") => Some(Schedule::Cooperative),
+        Some("pingpong") | Some("ping-pong") => Some(Schedule::PingPong),
+        Some(x) => return Err(format!("--schedule `{x}`: `cooperative` or `pingpong`")),
+    };
+    Ok(Options {
+        sm80: choice == PathChoice::Sm80,
+        tile,
+        stages: k.stages,
+        group_m: k.group_m,
+        schedule,
+        cluster: k.cluster,
+        share,
+        tma_store: on_off("--tma-store", k.tma_store.as_deref())?,
+        stream_k: on_off("--stream-k", k.stream_k.as_deref())?,
+        ..Options::default()
+    })
+}
+
+/// The spec of the command line's problem.
+fn spec(a: &ProblemArgs) -> Result<GemmSpec, String> {
+    let e = |x: tessera_kernels::KernelError| x.to_string();
+    let input: DType = a.dtype.parse().map_err(e)?;
+    let mut s = GemmSpec::new(a.m, a.n, a.k)
+        .batch(a.batch)
+        .dtype(input)
+        .a(a.a_major.parse::<Major>().map_err(e)?)
+        .b(a.b_major.parse::<Major>().map_err(e)?)
+        .d(a.d_major.parse::<Major>().map_err(e)?)
+        .alpha(a.alpha)
+        .options(options(&a.kernel)?);
+    if let Some(o) = &a.out {
+        s = s.out_dtype(o.parse().map_err(e)?);
+    }
+    let text = a.epilogue.trim();
+    if !text.is_empty() {
+        s = s.epilogue(text).map_err(e)?;
+    }
+    let reads_c = s.tree().d.uses(tessera_kernels::epilogue::Leaf::C);
+    let comma_c = text.contains(',') && text.split(',').any(|w| w.trim() == "c");
+    let beta = a.beta.unwrap_or(match (reads_c, comma_c) {
+        (true, true) => 1.0,
+        (true, false) => 0.5,
+        _ => 0.0,
+    });
+    Ok(s.beta(beta))
+}
+
+/// The plan of `spec` on `arch` with `sms` SMs, refused when `--path sm90` was asked for and
+/// the problem does not take the Hopper path.
+fn planned(spec: &GemmSpec, k: &KernelArgs, arch: Arch, sms: i64) -> Result<Plan, String> {
+    let plan = spec.plan(arch, sms).map_err(|e| e.to_string())?;
+    if path_choice(&k.path)? == PathChoice::Sm90 && plan.path() != "sm90" {
+        return Err(format!(
+            "--path sm90: the Hopper path does not take this problem:\n{plan}"
+        ));
+    }
+    Ok(plan)
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(1)
+}
+
+/// Runs `tessera plan`.
+pub fn plan(cmd: PlanCommand) -> ExitCode {
+    let PlanCommand::Gemm {
+        problem: pa,
+        arch,
+        emit_cuda,
+        emit_cuda_only,
+    } = cmd;
+    let arch: Arch = match arch.parse() {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    // As an H100 SXM (132 SMs) compiles the persistent Hopper kernel.
+    let plan = match spec(&pa)
+        .and_then(|s| planned(&s, &pa.kernel, arch, tessera_kernels::arch::H100_SMS))
+    {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let source = match plan.source() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if emit_cuda_only {
+        print!("{source}");
+        return ExitCode::SUCCESS;
+    }
+    print!("{plan}");
+    if emit_cuda {
+        println!();
+        print!("{source}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `tessera run`: the GEMM on random data, every output checked against the float64
+/// reference (the harness the GPU tests use).
+#[cfg(feature = "cuda")]
+pub fn run(cmd: RunCommand) -> ExitCode {
+    use tessera_kernels::bench::check::{run_case, Case};
+    let RunCommand::Gemm { problem: pa, seed } = cmd;
+    let s = match spec(&pa) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let ctx = match tessera_kernels::Context::new(0) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    println!(
+        "device {} ({}, {} SMs)",
+        ctx.device_name(),
+        ctx.arch(),
+        ctx.sm_count()
+    );
+    match planned(&s, &pa.kernel, ctx.arch(), ctx.sm_count()) {
+        Ok(p) => print!("{p}"),
+        Err(e) => return fail(e),
+    }
+    let seed = seed.unwrap_or_else(tessera_kernels::rng::Rng::fresh_seed);
+    match run_case(
+        &ctx,
+        &Case {
+            seed,
+            ..Case::new(s)
+        },
+    ) {
+        Ok(r) => {
+            println!("{r}");
+            if r.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            }
         }
-        Sm90Plan::with_options(p, sm90_options(k)?)
-            .map(|p| GemmPath::Hopper(Box::new(p)))
-            .map_err(|e| e.to_string())
-    } else {
-        if k.hopper_given() {
-            return Err(
-                "--cluster, --share, --tma-store, --schedule and --stream-k are options of the Hopper path (--path sm90)"
-                    .to_string(),
-            );
-        }
-        GemmPlan::with_options(p, arch, plan_options(&k.tile, k.stages)?)
-            .map(|p| GemmPath::Sm80(Box::new(p)))
-            .map_err(|e| e.to_string())
+        Err(e) => fail(e),
+    }
+}
+
+/// Runs `tessera run` (built without the `cuda` feature).
+#[cfg(not(feature = "cuda"))]
+pub fn run(_cmd: RunCommand) -> ExitCode {
+    fail("run: this tessera was built without the `cuda` feature")
+}
+
+#[cfg(feature = "cuda")]
+fn shapes_arg(shapes: Option<String>, quick: bool) -> Result<Vec<(i64, i64, i64)>, String> {
+    match shapes {
+        Some(s) => s.split(',').map(parse_triple).collect(),
+        None if quick => Ok(vec![(4096, 4096, 4096), (8192, 8192, 8192)]),
+        None => Ok(tessera_kernels::bench::gemm::standard_shapes()),
     }
 }
 
@@ -300,17 +425,18 @@ pub enum BenchCommand {
         /// the operand sums bgrada and bgradb).
         #[arg(long)]
         fusions: Option<String>,
-        /// A coordinate-aware tree to time both ways (repeatable; default: a row split on and
-        /// off the tile grid). `none` skips this part.
+        /// A coordinate-aware tree to time against its else branch alone (repeatable; default:
+        /// a row split on and off the tile grid). `none` skips this part.
         #[arg(long)]
         coord: Vec<String>,
         /// Timed rounds per contender.
         #[arg(long, default_value_t = 9)]
         rounds: usize,
-        /// `off`: every fusion runs the generated epilogue, also those the fused v1 epilogue
-        /// expresses (bias, relu_bias, gelu_bias, gelu_aux_bias); default `on`.
+        /// `off`: every fusion runs the generated tree epilogue, also those the GEMM kernels'
+        /// flag-driven epilogue expresses (bias, relu_bias, gelu_bias, gelu_aux_bias); default
+        /// `on` (the planner's choice).
         #[arg(long, default_value = "on")]
-        fused_v1: String,
+        flag_epilogue: String,
         /// Our kernels' path and the Hopper planner's forced choices (e.g. `--schedule
         /// pingpong`), for the plain GEMM and every tree alike.
         #[command(flatten)]
@@ -328,314 +454,6 @@ pub enum BenchCommand {
     },
 }
 
-fn parse_triple(s: &str) -> Result<(i64, i64, i64), String> {
-    let v: Vec<i64> = s
-        .split('x')
-        .map(|t| t.trim().parse::<i64>().map_err(|e| format!("`{s}`: {e}")))
-        .collect::<Result<_, _>>()?;
-    match v[..] {
-        [a, b, c] => Ok((a, b, c)),
-        _ => Err(format!("`{s}`: expected AxBxC")),
-    }
-}
-
-fn plan_options(tile: &Option<String>, stages: Option<i64>) -> Result<PlanOptions, String> {
-    Ok(PlanOptions {
-        tile: tile.as_deref().map(parse_triple).transpose()?,
-        stages,
-    })
-}
-
-fn problem(a: &ProblemArgs) -> Result<GemmProblem, String> {
-    let input: DType = a.dtype.parse().map_err(|e| format!("{e}"))?;
-    let output = match &a.out {
-        Some(o) => o.parse().map_err(|e| format!("{e}"))?,
-        None => input,
-    };
-    Ok(GemmProblem {
-        m: a.m,
-        n: a.n,
-        k: a.k,
-        batch: a.batch,
-        input,
-        output,
-        a_major: a.a_major.parse::<Major>().map_err(|e| format!("{e}"))?,
-        b_major: a.b_major.parse::<Major>().map_err(|e| format!("{e}"))?,
-        d_major: a.d_major.parse::<Major>().map_err(|e| format!("{e}"))?,
-        epilogue: epilogue_v1(&a.epilogue)?,
-    })
-}
-
-/// The `--epilogue` text as the kernels' fused epilogue: the comma list (`bias,gelu,aux`), or
-/// an epilogue tree (`gelu_aux(acc + bias_col)`, `relu_bias`, ...) that the fused epilogue of
-/// the GEMM kernels can run. Other trees run through the generated tree epilogue (`plan`
-/// emits that kernel, `run` checks it with `check_tree`).
-fn epilogue_v1(text: &str) -> Result<Epilogue, String> {
-    if let Ok(e) = Epilogue::parse(text) {
-        return Ok(e);
-    }
-    let tree = parse_epilogue(text).map_err(|e| e.to_string())?;
-    to_v1(&tree).ok_or_else(|| {
-        format!(
-            "epilogue `{tree}` needs the generated tree epilogue (`tessera run gemm` runs it; \
-             `tessera bench gemm` times the fused epilogue only, see `tessera bench epilogues`)"
-        )
-    })
-}
-
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(1)
-}
-
-/// Runs `tessera plan`.
-pub fn plan(cmd: PlanCommand) -> ExitCode {
-    let PlanCommand::Gemm {
-        problem: pa,
-        arch,
-        emit_cuda,
-        emit_cuda_only,
-    } = cmd;
-    let tree = if pa.epilogue.trim().is_empty() {
-        None
-    } else {
-        match Epilogue::parse(&pa.epilogue)
-            .map(|e| tessera_kernels::epilogue::from_v1(&e))
-            .or_else(|_| parse_epilogue(&pa.epilogue))
-        {
-            Ok(t) => Some(t),
-            Err(e) => return fail(e),
-        }
-    };
-    // A tree the fused epilogue cannot run is still shown; the mainloop is planned without it.
-    let runnable = pa.epilogue.trim().is_empty() || epilogue_v1(&pa.epilogue).is_ok();
-    let pa = if runnable {
-        pa
-    } else {
-        ProblemArgs {
-            epilogue: String::new(),
-            ..pa
-        }
-    };
-    let p = match problem(&pa) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let arch: Arch = match arch.parse() {
-        Ok(a) => a,
-        Err(e) => return fail(e),
-    };
-    // The source that runs: the fused epilogue's kernel, or for other trees the kernel with
-    // the generated tree epilogue.
-    let tree_src =
-        |r: Result<String, tessera_kernels::epilogue::EpilogueError>| r.map_err(|e| e.to_string());
-    let planned = match any_plan(&pa, &p, arch) {
-        Ok(GemmPath::Sm80(plan)) => match (&tree, runnable) {
-            (Some(t), false) => {
-                tree_src(tessera_kernels::epilogue::cuda::gemm_tree_source(&plan, t))
-                    .map(|src| (plan.to_string(), src))
-            }
-            _ => Ok((plan.to_string(), cuda_source(&plan))),
-        },
-        Ok(GemmPath::Hopper(plan)) => match (&tree, runnable) {
-            (Some(t), false) => {
-                // The binding `tessera run gemm` launches: tight tensors of the output type,
-                // C read when the tree reads it (beta != 0).
-                let mut b = tessera_kernels::epilogue::Binding::for_tree(
-                    t, p.m, p.n, p.k, p.batch, p.output,
-                );
-                if b.c.is_some() {
-                    b.beta = 0.5;
-                }
-                // The plan it runs: with the inputs and bias vectors its fragment path
-                // stages, where they fit.
-                let plan = sm90_options(&pa.kernel)
-                    .ok()
-                    .and_then(|o| {
-                        tessera_kernels::epilogue::cuda::tree_sm90_plan(&p, t, &b, o).ok()
-                    })
-                    .map_or(plan, Box::new);
-                // As an H100 SXM (132 SMs) compiles it (Sm90Plan::compiled_for).
-                tree_src(tessera_kernels::epilogue::cuda::sm90_tree_source(
-                    &plan.compiled_for(tessera_kernels::arch::H100_SMS),
-                    t,
-                    Some(&b),
-                ))
-                .map(|src| (plan.to_string(), src))
-            }
-            _ => Ok((
-                plan.to_string(),
-                tessera_kernels::codegen::sm90::cuda_source(
-                    &plan.compiled_for(tessera_kernels::arch::H100_SMS),
-                ),
-            )),
-        },
-        Err(e) => Err(e),
-    };
-    let (text, source) = match planned {
-        Ok(x) => x,
-        Err(e) => return fail(e),
-    };
-    if emit_cuda_only {
-        print!("{source}");
-        return ExitCode::SUCCESS;
-    }
-    print!("{text}");
-    if let Some(t) = &tree {
-        let d = describe(t);
-        print!("{d}");
-        if !d.ends_with('\n') {
-            println!();
-        }
-    }
-    if emit_cuda {
-        println!();
-        print!("{source}");
-    }
-    ExitCode::SUCCESS
-}
-
-/// Runs `tessera run`.
-#[cfg(feature = "cuda")]
-pub fn run(cmd: RunCommand) -> ExitCode {
-    use tessera_kernels::bench::verify::check_plan;
-    use tessera_kernels::launch::runtime::Runtime;
-    use tessera_kernels::plan::GemmStrides;
-    use tessera_kernels::rng::Rng;
-
-    let RunCommand::Gemm { problem: pa, seed } = cmd;
-    // A tree the fused epilogue cannot run goes through the generated tree epilogue.
-    if !pa.epilogue.trim().is_empty() && epilogue_v1(&pa.epilogue).is_err() {
-        return run_tree(pa, seed);
-    }
-    let p = match problem(&pa) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let rt = match Runtime::new(0) {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
-    };
-    let plan = match any_plan(&pa, &p, rt.arch()) {
-        Ok(pl) => pl,
-        Err(e) => return fail(e),
-    };
-    println!(
-        "device {} ({}), NVRTC {:?}",
-        rt.device_name(),
-        rt.arch(),
-        rt.nvrtc()
-    );
-    let seed = seed.unwrap_or_else(Rng::fresh_seed);
-    let report = match plan {
-        GemmPath::Sm80(plan) => {
-            print!("{plan}");
-            check_plan(&rt, &plan, GemmStrides::tight(&p), seed)
-        }
-        GemmPath::Hopper(plan) => {
-            print!("{plan}");
-            tessera_kernels::launch::sm90::Sm90Kernel::new(&rt, &plan).and_then(|k| {
-                match k.max_clusters() {
-                    Some(c) => println!(
-                        "  grid         {} CTAs (the driver holds {c} clusters at once)",
-                        k.grid_ctas()
-                    ),
-                    None => println!("  grid         {} CTAs", k.grid_ctas()),
-                }
-                tessera_kernels::bench::verify_sm90::check_sm90(
-                    &rt,
-                    &k,
-                    GemmStrides::tight(&p),
-                    seed,
-                )
-            })
-        }
-    };
-    match report {
-        Ok(r) => {
-            println!("{r}");
-            if r.passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(2)
-            }
-        }
-        Err(e) => fail(e),
-    }
-}
-
-/// `tessera run gemm --epilogue TREE` for a tree only the generated tree epilogue runs: the
-/// float64 check of every output ([`tessera_kernels::bench::verify_tree::check_tree`]).
-#[cfg(feature = "cuda")]
-fn run_tree(pa: ProblemArgs, seed: Option<u64>) -> ExitCode {
-    use tessera_kernels::bench::verify_tree::check_tree;
-    use tessera_kernels::launch::runtime::Runtime;
-    use tessera_kernels::rng::Rng;
-
-    let tree = match parse_epilogue(&pa.epilogue) {
-        Ok(t) => t,
-        Err(e) => return fail(e),
-    };
-    let path = match tree_path_options(&pa.kernel, "run gemm") {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let p = match problem(&ProblemArgs {
-        epilogue: String::new(),
-        ..pa.clone()
-    }) {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    let rt = match Runtime::new(0) {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
-    };
-    if path_choice(&pa.kernel.path) == Ok(PathChoice::Sm90)
-        && !matches!(choose_path(&p, rt.arch()), Ok(GemmPath::Hopper(_)))
-    {
-        return fail(format!(
-            "the Hopper path does not support {p} on {} (it needs sm_90a, K-major operands with 16-byte rows)",
-            rt.arch()
-        ));
-    }
-    println!(
-        "device {} ({}), NVRTC {:?}",
-        rt.device_name(),
-        rt.arch(),
-        rt.nvrtc()
-    );
-    print!("{}", describe(&tree));
-    println!();
-    let seed = seed.unwrap_or_else(Rng::fresh_seed);
-    match check_tree(&rt, &p, &tree, path, seed) {
-        Ok(r) => {
-            println!("{r}");
-            if r.passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(2)
-            }
-        }
-        Err(e) => fail(e),
-    }
-}
-
-/// Runs `tessera run` (built without the `cuda` feature).
-#[cfg(not(feature = "cuda"))]
-pub fn run(_cmd: RunCommand) -> ExitCode {
-    fail("run: this tessera was built without the `cuda` feature")
-}
-
-#[cfg(feature = "cuda")]
-fn shapes_arg(shapes: Option<String>, quick: bool) -> Result<Vec<(i64, i64, i64)>, String> {
-    match shapes {
-        Some(s) => s.split(',').map(parse_triple).collect(),
-        None if quick => Ok(vec![(4096, 4096, 4096), (8192, 8192, 8192)]),
-        None => Ok(tessera_kernels::bench::gemm::standard_shapes()),
-    }
-}
-
 /// Runs `tessera bench epilogues`.
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
@@ -646,18 +464,17 @@ fn bench_epilogues(
     fusions: Option<String>,
     coord: Vec<String>,
     rounds: usize,
-    fused_v1: &str,
+    flag_epilogue: &str,
     kernel: KernelArgs,
 ) -> ExitCode {
     use tessera_kernels::bench::epilogues::{bench_coordinate, bench_fusions, EpBenchRow};
-    use tessera_kernels::epilogue::Fusion;
-    use tessera_kernels::launch::runtime::Runtime;
+    use tessera_kernels::epilogue::{parse_epilogue, Fusion};
 
-    let mut path = match tree_path_options(&kernel, "bench epilogues") {
-        Ok(p) => p,
-        Err(e) => return fail(e),
+    let mut opts = match options(&kernel) {
+        Ok(o) => o,
+        Err(e) => return fail(format!("bench epilogues: {e}")),
     };
-    path.generated_epilogue = match on_off("--fused-v1", Some(fused_v1)) {
+    opts.generated_epilogue = match on_off("--flag-epilogue", Some(flag_epilogue)) {
         Ok(v) => v == Some(false),
         Err(e) => return fail(format!("bench epilogues: {e}")),
     };
@@ -708,8 +525,8 @@ fn bench_epilogues(
     if rounds == 0 {
         return fail("bench epilogues: --rounds 0: at least one timed round is needed");
     }
-    let rt = match Runtime::new(0) {
-        Ok(rt) => rt,
+    let rt = match tessera_kernels::bench::harness_context(0) {
+        Ok(c) => c,
         Err(e) => return fail(e),
     };
     println!(
@@ -729,7 +546,7 @@ fn bench_epilogues(
         2.0 * shape.0 as f64 * shape.1 as f64 * shape.2 as f64 / ms / 1e9
     };
     println!(
-        "{:>18} {:>5} {:>14} {:>9} {:>9} {:>9} {:>9} {:>22} {:>8} {:>9} {:>14} {:>9}",
+        "{:>18} {:>10} {:>14} {:>9} {:>9} {:>9} {:>9} {:>22} {:>8} {:>9} {:>14} {:>9}",
         "shape",
         "path",
         "fusion",
@@ -755,7 +572,7 @@ fn bench_epilogues(
     };
     let mut all: Vec<(String, EpBenchRow)> = Vec::new();
     for &shape in &shapes {
-        let rows = bench_fusions(&rt, &[shape], &fusions, rounds, inner(shape), path, |r| {
+        let rows = bench_fusions(&rt, &[shape], &fusions, rounds, inner(shape), opts, |r| {
             let (lt_plain, lt_cost) = match (r.vendor_plain_ms, r.vendor_overhead()) {
                 (Some(ms), Some(c)) => (
                     format!("{:.1}", tf(r.shape, ms)),
@@ -764,7 +581,7 @@ fn bench_epilogues(
                 _ => ("-".to_string(), "-".to_string()),
             };
             println!(
-                "{:>18} {:>5} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>22} {:>8.3} {:>9} {:>14} {:>9.1e}",
+                "{:>18} {:>10} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>22} {:>8.3} {:>9} {:>14} {:>9.1e}",
                 format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2),
                 r.path,
                 r.name,
@@ -776,7 +593,7 @@ fn bench_epilogues(
                 r.speedup(),
                 lt_plain,
                 lt_cost,
-                r.rel_diff
+                r.rel_diff.unwrap_or(f64::NAN)
             )
         });
         match rows {
@@ -786,32 +603,24 @@ fn bench_epilogues(
     }
     if !trees.is_empty() {
         println!(
-            "\n{:>18} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  tree (baseline: the select's else branch alone)",
-            "shape", "path", "one TF/s", "regions", "plain", "baseline", "vs plain", "vs base", "rel diff"
+            "\n{:>18} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}  tree (baseline: the select's else branch alone)",
+            "shape", "path", "one TF/s", "plain", "baseline", "vs plain", "vs base"
         );
     }
     for t in &trees {
         for &shape in shapes.iter().take(2) {
-            match bench_coordinate(&rt, shape, t, rounds, inner(shape), path) {
+            match bench_coordinate(&rt, shape, t, rounds, inner(shape), opts) {
                 Ok(r) => {
-                    let (base, vs_base) = match r.baseline_ms {
-                        Some(ms) => (
-                            format!("{:.1}", tf(shape, ms)),
-                            format!("{:+.1}%", 100.0 * (r.ours_ms / ms - 1.0)),
-                        ),
-                        None => ("-".to_string(), "-".to_string()),
-                    };
+                    let base = r.baseline_ms.unwrap_or(f64::NAN);
                     println!(
-                        "{:>18} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>9} {:>+8.1}% {:>9} {:>9.1e}  {}",
+                        "{:>18} {:>10} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>+8.1}%  {}",
                         format!("{}x{}x{}", shape.0, shape.1, shape.2),
                         r.path,
                         tf(shape, r.ours_ms),
-                        tf(shape, r.other_ms),
                         tf(shape, r.plain_ms),
-                        base,
+                        tf(shape, base),
                         100.0 * r.overhead(),
-                        vs_base,
-                        r.rel_diff,
+                        100.0 * (r.ours_ms / base - 1.0),
                         r.name
                     );
                     all.push(("coordinate".to_string(), r));
@@ -844,7 +653,7 @@ fn bench_epilogues(
     }
     let bad = all
         .iter()
-        .filter(|(_, r)| r.rel_diff.is_nan() || r.rel_diff >= 2e-2)
+        .filter(|(_, r)| r.rel_diff.is_some_and(|d| d.is_nan() || d >= 2e-2))
         .count();
     if bad > 0 {
         return fail(format!(
@@ -858,7 +667,6 @@ fn bench_epilogues(
 #[cfg(feature = "cuda")]
 pub fn bench(cmd: BenchCommand) -> ExitCode {
     use tessera_kernels::bench::gemm::{run_bench, standard_epilogues, BenchConfig};
-    use tessera_kernels::launch::runtime::Runtime;
 
     let GemmBenchArgs {
         json,
@@ -877,68 +685,74 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             fusions,
             coord,
             rounds,
-            fused_v1,
+            flag_epilogue,
             kernel,
         } => {
             return bench_epilogues(
-                json, quick, shapes, fusions, coord, rounds, &fused_v1, kernel,
+                json,
+                quick,
+                shapes,
+                fusions,
+                coord,
+                rounds,
+                &flag_epilogue,
+                kernel,
             )
         }
         BenchCommand::Mma { json, rounds } => return bench_mma(json, rounds),
     };
-    let choice = match path_choice(&cl.path) {
-        Ok(c) => c,
+    let mut opts = match options(&cl) {
+        Ok(o) => o,
         Err(e) => return fail(e),
     };
+    opts.max_ctas = max_ctas;
     let shapes = match shapes_arg(shapes, quick) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let epilogues = match epilogues {
-        Some(s) => match s
+    let epilogues: Vec<String> = match epilogues {
+        Some(s) => s
             .split(';')
-            .map(Epilogue::parse)
-            .collect::<Result<Vec<_>, _>>()
-        {
-            Ok(v) => v,
-            Err(e) => return fail(e),
-        },
+            .map(|e| {
+                if e.trim() == "none" {
+                    "acc".to_string()
+                } else {
+                    e.trim().to_string()
+                }
+            })
+            .collect(),
         None => standard_epilogues(),
     };
-    if epilogues.first().map(|e| e.is_plain()) != Some(true) {
+    if epilogues.first().map(String::as_str) != Some("acc") {
         return fail(
-            "the first epilogue must be the plain GEMM (`none`): fused rows are compared with it",
+            "the first epilogue must be the plain GEMM (`none` or `acc`): fused rows are compared with it",
         );
     }
-    // `--tile` reads BMxBNxBK on the sm80-class path and BMxBN[x64] on the Hopper path: the
-    // options of the path that runs must parse (both may, before the device is known).
-    let sm80_plan = plan_options(&cl.tile, cl.stages);
-    let sm90_opts = sm90_options(&cl);
-    match (choice, &sm80_plan, &sm90_opts) {
-        (PathChoice::Sm80, Err(e), _) | (PathChoice::Sm90, _, Err(e)) => return fail(e),
-        (PathChoice::Auto, Err(e), Err(_)) => return fail(e),
-        _ => {}
-    }
-    let rt = match Runtime::new(0) {
-        Ok(rt) => rt,
+    let rt = match tessera_kernels::bench::harness_context(0) {
+        Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let hopper = match choice {
-        PathChoice::Sm80 => false,
-        PathChoice::Sm90 => true,
-        PathChoice::Auto => rt.arch() == Arch::Sm90a,
-    };
-    let plan = match (hopper, sm80_plan) {
-        (true, _) => Default::default(),
-        (false, Ok(o)) => o,
-        (false, Err(e)) => return fail(e),
-    };
+    // Every (shape, epilogue) is planned here first, so `--path sm90` refuses a problem the
+    // Hopper path does not take before anything runs.
+    for &(m, n, k) in &shapes {
+        for e in &epilogues {
+            let s = GemmSpec::new(m, n, k)
+                .b(Major::Col)
+                .epilogue(e)
+                .map(|s| s.options(opts));
+            if let Err(e) = s
+                .map_err(|e| e.to_string())
+                .and_then(|s| planned(&s, &cl, rt.arch(), rt.sm_count()))
+            {
+                return fail(e);
+            }
+        }
+    }
     let cfg = BenchConfig {
         shapes,
         epilogues,
         rounds,
-        plan,
-        max_ctas,
+        options: opts,
         ..BenchConfig::default()
     };
     println!(
@@ -950,9 +764,10 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         cfg.rounds
     );
     let header = format!(
-        "{:>20} {:>16} {:>10} {:>10} {:>6} {:>8} {:>9}  {:<20} {}",
+        "{:>20} {:>26} {:>10} {:>10} {:>10} {:>6} {:>8} {:>9}  {:<20} {}",
         "shape",
         "epilogue",
+        "path",
         "ours TF/s",
         "vendor TF/s",
         "ratio",
@@ -964,9 +779,10 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     println!("{header}");
     let line = |r: &tessera_kernels::bench::gemm::BenchRow| {
         format!(
-            "{:>20} {:>16} {:>10.1} {:>10.1} {:>6.3} {:>8.3} {:>9.2e}  {:<20} {:.3}-{:.3}",
+            "{:>20} {:>26} {:>10} {:>10.1} {:>10.1} {:>6.3} {:>8.3} {:>9.2e}  {:<20} {:.3}-{:.3}",
             format!("{}x{}x{}", r.m, r.n, r.k),
             r.epilogue,
+            r.path,
             r.ours_tflops,
             r.vendor_tflops,
             r.ratio,
@@ -977,23 +793,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             r.ours_range.1
         )
     };
-    let result = if hopper {
-        let opts = match sm90_opts {
-            Ok(o) => o,
-            Err(e) => return fail(e),
-        };
-        println!("kernel path: sm_90a (TMA + wgmma)");
-        tessera_kernels::bench::sm90::run_bench_sm90(&rt, &cfg, opts, |r| println!("{}", line(r)))
-    } else {
-        if cl.hopper_given() || cfg.max_ctas.is_some() {
-            return fail(
-                "--cluster, --share, --tma-store, --schedule, --stream-k and --max-ctas are options of the Hopper path (--path sm90)",
-            );
-        }
-        println!("kernel path: sm80-class (cp.async + mma.sync)");
-        run_bench(&rt, &cfg, |r| println!("{}", line(r)))
-    };
-    let rows = match result {
+    let rows = match run_bench(&rt, &cfg, |r| println!("{}", line(r))) {
         Ok(rows) => rows,
         Err(e) => return fail(e),
     };
@@ -1003,9 +803,10 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             .map(|r| {
                 serde_json::json!({
                     "m": r.m, "n": r.n, "k": r.k, "epilogue": r.epilogue, "kernel": r.kernel,
-                    "vendor": r.vendor, "ours_ms": r.ours_ms, "vendor_ms": r.vendor_ms,
-                    "ours_tflops": r.ours_tflops, "vendor_tflops": r.vendor_tflops,
-                    "ratio": r.ratio, "over_plain": r.over_plain, "rel_diff": r.rel_diff,
+                    "path": r.path, "vendor": r.vendor, "ours_ms": r.ours_ms,
+                    "vendor_ms": r.vendor_ms, "ours_tflops": r.ours_tflops,
+                    "vendor_tflops": r.vendor_tflops, "ratio": r.ratio,
+                    "over_plain": r.over_plain, "rel_diff": r.rel_diff,
                     "ours_min_ms": r.ours_range.0, "ours_max_ms": r.ours_range.1,
                 })
             })
@@ -1021,7 +822,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     // Short summary last: the plain rows.
     println!("\nsummary (plain GEMM, ours vs cuBLAS):");
     println!("{header}");
-    for r in rows.iter().filter(|r| r.epilogue == "none") {
+    for r in rows.iter().filter(|r| r.epilogue == "acc") {
         println!("{}", line(r));
     }
     let bad: Vec<_> = rows
@@ -1039,9 +840,8 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
 
 #[cfg(feature = "cuda")]
 fn bench_mma(json: Option<std::path::PathBuf>, rounds: usize) -> ExitCode {
-    use tessera_kernels::launch::runtime::Runtime;
-    let rt = match Runtime::new(0) {
-        Ok(rt) => rt,
+    let rt = match tessera_kernels::bench::harness_context(0) {
+        Ok(c) => c,
         Err(e) => return fail(e),
     };
     println!(

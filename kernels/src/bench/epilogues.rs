@@ -14,19 +14,16 @@
 use crate::bench::buffers::DeviceBuf;
 use crate::bench::gemm::{median, sampled_rel_diff, time_batch};
 use crate::error::Result;
+use crate::launch::gemm::{Context, Gemm};
+use crate::launch::operand::{Operands as Ops, Tensor, TensorMut};
 use crate::launch::runtime::Runtime;
-use crate::launch::sm80::GemmArgs;
-use crate::launch::sm90::PathKernel;
-use crate::plan::problem::{DType, GemmProblem};
-use crate::plan::GemmStrides;
+use crate::plan::gemm::{GemmSpec, Options};
+use crate::plan::problem::{DType, GemmProblem, Major};
 use crate::rng::Rng;
 
 use super::cublaslt::{lt_fused, lt_plain, LtBuffers, LtHandle};
-use crate::epilogue::check::Binding;
-use crate::epilogue::coord::split_regions;
 use crate::epilogue::fusions::Fusion;
-use crate::epilogue::tree::EpilogueTree;
-use crate::launch::tree::{EpBuffers, TreeKernel};
+use crate::epilogue::tree::{AuxFormat, EpilogueTree, Leaf, Sink, VecAxis};
 
 /// One measured row.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,11 +39,12 @@ pub struct EpBenchRow {
     /// Median milliseconds of the vendor's fusion (for a coordinate tree: the per-region
     /// launches, ours).
     pub other_ms: f64,
-    /// The kernel path of ours and plain: `"sm90"` or `"sm80"`.
-    pub path: &'static str,
-    /// Relative Frobenius difference between our D and the other contender's on sampled rows
-    /// (after one launch of each on the same inputs).
-    pub rel_diff: f64,
+    /// Ours: the kernel path and the epilogue code (`sm90-tree`, `sm90-flags`, `sm80-tree`).
+    pub path: String,
+    /// Relative Frobenius difference between our D and cuBLASLt's on sampled rows (after one
+    /// launch of each on the same inputs); `None` for a coordinate tree, whose contenders
+    /// compute different epilogues.
+    pub rel_diff: Option<f64>,
     /// For a coordinate tree: median milliseconds of the same GEMM with the baseline tree
     /// (the epilogue without the coordinate dependence, [`coordinate_baseline`]).
     pub baseline_ms: Option<f64>,
@@ -131,7 +129,6 @@ fn round_overheads(ours: &[f64], plain: &[f64]) -> Vec<f64> {
 
 struct Operands {
     p: GemmProblem,
-    s: GemmStrides,
     a: DeviceBuf,
     b: DeviceBuf,
     d: DeviceBuf,
@@ -143,8 +140,9 @@ struct Operands {
 }
 
 fn operands(rt: &Runtime, (m, n, k): (i64, i64, i64), rng: &mut Rng) -> Result<Operands> {
-    let p = GemmProblem::new(m, n, k);
-    let s = GemmStrides::tight(&p);
+    let mut p = GemmProblem::new(m, n, k);
+    p.a_major = Major::Row;
+    p.b_major = Major::Col;
     let (mu, nu, ku) = (m as usize, n as usize, k as usize);
     let ld_bits = nu.div_ceil(128) * 128;
     Ok(Operands {
@@ -157,74 +155,109 @@ fn operands(rt: &Runtime, (m, n, k): (i64, i64, i64), rng: &mut Rng) -> Result<O
         bits: DeviceBuf::upload(rt, DType::F32, &vec![0.0; mu * ld_bits / 32 + 1])?,
         grad: DeviceBuf::upload(rt, DType::F32, &vec![0.0; nu.max(mu)])?,
         p,
-        s,
     })
 }
 
-/// Our plain GEMM on the path a tree kernel takes, with the same plan.
-fn plain_kernel(
-    rt: &Runtime,
-    p: &GemmProblem,
-    path: crate::plan::PathOptions,
-) -> Result<PathKernel> {
-    PathKernel::new(rt, &crate::plan::plan_path(p, rt.arch(), path)?)
+/// The nn.Linear GEMM of `o`'s shape with `tree`, compiled with `opts`.
+fn gemm(ctx: &Context, o: &Operands, tree: &EpilogueTree, opts: Options) -> Result<Gemm> {
+    let spec = GemmSpec::new(o.p.m, o.p.n, o.p.k)
+        .b(Major::Col)
+        .epilogue_tree(tree.clone())
+        .options(opts);
+    Gemm::new(ctx, &spec)
+}
+
+/// `g` on `o`'s operands, writing `d`, with the tensors its epilogue uses (bit masks in the
+/// bits buffer, full aux in the aux buffer).
+fn launch(rt: &Runtime, g: &Gemm, o: &Operands, d: &DeviceBuf) -> Result<()> {
+    let (m, n, k) = (o.p.m, o.p.n, o.p.k);
+    let tree = g.plan().spec().tree();
+    let words = |x: &DeviceBuf| {
+        if x.dtype == DType::F32 {
+            None
+        } else {
+            Some(x.dtype)
+        }
+    };
+    // SAFETY: the benchmark's buffers outlive every launch and are used on the harness's one
+    // stream; each holds at least `len` elements (checked again by the launch).
+    let r = |x: &DeviceBuf| unsafe { Tensor::from_raw(x.ptr(rt), words(x), x.len) };
+    let w = |x: &DeviceBuf| unsafe { TensorMut::from_raw(x.ptr(rt), words(x), x.len) };
+    let f32w = |x: &DeviceBuf, len: i64| unsafe {
+        TensorMut::from_raw(x.ptr(rt), Some(DType::F32), len as usize)
+    };
+    let mut ops = Ops::new();
+    if tree.d.uses(Leaf::BiasCol) {
+        ops = ops
+            .bias_col(unsafe { Tensor::from_raw(o.bias.ptr(rt), Some(DType::Bf16), n as usize) });
+    }
+    if tree.d.uses(Leaf::AuxInBits) {
+        ops = ops.aux_in(r(&o.bits));
+    } else if tree.d.uses(Leaf::AuxIn) {
+        ops = ops.aux_in(r(&o.aux));
+    }
+    let sinks = tree.d.sinks();
+    if sinks.contains(&Sink::Aux(AuxFormat::Bits)) {
+        ops = ops.aux(w(&o.bits));
+    } else if sinks.iter().any(|s| matches!(s, Sink::Aux(_))) {
+        ops = ops.aux(w(&o.aux));
+    }
+    if sinks.contains(&Sink::Bgrad(VecAxis::Col)) {
+        ops = ops.bgrad_col(f32w(&o.grad, n));
+    }
+    let a = unsafe { Tensor::from_raw(o.a.ptr(rt), Some(DType::Bf16), (m * k) as usize) };
+    let b = unsafe { Tensor::from_raw(o.b.ptr(rt), Some(DType::Bf16), (n * k) as usize) };
+    let d = unsafe { TensorMut::from_raw(d.ptr(rt), Some(DType::Bf16), (m * n) as usize) };
+    g.launch(rt.stream(), a, b, d, ops)
+}
+
+fn path_name(g: &Gemm) -> String {
+    let p = g.plan();
+    format!(
+        "{}-{}",
+        p.path(),
+        if p.generated_epilogue() {
+            "tree"
+        } else {
+            "flags"
+        }
+    )
 }
 
 /// Ours, plain, cuBLASLt's fusion and cuBLASLt's plain GEMM for every shape and fusion
-/// (`rounds` medians of `inner` launches),
-/// on the path `path` picks ([`crate::plan::plan_path`]; the Hopper path on sm_90a unless it
-/// forces the sm80-class one). Ours is
-/// what [`TreeKernel::plan`] compiles: the fused v1 kernel for the fusions it expresses (the
-/// row's `path` then ends in `-v1`), else the generated epilogue. Fusions with operand sums
-/// (BGRADA, BGRADB) are skipped: those sums run beside the GEMM.
+/// (`rounds` medians of `inner` launches). Ours and plain are [`Gemm`]s planned with `opts`
+/// (the row's `path` says which kernel and epilogue code ours took). Fusions with operand
+/// sums (BGRADA, BGRADB) are skipped: those sums run beside the GEMM.
+#[allow(clippy::too_many_arguments)]
 pub fn bench_fusions(
-    rt: &Runtime,
+    ctx: &Context,
     shapes: &[(i64, i64, i64)],
     fusions: &[Fusion],
     rounds: usize,
     inner: usize,
-    path: crate::plan::PathOptions,
+    opts: Options,
     mut progress: impl FnMut(&EpBenchRow),
 ) -> Result<Vec<EpBenchRow>> {
+    let rt = ctx.runtime();
     let lt = LtHandle::new(rt)?;
     let mut rng = Rng::new(1);
     let mut rows = Vec::new();
     for &shape in shapes {
         let o = operands(rt, shape, &mut rng)?;
-        let plain = plain_kernel(rt, &o.p, path)?;
-        let plain_args = GemmArgs {
-            a: o.a.mem(rt),
-            b: o.b.mem(rt),
-            c: None,
-            d: o.d2.mem(rt),
-            bias: None,
-            aux: None,
-            strides: o.s,
-        };
+        let plain = gemm(
+            ctx,
+            &o,
+            &EpilogueTree::new(crate::epilogue::build::acc()),
+            opts,
+        )?;
         for &f in fusions {
             let tree = f.tree();
             if !tree.sum_k.is_empty() {
                 continue; // the operand sums run beside the GEMM; not this benchmark's subject
             }
-            let binding = Binding::for_tree(&tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-            let ours = TreeKernel::plan(rt, &o.p, &tree, &binding, path)?;
-            let uses_bits = binding.aux.is_some_and(|a| a.bits) || binding.aux_in_bits.is_some();
-            let bufs = EpBuffers {
-                d: Some(o.d.mem(rt)),
-                aux_in: Some(if binding.aux_in_bits.is_some() {
-                    o.bits.mem(rt)
-                } else {
-                    o.aux.mem(rt)
-                }),
-                aux: Some(if uses_bits {
-                    o.bits.mem(rt)
-                } else {
-                    o.aux.mem(rt)
-                }),
-                bias_col: Some(o.bias.mem(rt)),
-                bgrad_col: Some(o.grad.mem(rt)),
-                ..EpBuffers::default()
-            };
+            let ours = gemm(ctx, &o, &tree, opts)?;
+            let uses_bits = tree.d.sinks().contains(&Sink::Aux(AuxFormat::Bits))
+                || tree.d.uses(Leaf::AuxInBits);
             let lt_bufs = LtBuffers {
                 a: &o.a,
                 b: &o.b,
@@ -239,12 +272,11 @@ pub fn bench_fusions(
             };
             // One launch of each on the same inputs (a fusion that reads aux reads what the
             // other left there: both then read the same values), then compare D.
-            ours.launch(rt.cx(), &o.a.mem(rt), &o.b.mem(rt), &o.s, &binding, &bufs)?;
+            launch(rt, &ours, &o, &o.d)?;
             lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs)?;
             let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
-            let mut f_ours =
-                || ours.launch(rt.cx(), &o.a.mem(rt), &o.b.mem(rt), &o.s, &binding, &bufs);
-            let mut f_plain = || plain.launch(rt.cx(), &plain_args).map(|_| ());
+            let mut f_ours = || launch(rt, &ours, &o, &o.d);
+            let mut f_plain = || launch(rt, &plain, &o, &o.d2);
             let mut f_lt = || lt_fused(rt, &lt, f, &o.p, 1.0, &lt_bufs);
             let lt_plain_bufs = LtBuffers {
                 bias: None,
@@ -265,8 +297,8 @@ pub fn bench_fusions(
                 plain_ms: median(&mut t_plain),
                 ours_ms: median(&mut t_ours),
                 other_ms: median(&mut t_lt),
-                path: ours.path_name(),
-                rel_diff,
+                path: path_name(&ours),
+                rel_diff: Some(rel_diff),
                 baseline_ms: None,
                 vendor_plain_ms: Some(median(&mut t_lt_plain)),
             };
@@ -296,120 +328,48 @@ pub fn coordinate_baseline(tree: &EpilogueTree) -> Option<EpilogueTree> {
     }
 }
 
-/// A coordinate-aware tree: one kernel (ours) against one launch per region (other), with the
-/// plain GEMM and, when there is one, the [`coordinate_baseline`] tree in one kernel, on the
-/// path as in [`bench_fusions`].
+/// A coordinate-aware tree in one kernel (ours) against the plain GEMM and the
+/// [`coordinate_baseline`] tree (the `other` contender), with the same options.
 pub fn bench_coordinate(
-    rt: &Runtime,
+    ctx: &Context,
     shape: (i64, i64, i64),
     tree: &EpilogueTree,
     rounds: usize,
     inner: usize,
-    path: crate::plan::PathOptions,
+    opts: Options,
 ) -> Result<EpBenchRow> {
+    let rt = ctx.runtime();
     let mut rng = Rng::new(2);
     let o = operands(rt, shape, &mut rng)?;
-    let plain = plain_kernel(rt, &o.p, path)?;
-    // The plain GEMM writes a third buffer (aux, bf16 M x N) so that D2 keeps the split result.
-    let plain_args = GemmArgs {
-        a: o.a.mem(rt),
-        b: o.b.mem(rt),
-        c: None,
-        d: o.aux.mem(rt),
-        bias: None,
-        aux: None,
-        strides: o.s,
-    };
-    let binding = Binding::for_tree(tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-    let bufs = |d: &DeviceBuf| EpBuffers {
-        d: Some(d.mem(rt)),
-        bias_col: Some(o.bias.mem(rt)),
-        ..EpBuffers::default()
-    };
-    let one = TreeKernel::plan(rt, &o.p, tree, &binding, path)?;
-    let mut regions = Vec::new();
-    for reg in split_regions(tree, o.p.m, o.p.n, 1)?.regions {
-        let mut rp = o.p;
-        rp.m = reg.rows.end - reg.rows.start;
-        rp.n = reg.cols.end - reg.cols.start;
-        let rbind = Binding::for_tree(&reg.tree, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-        regions.push((
-            TreeKernel::plan(rt, &rp, &reg.tree, &rbind, path)?,
-            rbind,
-            reg,
-        ));
-    }
-    let (one_bufs, split_bufs) = (bufs(&o.d), bufs(&o.d2));
-    let mut f_one = || {
-        one.launch(
-            rt.cx(),
-            &o.a.mem(rt),
-            &o.b.mem(rt),
-            &o.s,
-            &binding,
-            &one_bufs,
-        )
-    };
-    let mut f_split = || {
-        for (g, b, reg) in &regions {
-            g.launch_region(
-                rt.cx(),
-                &o.a.mem(rt),
-                &o.b.mem(rt),
-                &o.s,
-                b,
-                &split_bufs,
-                reg.rows.clone(),
-                reg.cols.clone(),
-            )?;
-        }
-        Ok(())
-    };
-    f_one()?;
-    f_split()?;
-    let rel_diff = sampled_rel_diff(rt, &o.d, &o.d2, o.p.m, o.p.n)?;
-    let mut f_plain = || plain.launch(rt.cx(), &plain_args).map(|_| ());
-    // The baseline (when the tree has one) writes D2 after the split's comparison above.
-    let base = match coordinate_baseline(tree) {
-        Some(t) => {
-            let bind = Binding::for_tree(&t, o.p.m, o.p.n, o.p.k, 1, DType::Bf16);
-            Some((TreeKernel::plan(rt, &o.p, &t, &bind, path)?, bind))
-        }
-        None => None,
-    };
-    let base_bufs = bufs(&o.d2);
-    let (mut t_one, mut t_plain, mut t_split, t_base) = match &base {
-        Some((k, bind)) => {
-            let mut f_base =
-                || k.launch(rt.cx(), &o.a.mem(rt), &o.b.mem(rt), &o.s, bind, &base_bufs);
-            let [a, b, c, d] = interleaved(
-                rt,
-                rounds,
-                inner,
-                &mut [&mut f_one, &mut f_plain, &mut f_split, &mut f_base],
-            )?;
-            (a, b, c, Some(d))
-        }
-        None => {
-            let [a, b, c] = interleaved(
-                rt,
-                rounds,
-                inner,
-                &mut [&mut f_one, &mut f_plain, &mut f_split],
-            )?;
-            (a, b, c, None)
-        }
-    };
+    let plain = gemm(
+        ctx,
+        &o,
+        &EpilogueTree::new(crate::epilogue::build::acc()),
+        opts,
+    )?;
+    let one = gemm(ctx, &o, tree, opts)?;
+    let base_tree = coordinate_baseline(tree)
+        .unwrap_or_else(|| EpilogueTree::new(crate::epilogue::build::acc()));
+    let base = gemm(ctx, &o, &base_tree, opts)?;
+    let mut f_one = || launch(rt, &one, &o, &o.d);
+    let mut f_plain = || launch(rt, &plain, &o, &o.d2);
+    let mut f_base = || launch(rt, &base, &o, &o.d2);
+    let [mut t_one, mut t_plain, mut t_base] = interleaved(
+        rt,
+        rounds,
+        inner,
+        &mut [&mut f_one, &mut f_plain, &mut f_base],
+    )?;
     Ok(EpBenchRow {
         shape,
         name: tree.to_string(),
         overhead_rounds: round_overheads(&t_one, &t_plain),
         plain_ms: median(&mut t_plain),
         ours_ms: median(&mut t_one),
-        other_ms: median(&mut t_split),
-        path: one.path_name(),
-        rel_diff,
-        baseline_ms: t_base.map(|mut t| median(&mut t)),
+        other_ms: median(&mut t_base.clone()),
+        path: path_name(&one),
+        rel_diff: None,
+        baseline_ms: Some(median(&mut t_base)),
         vendor_plain_ms: None,
     })
 }

@@ -6,7 +6,7 @@
 //! row-major M x N in bf16, bias per output feature (per column of Y). cuBLAS is column-major,
 //! so it computes `Yᵀ = W Xᵀ` (m = N, n = M, `transa = T`), the usual row-major trick.
 
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::cublas::{CudaBlas, Gemm as _, GemmConfig};
 use cudarc::cublaslt::{Activation as LtAct, CudaBlasLT, Matmul, MatmulConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
@@ -14,11 +14,11 @@ use half::bf16;
 
 use crate::bench::buffers::DeviceBuf;
 use crate::error::{KernelError, Result};
+use crate::launch::gemm::{Context, Gemm};
+use crate::launch::operand::{Operands, Tensor, TensorMut};
 use crate::launch::runtime::{driver_err, Runtime};
-use crate::launch::sm80::{GemmArgs, GemmKernel};
-use crate::plan::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
-use crate::plan::GemmStrides;
-use crate::plan::{GemmPlan, PlanOptions};
+use crate::plan::gemm::{GemmSpec, Options};
+use crate::plan::problem::{Activation, BiasMode, DType, Epilogue, Major};
 use crate::rng::Rng;
 
 /// The standard shapes: 4096³, 8192³ and LLM shapes M ∈ {4096, 8192} x (N, K) ∈
@@ -37,17 +37,10 @@ pub fn standard_shapes() -> Vec<(i64, i64, i64)> {
 
 /// The epilogues benchmarked: plain (against cuBLAS), bias+ReLU and bias+GELU(tanh)
 /// (against cuBLASLt's RELU_BIAS and GELU_BIAS).
-pub fn standard_epilogues() -> Vec<Epilogue> {
-    let mk = |act| Epilogue {
-        act,
-        bias: BiasMode::PerCol,
-        ..Epilogue::default()
-    };
-    vec![
-        Epilogue::default(),
-        mk(Activation::Relu),
-        mk(Activation::GeluTanh),
-    ]
+pub fn standard_epilogues() -> Vec<String> {
+    ["acc", "relu(acc + bias_col)", "gelu_tanh(acc + bias_col)"]
+        .map(String::from)
+        .to_vec()
 }
 
 /// Benchmark settings.
@@ -55,19 +48,17 @@ pub fn standard_epilogues() -> Vec<Epilogue> {
 pub struct BenchConfig {
     /// `(M, N, K)` shapes.
     pub shapes: Vec<(i64, i64, i64)>,
-    /// Epilogues (plain, or a bias per column with ReLU or GELU(tanh), which cuBLASLt has).
-    pub epilogues: Vec<Epilogue>,
+    /// Epilogues in any text form (plain, or a bias per column with ReLU or GELU(tanh),
+    /// which cuBLASLt has).
+    pub epilogues: Vec<String>,
     /// Timed rounds (each round times every contender once); the median is reported.
     pub rounds: usize,
     /// Target duration of one timed batch of launches, milliseconds.
     pub batch_ms: f64,
-    /// Planner overrides for our kernel.
-    pub plan: PlanOptions,
+    /// Forced planner choices for our kernel.
+    pub options: Options,
     /// Seed of the random data.
     pub seed: u64,
-    /// Hopper path: caps our persistent grid at this many CTAs (`None`: the kernel's default,
-    /// the SM count and, with a cluster, the clusters the device can hold at once).
-    pub max_ctas: Option<i64>,
 }
 
 impl Default for BenchConfig {
@@ -77,9 +68,8 @@ impl Default for BenchConfig {
             epilogues: standard_epilogues(),
             rounds: 9,
             batch_ms: 20.0,
-            plan: PlanOptions::default(),
+            options: Options::default(),
             seed: Rng::fresh_seed(),
-            max_ctas: None,
         }
     }
 }
@@ -97,6 +87,8 @@ pub struct BenchRow {
     pub epilogue: String,
     /// Our kernel's name.
     pub kernel: String,
+    /// Our kernel's path (`sm90`, `sm80`) and epilogue code (`flags` or `tree`).
+    pub path: String,
     /// The vendor call (`cublasGemmEx`, `cublasLt RELU_BIAS`, ...).
     pub vendor: String,
     /// Our median time per GEMM, ms.
@@ -142,26 +134,54 @@ pub(crate) struct Bufs {
     pub(crate) bias: DeviceBuf,
 }
 
-/// Runs the benchmark, calling `progress` after each row.
+/// The flag-driven epilogue a benchmarked tree amounts to (what cuBLAS or cuBLASLt is asked
+/// to run beside it), or why it has no vendor counterpart here.
+fn vendor_epilogue(spec: &GemmSpec) -> Result<Epilogue> {
+    let e = crate::epilogue::to_v1(spec.tree()).unwrap_or(Epilogue {
+        aux: true, // no counterpart: refused below
+        ..Epilogue::default()
+    });
+    let lt_ok = e.bias == BiasMode::PerCol
+        && matches!(
+            e.act,
+            Activation::None | Activation::Relu | Activation::GeluTanh
+        )
+        && !e.aux
+        && e.beta == 0.0;
+    if !e.is_plain() && !lt_ok {
+        return Err(KernelError::invalid(
+            "bench",
+            format!(
+                "epilogue `{}` has no cuBLAS or cuBLASLt counterpart here (acc, bias, relu_bias, gelu_bias)",
+                spec.tree()
+            ),
+        ));
+    }
+    Ok(e)
+}
+
+/// Runs the benchmark, calling `progress` after each row: our [`Gemm`] (on the path its plan
+/// takes) against cuBLAS or cuBLASLt on nn.Linear's operands.
 pub fn run_bench(
-    rt: &Runtime,
+    ctx: &Context,
     cfg: &BenchConfig,
     mut progress: impl FnMut(&BenchRow),
 ) -> Result<Vec<BenchRow>> {
+    if cfg.shapes.is_empty() || cfg.epilogues.is_empty() || cfg.rounds == 0 {
+        return Err(KernelError::invalid(
+            "bench",
+            "no shapes, epilogues or rounds",
+        ));
+    }
+    let rt = ctx.runtime();
+    let spec_of = |(m, n, k): (i64, i64, i64), e: &str| -> Result<GemmSpec> {
+        Ok(GemmSpec::new(m, n, k)
+            .b(Major::Col)
+            .epilogue(e)?
+            .options(cfg.options))
+    };
     for e in &cfg.epilogues {
-        let lt_ok = e.bias == BiasMode::PerCol
-            && matches!(
-                e.act,
-                Activation::None | Activation::Relu | Activation::GeluTanh
-            )
-            && !e.aux
-            && e.beta == 0.0;
-        if !e.is_plain() && !lt_ok {
-            return Err(KernelError::invalid(
-                "bench",
-                format!("epilogue `{e}` has no cuBLASLt counterpart (plain, bias, bias,relu, bias,gelu_tanh)"),
-            ));
-        }
+        vendor_epilogue(&spec_of((16, 16, 16), e)?)?;
     }
     let max_n = cfg.shapes.iter().map(|s| s.1).max().unwrap_or(1);
     let max_mk = cfg.shapes.iter().map(|s| s.0 * s.2).max().unwrap_or(1);
@@ -179,29 +199,33 @@ pub fn run_bench(
     let lt = CudaBlasLT::new(rt.stream().clone()).map_err(blas_err("cublasLtCreate"))?;
     let mut rows = Vec::new();
     for &(m, n, k) in &cfg.shapes {
-        let mut kernels = Vec::new();
+        let mut gemms = Vec::new();
+        let mut eps = Vec::new();
         for e in &cfg.epilogues {
-            let mut p = GemmProblem::new(m, n, k);
-            p.a_major = Major::Row;
-            p.b_major = Major::Col;
-            p.epilogue = *e;
-            let plan = GemmPlan::with_options(&p, rt.arch(), cfg.plan)?;
-            kernels.push(GemmKernel::new(rt, &plan)?);
+            let spec = spec_of((m, n, k), e)?;
+            eps.push(vendor_epilogue(&spec)?);
+            gemms.push(Gemm::new(ctx, &spec)?);
         }
         let launch_ours = |i: usize, d: &DeviceBuf| -> Result<()> {
-            let p = kernels[i].plan().problem;
-            let args = GemmArgs {
-                a: b.x.mem(rt),
-                b: b.w.mem(rt),
-                c: None,
-                d: d.mem(rt),
-                bias: Some(b.bias.mem(rt)),
-                aux: None,
-                strides: GemmStrides::tight(&p),
+            let g: &Gemm = &gemms[i];
+            let t = |x: &DeviceBuf, len: i64| {
+                // SAFETY: the harness's buffers outlive the benchmark and are used on its
+                // stream only; each holds at least `len` elements (sized for every shape).
+                unsafe { Tensor::from_raw(x.ptr(rt), Some(DType::Bf16), len as usize) }
             };
-            kernels[i].launch(rt.stream(), &args).map(|_| ())
+            // SAFETY: as above.
+            let dt = unsafe { TensorMut::from_raw(d.ptr(rt), Some(DType::Bf16), (m * n) as usize) };
+            let mut ops = Operands::new();
+            if g.plan()
+                .spec()
+                .tree()
+                .d
+                .uses(crate::epilogue::Leaf::BiasCol)
+            {
+                ops = ops.bias_col(t(&b.bias, n));
+            }
+            g.launch(rt.stream(), t(&b.x, m * k), t(&b.w, n * k), dt, ops)
         };
-        let eps = &cfg.epilogues;
         // Warm-up, and a correctness comparison of each pair on sampled rows.
         let mut rel = Vec::new();
         for (i, e) in eps.iter().enumerate() {
@@ -240,13 +264,23 @@ pub fn run_bench(
             let ours = &mut times[2 * i].clone();
             let ours_ms = median(ours);
             let vendor_ms = median(&mut times[2 * i + 1].clone());
+            let plan = gemms[i].plan();
             let row = BenchRow {
                 m,
                 n,
                 k,
-                epilogue: e.to_string(),
-                kernel: kernels[i].plan().kernel_name(),
-                vendor: vendor_name(e).to_string(),
+                epilogue: e.clone(),
+                kernel: plan.kernel_name(),
+                path: format!(
+                    "{}-{}",
+                    plan.path(),
+                    if plan.generated_epilogue() {
+                        "tree"
+                    } else {
+                        "flags"
+                    }
+                ),
+                vendor: vendor_name(&eps[i]).to_string(),
                 ours_ms,
                 vendor_ms,
                 ours_tflops: flops / ours_ms / 1e9,
@@ -428,7 +462,8 @@ impl MmaPeak {
 
 /// Measures the `mma.sync` ceiling of the sm80-class path: [`crate::codegen::MMA_PEAK_CUH`]
 /// in a few occupancies, interleaved with cuBLAS's plain GEMM (`rounds` rounds, medians).
-pub fn run_mma_peak(rt: &Runtime, rounds: usize) -> Result<MmaPeak> {
+pub fn run_mma_peak(ctx: &Context, rounds: usize) -> Result<MmaPeak> {
+    let rt = ctx.runtime();
     let configs: [(i64, i64); 4] = [(1, 8), (2, 4), (2, 8), (4, 4)];
     let sms = rt.sm_count() as i64;
     let mut probes = Vec::new();

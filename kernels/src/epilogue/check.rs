@@ -386,6 +386,13 @@ fn need<'a, T>(t: &'a Option<T>, name: &'static str) -> Result<&'a T> {
 /// assert!(check(&t, &b, &KernelCaps::GENERATED).is_err());
 /// ```
 pub fn check(tree: &EpilogueTree, b: &Binding, caps: &KernelCaps) -> Result<()> {
+    check_tree(tree, caps)?;
+    check_binding(tree, b)
+}
+
+/// The part of [`check`] that depends on the tree and the kernel alone: the tree's structure
+/// and kinds and the kernel's limits. A kernel checks it once, when it is compiled.
+pub fn check_tree(tree: &EpilogueTree, caps: &KernelCaps) -> Result<()> {
     tree.check_structure()?;
     let e: &Expr = &tree.d;
     let nodes = e.node_count();
@@ -421,6 +428,16 @@ pub fn check(tree: &EpilogueTree, b: &Binding, caps: &KernelCaps) -> Result<()> 
     if e.any(&|x| matches!(x, Expr::Select(..))) && !caps.coordinate_select {
         return Err(unsupported("the kernel has no coordinate select".into()));
     }
+    Ok(())
+}
+
+/// The part of [`check`] that depends on the launch: every tensor the tree uses is bound,
+/// with its length, pitch, batch stride, alignment and type. Allocates nothing (a launch
+/// runs it every time).
+pub fn check_binding(tree: &EpilogueTree, b: &Binding) -> Result<()> {
+    let e: &Expr = &tree.d;
+    let aux_sink = first_aux_sink(e);
+    let has_sink = |s: Sink| e.any(&|x| matches!(x, Expr::Sink(y, _) if *y == s));
     for (name, v) in [("M", b.m), ("N", b.n), ("K", b.k), ("batch", b.batch)] {
         check_extent(name, v)?;
     }
@@ -487,7 +504,7 @@ pub fn check(tree: &EpilogueTree, b: &Binding, caps: &KernelCaps) -> Result<()> 
             false,
         )?;
     }
-    if sinks.contains(&Sink::Bgrad(VecAxis::Row)) {
+    if has_sink(Sink::Bgrad(VecAxis::Row)) {
         check_vec(
             "bgrad_row",
             need(&b.bgrad_row, "bgrad_row")?,
@@ -496,7 +513,7 @@ pub fn check(tree: &EpilogueTree, b: &Binding, caps: &KernelCaps) -> Result<()> 
             true,
         )?;
     }
-    if sinks.contains(&Sink::Bgrad(VecAxis::Col)) {
+    if has_sink(Sink::Bgrad(VecAxis::Col)) {
         check_vec(
             "bgrad_col",
             need(&b.bgrad_col, "bgrad_col")?,
@@ -512,4 +529,15 @@ pub fn check(tree: &EpilogueTree, b: &Binding, caps: &KernelCaps) -> Result<()> 
         check_vec("sum_k_b", need(&b.sum_k_b, "sum_k_b")?, b.n, b.batch, true)?;
     }
     Ok(())
+}
+
+/// The format of the tree's aux output, if it has one (the first, in post order).
+fn first_aux_sink(e: &Expr) -> Option<AuxFormat> {
+    let mut found = None;
+    e.visit_post(&mut |x| {
+        if let (None, Expr::Sink(Sink::Aux(f), _)) = (found, x) {
+            found = Some(*f);
+        }
+    });
+    found
 }

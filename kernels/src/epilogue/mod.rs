@@ -33,11 +33,12 @@ pub mod tree;
 
 pub use check::{Binding, KernelCaps, MatSpec, VecSpec};
 pub use error::EpilogueError;
+pub use eval::{evaluate, evaluate_region, EvalInputs, EvalOutputs};
 pub use fusions::{describe, residual_relu, Fusion};
 pub use parse::{from_v1, fused_v1_for, parse_epilogue, to_v1};
 pub use tree::{
-    build, AuxFormat, BinaryOp, CmpOp, Coord, EpilogueTree, Expr, Kind, Leaf, Operand, Sink,
-    UnaryOp, VecAxis,
+    bits_to_full, build, AuxFormat, BinaryOp, CmpOp, Coord, EpilogueTree, Expr, Kind, Leaf,
+    Operand, Sink, UnaryOp, VecAxis,
 };
 
 /// Chapter 6 of the tutorial: epilogues as trees.

@@ -45,6 +45,10 @@ impl Context {
         })
     }
 
+    pub(crate) fn from_runtime(rt: Runtime) -> Context {
+        Context { rt: Arc::new(rt) }
+    }
+
     /// Keeps compiled kernels in `dir` too (`None`: in memory only), keyed by a hash of the
     /// source, the NVRTC version and the options, which name the target.
     pub fn with_cache_dir(self, dir: Option<PathBuf>) -> Context {
@@ -413,7 +417,7 @@ impl Gemm {
         if let Some(n) = spec.options.max_ctas {
             kernel.set_max_ctas(n);
         }
-        let sums = if plan.tree.sum_k.is_empty() {
+        let sums = if plan.sums.is_empty() {
             None
         } else {
             Some(OperandSum::new(rt)?)
@@ -474,6 +478,10 @@ impl Gemm {
     /// What building this `Gemm` cost: NVRTC compiles and their seconds, or cache hits.
     pub fn build_stats(&self) -> CompileStats {
         self.built
+    }
+
+    pub(crate) fn kernel(&self) -> &TreeKernel {
+        &self.kernel
     }
 
     /// Registers per thread and local (spill) bytes of the GEMM kernel.

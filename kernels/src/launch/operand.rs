@@ -194,10 +194,8 @@ impl<'a, 'b: 'a, T: Element> From<&'a mut CudaViewMut<'b, T>> for TensorMut<'a> 
 impl<'a> Tensor<'a> {
     /// `data` read with `layout` (see the module documentation), e.g. `(M,K):(lda,1)` for a
     /// row-major A with a leading dimension.
-    pub fn new(data: impl Into<Tensor<'a>>, layout: impl Into<Cow<'a, Layout>>) -> Tensor<'a> {
-        let mut t = data.into();
-        t.layout = Some(layout.into());
-        t
+    pub fn new(data: impl Into<Tensor<'a>>, layout: Layout) -> Tensor<'a> {
+        data.into().with_layout(layout)
     }
 
     /// `len` elements of `dtype` (`None`: bit-mask words) at the device address `ptr`.
@@ -218,21 +216,22 @@ impl<'a> Tensor<'a> {
     }
 
     /// This tensor read with `layout`.
-    pub fn with_layout(mut self, layout: impl Into<Cow<'a, Layout>>) -> Tensor<'a> {
-        self.layout = Some(layout.into());
+    pub fn with_layout(mut self, layout: Layout) -> Tensor<'a> {
+        self.layout = Some(Cow::Owned(layout));
+        self
+    }
+
+    /// This tensor read with a layout the caller keeps (no copy per launch).
+    pub fn with_layout_ref(mut self, layout: &'a Layout) -> Tensor<'a> {
+        self.layout = Some(Cow::Borrowed(layout));
         self
     }
 }
 
 impl<'a> TensorMut<'a> {
     /// `data` written with `layout` (see the module documentation).
-    pub fn new(
-        data: impl Into<TensorMut<'a>>,
-        layout: impl Into<Cow<'a, Layout>>,
-    ) -> TensorMut<'a> {
-        let mut t = data.into();
-        t.layout = Some(layout.into());
-        t
+    pub fn new(data: impl Into<TensorMut<'a>>, layout: Layout) -> TensorMut<'a> {
+        data.into().with_layout(layout)
     }
 
     /// `len` elements of `dtype` (`None`: bit-mask words) at the device address `ptr`.
@@ -252,8 +251,14 @@ impl<'a> TensorMut<'a> {
     }
 
     /// This tensor written with `layout`.
-    pub fn with_layout(mut self, layout: impl Into<Cow<'a, Layout>>) -> TensorMut<'a> {
-        self.layout = Some(layout.into());
+    pub fn with_layout(mut self, layout: Layout) -> TensorMut<'a> {
+        self.layout = Some(Cow::Owned(layout));
+        self
+    }
+
+    /// This tensor written with a layout the caller keeps (no copy per launch).
+    pub fn with_layout_ref(mut self, layout: &'a Layout) -> TensorMut<'a> {
+        self.layout = Some(Cow::Borrowed(layout));
         self
     }
 }

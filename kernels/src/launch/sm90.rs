@@ -300,6 +300,11 @@ impl Sm90Kernel {
         })
     }
 
+    /// The compiled kernel.
+    pub(crate) fn func(&self) -> &CudaFunction {
+        &self.func
+    }
+
     /// CTAs of the persistent grid: one per tile (per cluster tile and CTA of the cluster with
     /// a cluster), at most the cap of [`Sm90Kernel::set_max_ctas`] and, with a cluster, at
     /// most the clusters the device can hold at once; whole clusters, at least one.
@@ -469,6 +474,25 @@ impl Sm90Kernel {
     /// `None` for the kernel's own (allocated on the runtime's stream at the first launch that
     /// splits).
     pub fn launch(&self, cx: LaunchCtx<'_>, args: &GemmArgs) -> Result<AccessPaths> {
+        let (paths, maps, params) = self.prepare(cx, args)?;
+        self.launch_raw(
+            cx.stream,
+            [
+                &maps[0], &maps[1], &maps[2], &maps[3], &maps[4], &maps[5], &maps[6],
+            ],
+            &params,
+            None::<&Sm90Params>,
+        )?;
+        Ok(paths)
+    }
+
+    /// Everything [`Sm90Kernel::launch`] does before the launch call: the checks, the tensor
+    /// maps and the parameter block (the launch overhead benchmark times the call alone).
+    pub(crate) fn prepare(
+        &self,
+        cx: LaunchCtx<'_>,
+        args: &GemmArgs,
+    ) -> Result<(AccessPaths, [TmaMap; 7], Sm90Params)> {
         let (args, paths) = self.check_exchanged(args)?;
         let args = &args;
         let p = &self.plan.kernel_problem();
@@ -572,13 +596,11 @@ impl Sm90Kernel {
             ..Sm90Params::default()
         };
         let params = self.with_stream_k(cx, params)?;
-        self.launch_raw(
-            cx.stream,
-            [&tma_a, &tma_b, &tma_d, &tma_aux, &tma_a, &tma_a, &tma_a],
-            &params,
-            None::<&Sm90Params>,
-        )?;
-        Ok(paths.in_terms_of(&self.plan.problem))
+        Ok((
+            paths.in_terms_of(&self.plan.problem),
+            [tma_a, tma_b, tma_d, tma_aux, tma_a, tma_a, tma_a],
+            params,
+        ))
     }
 
     /// Bytes of the stream-K workspace a launch of this kernel may need: `sm_count x

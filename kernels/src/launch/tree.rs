@@ -9,7 +9,7 @@ use crate::launch::mem::{launch_kernel, param, LaunchCtx, Mem};
 use crate::launch::runtime::Runtime;
 use crate::plan::problem::DType;
 
-use crate::epilogue::check::{check, Binding, KernelCaps, MatSpec, VecSpec};
+use crate::epilogue::check::{check_binding, check_tree, Binding, KernelCaps, MatSpec, VecSpec};
 use crate::epilogue::cuda::{apply_kernel_source, EpArgs, StagedInput};
 use crate::epilogue::parse::fused_v1_for;
 use crate::epilogue::tree::{AuxFormat, EpilogueTree, Leaf, Sink};
@@ -222,6 +222,7 @@ pub struct EpilogueApply {
 impl EpilogueApply {
     /// Generates, compiles and loads the stand-alone epilogue kernel of `tree`.
     pub fn new(rt: &Runtime, tree: &EpilogueTree) -> Result<EpilogueApply> {
+        check_tree(tree, &KernelCaps::GENERATED)?;
         let src = apply_kernel_source(tree)?;
         let func = rt.function(&src, "tessera_epilogue_apply", "tessera_epilogue_apply", 0)?;
         Ok(EpilogueApply {
@@ -254,7 +255,7 @@ impl EpilogueApply {
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
-        check(&self.tree, b, &KernelCaps::GENERATED)?;
+        check_binding(&self.tree, b)?;
         let args = region_args(OP, &self.tree, b, bufs, &rows, &cols)?;
         if acc.dtype != DType::F32 || (acc.len as i64) < b.batch * b.m * b.n {
             return Err(KernelError::InvalidProblem {
@@ -539,6 +540,7 @@ impl TreeGemm {
                 msg: format!("the plan targets {}", plan.arch),
             });
         }
+        check_tree(tree, &KernelCaps::GENERATED)?;
         let src = crate::epilogue::cuda::gemm_tree_source(plan, tree)?;
         let func = rt.function(&src, &plan.kernel_name(), "tessera_gemm", plan.smem_bytes)?;
         Ok(TreeGemm {
@@ -583,7 +585,7 @@ impl TreeGemm {
         const OP: &str = "tree gemm";
         let p = &self.plan.problem;
         p.validate()?;
-        check(&self.tree, binding, &KernelCaps::GENERATED)?;
+        check_binding(&self.tree, binding)?;
         if rows.start < 0 || cols.start < 0 || rows.end > binding.m || cols.end > binding.n {
             return Err(KernelError::InvalidProblem {
                 op: OP,
@@ -752,6 +754,7 @@ impl TreeSm90 {
         src: &str,
     ) -> Result<TreeSm90> {
         refuse_col_major_d("TreeSm90::new", &plan.problem)?;
+        check_tree(tree, &KernelCaps::GENERATED)?;
         let sinks = tree.d.sinks();
         Ok(TreeSm90 {
             kernel: crate::launch::sm90::Sm90Kernel::from_source(rt, plan, src)?,
@@ -819,13 +822,43 @@ impl TreeSm90 {
         rows: std::ops::Range<i64>,
         cols: std::ops::Range<i64>,
     ) -> Result<()> {
+        let (maps, params, args) =
+            self.prepare_region(cx, a, b, strides, binding, bufs, rows, cols)?;
+        self.kernel.launch_raw(
+            cx.stream,
+            [
+                &maps[0], &maps[1], &maps[2], &maps[3], &maps[4], &maps[5], &maps[6],
+            ],
+            &params,
+            Some(&args),
+        )
+    }
+
+    /// Everything [`TreeSm90::launch_region`] does before the launch call: the checks, the
+    /// tensor maps, the parameter block and the epilogue's arguments.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn prepare_region(
+        &self,
+        cx: LaunchCtx<'_>,
+        a: &Mem,
+        b: &Mem,
+        strides: &crate::plan::GemmStrides,
+        binding: &Binding,
+        bufs: &EpBuffers,
+        rows: std::ops::Range<i64>,
+        cols: std::ops::Range<i64>,
+    ) -> Result<(
+        [crate::launch::sm90::TmaMap; 7],
+        crate::launch::sm90::Sm90Params,
+        EpArgs,
+    )> {
         use crate::launch::sm90::{encode_tma, tma_addressable, Sm90Params, TmaOperand};
         use crate::plan::problem::Major;
         const OP: &str = "tree gemm (sm90)";
         let plan = self.kernel.plan();
         let p = &plan.problem;
         p.validate()?;
-        check(&self.tree, binding, &KernelCaps::GENERATED)?;
+        check_binding(&self.tree, binding)?;
         let args = region_args(OP, &self.tree, binding, bufs, &rows, &cols)?;
         let statics = crate::epilogue::cuda::StaticTypes::of(&self.tree, binding);
         if statics != self.statics {
@@ -985,14 +1018,18 @@ impl TreeSm90 {
             ..Sm90Params::default()
         };
         let params = self.kernel.with_stream_k(cx, params)?;
-        self.kernel.launch_raw(
-            cx.stream,
+        Ok((
             [
-                &tma_a, &tma_b, &tma_d, &tma_aux, &tma_in[0], &tma_in[1], &tma_in[2],
+                tma_a, tma_b, tma_d, tma_aux, tma_in[0], tma_in[1], tma_in[2],
             ],
-            &params,
-            Some(&args),
-        )
+            params,
+            args,
+        ))
+    }
+
+    /// The compiled Hopper kernel.
+    pub(crate) fn sm90_kernel(&self) -> &crate::launch::sm90::Sm90Kernel {
+        &self.kernel
     }
 }
 
@@ -1046,6 +1083,11 @@ impl TreeFused {
             kernel: crate::launch::sm90::PathKernel::new(rt, &path)?,
             tree: tree.clone(),
         }))
+    }
+
+    /// The GEMM kernel.
+    pub(crate) fn path_kernel(&self) -> &crate::launch::sm90::PathKernel {
+        &self.kernel
     }
 
     /// The problem (with the v1 epilogue) the kernel was compiled for.

@@ -54,8 +54,9 @@ pub struct GemmSpec {
 pub struct Options {
     /// Plan the sm80-class path (cp.async + mma.sync) even where the Hopper path exists.
     pub sm80: bool,
-    /// Hopper path: the CTA tile `(BM, BN)` (BM 64 or 128, BN a multiple of 32 up to 256).
-    pub tile: Option<(i64, i64)>,
+    /// The CTA tile `(BM, BN, BK)`. On the Hopper path BM is 64 or 128, BN a multiple of 32
+    /// up to 256 and BK 64.
+    pub tile: Option<(i64, i64, i64)>,
     /// The pipeline depth.
     pub stages: Option<i64>,
     /// Hopper path: tile rows per group of the persistent tile order.
@@ -82,8 +83,12 @@ impl Options {
     pub(crate) fn path_options(&self) -> PathOptions {
         PathOptions {
             force_sm80: self.sm80,
-            sm90: Sm90Options {
+            sm80: crate::plan::PlanOptions {
                 tile: self.tile,
+                stages: self.stages,
+            },
+            sm90: Sm90Options {
+                tile: self.tile.map(|(m, n, _)| (m, n)),
                 stages: self.stages,
                 group_m: self.group_m,
                 schedule: self.schedule,
@@ -100,8 +105,7 @@ impl Options {
 
     /// Whether a choice of the Hopper path alone is forced.
     fn hopper_given(&self) -> bool {
-        self.tile.is_some()
-            || self.group_m.is_some()
+        self.group_m.is_some()
             || self.schedule.is_some()
             || self.cluster.is_some()
             || self.share.is_some()
@@ -201,6 +205,11 @@ impl GemmSpec {
         self
     }
 
+    /// The input type (of A and B).
+    pub fn input(&self) -> DType {
+        self.dtype
+    }
+
     /// The output type.
     pub fn out(&self) -> DType {
         self.out.unwrap_or(self.dtype)
@@ -296,8 +305,10 @@ pub struct Plan {
     /// The product the kernel runs: row-major D, the plain epilogue (or the flag epilogue's
     /// terms for [`KernelPlan::Flags`]).
     pub(crate) problem: GemmProblem,
-    /// The epilogue the kernel runs (transposed for a column-major D).
+    /// The epilogue the kernel runs (transposed for a column-major D), without operand sums.
     pub(crate) tree: EpilogueTree,
+    /// The operand sums over K that run beside the GEMM, in the kernel's terms.
+    pub(crate) sums: Vec<crate::epilogue::Operand>,
     /// The binding the kernel is compiled for: tight tensors of the spec's types, its alpha
     /// and beta. Launches rebind strides and addresses; types and beta's zeroness are fixed.
     pub(crate) binding: Binding,
@@ -390,13 +401,16 @@ impl Plan {
                 ),
             ));
         }
+        // The operand sums run beside the GEMM (their own kernel), not in its epilogue.
+        let sums = tree.sum_k.clone();
+        let tree = EpilogueTree::new(tree.d);
         let mut binding = Binding::for_tree(&tree, m, n, spec.k, spec.batch, out);
         binding.alpha = spec.alpha;
         binding.beta = spec.beta;
         if spec.options.sm80 && spec.options.hopper_given() {
             return Err(KernelError::invalid(
                 OP,
-                "the tile, schedule, cluster, TMA-store, stream-K and grid options are the Hopper path's; the sm80-class path was forced",
+                "the schedule, cluster, TMA-store, stream-K, rasterization-group and grid options are the Hopper path's; the sm80-class path was forced",
             ));
         }
         let path = spec.options.path_options();
@@ -412,6 +426,14 @@ impl Plan {
                 Some(r) => format!("sm80: {r}"),
             }
         };
+        if let (true, Some((_, _, bk))) = (hopper_ok && !path.force_sm80, spec.options.tile) {
+            if bk != 64 {
+                return Err(KernelError::invalid(
+                    OP,
+                    format!("the Hopper tile's BK is 64, not {bk}"),
+                ));
+            }
+        }
         if !hopper_ok && spec.options.hopper_given() && !path.force_sm80 {
             return Err(KernelError::invalid(
                 OP,
@@ -475,6 +497,7 @@ impl Plan {
             sms,
             problem,
             tree,
+            sums,
             binding,
             transposed,
             kernel,

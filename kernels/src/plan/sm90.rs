@@ -1154,6 +1154,8 @@ pub struct PathOptions {
     pub force_sm80: bool,
     /// The Hopper planner's forced choices, used when the Hopper path is taken.
     pub sm90: Sm90Options,
+    /// The sm80-class planner's forced choices, used when that path is taken.
+    pub sm80: crate::plan::PlanOptions,
     /// Compile a tree epilogue with the generated epilogue even where the fused v1 epilogue
     /// expresses it (`launch::tree::TreeFused`); for comparing the two.
     pub generated_epilogue: bool,
@@ -1173,6 +1175,7 @@ impl PathOptions {
         PathOptions {
             force_sm80: false,
             sm90,
+            sm80: Default::default(),
             generated_epilogue: false,
         }
     }
@@ -1194,11 +1197,15 @@ impl PathOptions {
 /// }
 /// ```
 pub fn plan_path(problem: &GemmProblem, arch: Arch, opts: PathOptions) -> Result<GemmPath> {
+    let sm80 = || {
+        crate::plan::GemmPlan::with_options(problem, arch, opts.sm80)
+            .map(|p| GemmPath::Sm80(Box::new(p)))
+    };
     if opts.force_sm80 {
-        crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
+        sm80()
     } else if Sm90Plan::supports(problem, arch) && (problem.k * problem.input.bytes()) % 16 == 0 {
         Sm90Plan::with_options(problem, opts.sm90).map(|p| GemmPath::Hopper(Box::new(p)))
     } else {
-        crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
+        sm80()
     }
 }

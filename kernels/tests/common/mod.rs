@@ -1,0 +1,42 @@
+//! The one GPU test harness: the skip-or-fail rule, and the float64 check of a GEMM
+//! ([`check`]) that `tessera run gemm` runs too.
+#![allow(dead_code)]
+
+pub mod check;
+
+pub use check::*;
+
+use tessera_kernels::Context;
+
+/// The device under test, or `None` with a printed reason. With `TESSERA_REQUIRE_GPU=1` a
+/// missing device fails the test instead: a GPU host whose driver broke must not pass by
+/// skipping.
+pub fn gpu(test: &str) -> Option<Context> {
+    match Context::new(0) {
+        Ok(ctx) => Some(ctx),
+        Err(e) => {
+            if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("{test}: TESSERA_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            eprintln!("{test}: skipped, no GPU: {e}");
+            None
+        }
+    }
+}
+
+/// The device under test if it is a Hopper (sm_90a) one, else `None` with a printed reason
+/// (a failure with `TESSERA_REQUIRE_GPU=1` only when there is no GPU at all).
+pub fn hopper(test: &str) -> Option<Context> {
+    let ctx = gpu(test)?;
+    if ctx.arch() != tessera_kernels::Arch::Sm90a {
+        eprintln!("{test}: skipped, {} is not sm_90a", ctx.device_name());
+        return None;
+    }
+    Some(ctx)
+}
+
+/// Asserts every comparison of `r` passed, printing them all first.
+pub fn assert_passed(what: &str, r: &Report) {
+    eprintln!("{what}:\n{r}");
+    assert!(r.passed(), "{what}: FAILED");
+}
