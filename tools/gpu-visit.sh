@@ -15,7 +15,7 @@ fails=0
 # TESTS=REGEX: only the test binaries whose names match.
 for t in tests/*; do
   [[ "$(basename "$t")" =~ ${TESTS:-.} ]] || continue
-  timeout 300 "$t" --test-threads=2 > "$OUT/test_$(basename "$t").log" 2>&1
+  timeout 400 "$t" --test-threads=${THREADS:-12} > "$OUT/test_$(basename "$t").log" 2>&1
   rc=$?; [ $rc -ne 0 ] && fails=$((fails + 1))
   echo "$(basename "$t"): rc=$rc $(grep -E '^test result' "$OUT/test_$(basename "$t").log" | tail -1)"
 done > "$OUT/tests_summary.txt"

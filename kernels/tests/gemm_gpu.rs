@@ -53,25 +53,41 @@ fn run_table(test: &str, cases: Vec<Case>) {
     }
 }
 
+/// The named fusions (and the plain GEMM) on one shape; one test per shape, so that the
+/// shapes run in parallel.
+fn fusions_on(test: &str, (m, n, k): (i64, i64, i64)) {
+    let cases = [
+        "acc",
+        "bias",
+        "relu_bias",
+        "gelu_bias",
+        "gelu_aux_bias",
+        "relu_aux_bias",
+    ]
+    .iter()
+    .map(|e| Case::new(spec(m, n, k, e)))
+    .collect();
+    run_table(test, cases);
+}
+
 #[test]
-fn plain_and_named_fusions_with_tails_in_every_dimension() {
-    let mut cases = Vec::new();
-    for (m, n, k) in [(256, 384, 128), (197, 263, 136), (1, 8, 8), (64, 40, 520)] {
-        for e in [
-            "acc",
-            "bias",
-            "relu_bias",
-            "gelu_bias",
-            "gelu_aux_bias",
-            "relu_aux_bias",
-        ] {
-            cases.push(Case::new(spec(m, n, k, e)));
-        }
-    }
-    run_table(
-        "plain_and_named_fusions_with_tails_in_every_dimension",
-        cases,
-    );
+fn fusions_on_whole_tiles() {
+    fusions_on("fusions_on_whole_tiles", (256, 384, 128));
+}
+
+#[test]
+fn fusions_with_tails_in_every_dimension() {
+    fusions_on("fusions_with_tails_in_every_dimension", (197, 263, 136));
+}
+
+#[test]
+fn fusions_on_a_single_row() {
+    fusions_on("fusions_on_a_single_row", (1, 8, 8));
+}
+
+#[test]
+fn fusions_with_k_past_eight_tiles() {
+    fusions_on("fusions_with_k_past_eight_tiles", (64, 40, 520));
 }
 
 #[test]
@@ -158,120 +174,60 @@ fn orders_batches_padding_offsets_and_scalars() {
     // A coordinate-aware epilogue off the tile grid, on a column-major D.
     let s = spec(200, 136, 64, "select(row < 77, sigmoid(acc), tanh(acc))").d(Major::Col);
     cases.push(Case::new(s));
-    // A large product, checked on blocks of rows.
-    cases.push(Case::new(spec(2048, 2048, 2048, "gelu_bias")));
     run_table("orders_batches_padding_offsets_and_scalars", cases);
 }
 
-/// The Hopper planner's choices forced one by one: schedules and tiles, stream-K (every
-/// partial last wave split, on a grid capped so that there is one), a CTA pair sharing A or
-/// B, the TMA store off; each with plain, flag-driven and generated epilogues.
 #[test]
-fn hopper_choices() {
-    let test = "hopper_choices";
+fn a_large_product_on_blocks_of_rows() {
+    run_table(
+        "a_large_product_on_blocks_of_rows",
+        vec![Case::new(spec(2048, 2048, 2048, "gelu_bias"))],
+    );
+}
+
+/// One of the Hopper planner's choices forced: plain, flag-driven and generated epilogues,
+/// with masks, reductions and C, on a shape with a tail in every dimension.
+fn hopper_choice(test: &str, opts: Options) {
     let Some(ctx) = hopper(test) else { return };
-    let o = Options::default;
-    let forced: Vec<(&str, Options)> = vec![
-        (
-            "cooperative 128x256",
-            Options {
-                schedule: Some(Schedule::Cooperative),
-                tile: Some((128, 256, 64)),
-                ..o()
-            },
-        ),
-        (
-            "cooperative 64x256",
-            Options {
-                schedule: Some(Schedule::Cooperative),
-                tile: Some((64, 256, 64)),
-                ..o()
-            },
-        ),
-        (
-            "pingpong 128x128",
-            Options {
-                schedule: Some(Schedule::PingPong),
-                tile: Some((128, 128, 64)),
-                ..o()
-            },
-        ),
-        (
-            "pingpong 64x256",
-            Options {
-                schedule: Some(Schedule::PingPong),
-                tile: Some((64, 256, 64)),
-                ..o()
-            },
-        ),
-        (
-            "stream-K",
-            Options {
-                schedule: Some(Schedule::Cooperative),
-                stream_k: Some(true),
-                max_ctas: Some(5),
-                ..o()
-            },
-        ),
-        (
-            "pair sharing A",
-            Options {
-                cluster: Some(2),
-                share: Some(ClusterShare::A),
-                ..o()
-            },
-        ),
-        (
-            "pair sharing B",
-            Options {
-                cluster: Some(2),
-                share: Some(ClusterShare::B),
-                ..o()
-            },
-        ),
-        (
-            "no TMA store",
-            Options {
-                tma_store: Some(false),
-                ..o()
-            },
-        ),
-        (
-            "generated epilogue",
-            Options {
-                generated_epilogue: true,
-                ..o()
-            },
-        ),
-        (
-            "group 2",
-            Options {
-                group_m: Some(2),
-                ..o()
-            },
-        ),
-    ];
-    for (tag, opts) in forced {
-        let mut cases = Vec::new();
-        for e in [
-            "acc",
-            "relu_bias",
-            "gelu_aux_bias",
-            "relu_aux_bias",
-            "dgelu_bgrad",
-            "drelu_bgrad",
-        ] {
-            for (m, n, k) in [(640, 768, 448), (200, 328, 136)] {
-                cases.push(Case::new(spec(m, n, k, e).options(opts)));
-            }
+    let mut cases: Vec<Case> = [
+        "acc",
+        "relu_bias",
+        "gelu_aux_bias",
+        "relu_aux_bias",
+        "dgelu_bgrad",
+        "drelu_bgrad",
+    ]
+    .iter()
+    .map(|e| Case::new(spec(520, 712, 200, e).options(opts)))
+    .collect();
+    cases.push(Case::new(
+        spec(384, 512, 256, "alpha * acc + beta * c")
+            .beta(0.5)
+            .options(opts),
+    ));
+    run_cases(&ctx, test, "forced", &cases);
+}
+
+macro_rules! hopper_choices {
+    ($($name:ident: $opts:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            hopper_choice(stringify!($name), $opts);
         }
-        cases.push(Case::new(
-            spec(384, 512, 256, "alpha * acc + beta * c")
-                .beta(0.5)
-                .options(opts),
-        ));
-        run_cases(&ctx, test, tag, &cases);
-    }
+    )*};
+}
+
+hopper_choices! {
+    hopper_cooperative_128x256: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 256, 64)), ..Options::default() };
+    hopper_cooperative_64x256: Options { schedule: Some(Schedule::Cooperative), tile: Some((64, 256, 64)), ..Options::default() };
+    hopper_pingpong_128x128: Options { schedule: Some(Schedule::PingPong), tile: Some((128, 128, 64)), ..Options::default() };
+    hopper_pingpong_64x256: Options { schedule: Some(Schedule::PingPong), tile: Some((64, 256, 64)), ..Options::default() };
+    hopper_stream_k: Options { schedule: Some(Schedule::Cooperative), stream_k: Some(true), max_ctas: Some(5), ..Options::default() };
+    hopper_pair_sharing_a: Options { cluster: Some(2), share: Some(ClusterShare::A), ..Options::default() };
+    hopper_pair_sharing_b: Options { cluster: Some(2), share: Some(ClusterShare::B), ..Options::default() };
+    hopper_without_tma_store: Options { tma_store: Some(false), ..Options::default() };
+    hopper_generated_epilogue: Options { generated_epilogue: true, ..Options::default() };
+    hopper_raster_group_2: Options { group_m: Some(2), ..Options::default() };
 }
 
 /// Many short tiles under ping-pong, the same `Gemm` launched again and again (the turn

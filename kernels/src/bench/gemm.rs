@@ -137,7 +137,9 @@ pub(crate) struct Bufs {
 /// The flag-driven epilogue a benchmarked tree amounts to (what cuBLAS or cuBLASLt is asked
 /// to run beside it), or why it has no vendor counterpart here.
 fn vendor_epilogue(spec: &GemmSpec) -> Result<Epilogue> {
-    let e = crate::epilogue::to_v1(spec.tree()).unwrap_or(Epilogue {
+    let tree = spec.tree();
+    let b = crate::epilogue::check::Binding::for_tree(tree, 16, 16, 16, 1, spec.out());
+    let e = crate::epilogue::fused_v1_for(tree, &b, spec.out()).unwrap_or(Epilogue {
         aux: true, // no counterpart: refused below
         ..Epilogue::default()
     });

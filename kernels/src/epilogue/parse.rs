@@ -619,12 +619,22 @@ pub fn fused_v1_for(
     out: DType,
 ) -> Option<crate::plan::problem::Epilogue> {
     use crate::plan::problem::BiasMode;
-    let mut e = to_v1(tree)?;
+    // A tree of the bare accumulator is the flag-driven epilogue's with alpha fixed at 1
+    // (`relu(acc + bias_col)` is `relu(alpha * acc + bias_col)` for alpha = 1).
+    let scaled = !tree.d.uses(Leaf::Alpha);
+    let mut e = if scaled {
+        to_v1(&EpilogueTree {
+            d: with_alpha(&tree.d),
+            sum_k: tree.sum_k.clone(),
+        })?
+    } else {
+        to_v1(tree)?
+    };
     let mat_ok = |m: &Option<MatSpec>| m.is_some_and(|m| !m.bits && m.dtype == out);
     if binding.d.bits || binding.d.dtype != out {
         return None;
     }
-    e.alpha = binding.alpha;
+    e.alpha = if scaled { 1.0 } else { binding.alpha };
     if e.beta != 0.0 {
         if binding.beta != 0.0 && !mat_ok(&binding.c) {
             return None;
@@ -645,4 +655,23 @@ pub fn fused_v1_for(
         return None;
     }
     Some(e)
+}
+
+/// `e` with every `acc` leaf scaled by `alpha`.
+fn with_alpha(e: &Expr) -> Expr {
+    match e {
+        Expr::Leaf(Leaf::Acc) => build::alpha() * build::acc(),
+        Expr::Leaf(l) => Expr::Leaf(*l),
+        Expr::Unary(op, x) => Expr::Unary(*op, Box::new(with_alpha(x))),
+        Expr::Binary(op, a, b) => {
+            Expr::Binary(*op, Box::new(with_alpha(a)), Box::new(with_alpha(b)))
+        }
+        Expr::Cmp(op, a, b) => Expr::Cmp(*op, Box::new(with_alpha(a)), Box::new(with_alpha(b))),
+        Expr::Select(p, a, b) => Expr::Select(
+            Box::new(with_alpha(p)),
+            Box::new(with_alpha(a)),
+            Box::new(with_alpha(b)),
+        ),
+        Expr::Sink(s, x) => Expr::Sink(*s, Box::new(with_alpha(x))),
+    }
 }

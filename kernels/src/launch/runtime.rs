@@ -295,7 +295,8 @@ impl Runtime {
         // The harness's own context: one stream, no cross-stream event tracking needed, and
         // none in timed loops.
         unsafe { ctx.disable_event_tracking() };
-        Runtime::from_context(ctx)
+        let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
+        Runtime::on(ctx, stream)
     }
 
     /// The primary context of device `ordinal`, or why there is none.
@@ -321,9 +322,16 @@ impl Runtime {
         CudaContext::new(ordinal).map_err(driver_err("cuCtx (primary context)"))
     }
 
-    /// A runtime on the caller's context (its event-tracking setting is left as it is). The
-    /// disk cache folder is `TESSERA_CACHE_DIR` when set.
+    /// A runtime on the caller's context, whose settings are left as they are: no stream is
+    /// created on it (a second stream would put cudarc's event tracking to work on every
+    /// slice of the context); its own work (a workspace's allocation) goes to the default
+    /// stream. The disk cache folder is `TESSERA_CACHE_DIR` when set.
     pub fn from_context(ctx: Arc<CudaContext>) -> Result<Runtime> {
+        let stream = ctx.default_stream();
+        Runtime::on(ctx, stream)
+    }
+
+    fn on(ctx: Arc<CudaContext>, stream: Arc<CudaStream>) -> Result<Runtime> {
         let (major, minor) = ctx
             .compute_capability()
             .map_err(driver_err("compute capability"))?;
@@ -338,7 +346,6 @@ impl Runtime {
             .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .map_err(driver_err("cuDeviceGetAttribute"))? as i64;
         let nvrtc = nvrtc_version()?;
-        let stream = ctx.new_stream().map_err(driver_err("cuStreamCreate"))?;
         let disk = std::env::var_os("TESSERA_CACHE_DIR")
             .filter(|d| !d.is_empty())
             .map(PathBuf::from);
@@ -424,27 +431,30 @@ impl Runtime {
     ) -> Result<CudaFunction> {
         let options = nvrtc_options(self.arch, false);
         let key = cache_key(source, &options, self.nvrtc);
-        let module = {
-            let mut cache = self.cache.lock().map_err(|_| {
+        let lock = || {
+            self.cache.lock().map_err(|_| {
                 KernelError::invalid("Runtime::function", "module cache lock poisoned")
-            })?;
-            match cache.get(&key) {
-                Some(m) => {
-                    self.note(|s| s.memory_hits += 1);
-                    m.clone()
-                }
-                None => {
-                    let cubin = self.cubin(source, name, &options, key)?;
-                    self.ctx
-                        .bind_to_thread()
-                        .map_err(driver_err("cuCtxSetCurrent"))?;
-                    let m = self
-                        .ctx
-                        .load_module(Ptx::from_binary(cubin))
-                        .map_err(driver_err("cuModuleLoadData"))?;
-                    cache.insert(key, m.clone());
-                    m
-                }
+            })
+        };
+        let cached = lock()?.get(&key).cloned();
+        let module = match cached {
+            Some(m) => {
+                self.note(|s| s.memory_hits += 1);
+                m
+            }
+            None => {
+                // Compiled without the lock, so that threads building different kernels
+                // compile in parallel; two threads building the same one both compile it,
+                // and the first module loaded is kept.
+                let cubin = self.cubin(source, name, &options, key)?;
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(driver_err("cuCtxSetCurrent"))?;
+                let m = self
+                    .ctx
+                    .load_module(Ptx::from_binary(cubin))
+                    .map_err(driver_err("cuModuleLoadData"))?;
+                lock()?.entry(key).or_insert(m).clone()
             }
         };
         let f = module
