@@ -9,9 +9,6 @@ pub mod cublaslt;
 pub mod epilogues;
 pub mod gemm;
 pub mod overhead;
-pub mod verify;
-pub mod verify_sm90;
-pub mod verify_tree;
 
 /// The harness's device context: cudarc's event tracking off (the harness orders its work on
 /// one stream itself), so timed loops time the kernels and not the bookkeeping.

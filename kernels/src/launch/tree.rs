@@ -10,8 +10,7 @@ use crate::launch::runtime::Runtime;
 use crate::plan::problem::DType;
 
 use crate::epilogue::check::{check_binding, check_tree, Binding, KernelCaps, MatSpec, VecSpec};
-use crate::epilogue::cuda::{apply_kernel_source, EpArgs, StagedInput};
-use crate::epilogue::parse::fused_v1_for;
+use crate::epilogue::cuda::{EpArgs, StagedInput};
 use crate::epilogue::tree::{AuxFormat, EpilogueTree, Leaf, Sink};
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field by `TesseraEpArgs` (checked by
@@ -211,97 +210,6 @@ fn region_matches_plan(
         });
     }
     Ok((rm, rn))
-}
-
-/// A tree compiled into `tessera_epilogue_apply` for the runtime's device.
-pub struct EpilogueApply {
-    tree: EpilogueTree,
-    func: CudaFunction,
-}
-
-impl EpilogueApply {
-    /// Generates, compiles and loads the stand-alone epilogue kernel of `tree`.
-    pub fn new(rt: &Runtime, tree: &EpilogueTree) -> Result<EpilogueApply> {
-        check_tree(tree, &KernelCaps::GENERATED)?;
-        let src = apply_kernel_source(tree)?;
-        let func = rt.function(&src, "tessera_epilogue_apply", "tessera_epilogue_apply", 0)?;
-        Ok(EpilogueApply {
-            tree: tree.clone(),
-            func,
-        })
-    }
-
-    /// Checks `binding` and the buffers, then applies the epilogue to `acc` (fp32,
-    /// `batch x M x N`, tight) on `stream`.
-    pub fn launch(
-        &self,
-        stream: &CudaStream,
-        b: &Binding,
-        bufs: &EpBuffers,
-        acc: &Mem,
-    ) -> Result<()> {
-        self.launch_region(stream, b, bufs, acc, 0..b.m, 0..b.n)
-    }
-
-    /// As [`EpilogueApply::launch`], over rows `rows` and columns `cols` of the output only
-    /// (one launch of a region plan, [`crate::epilogue::coord::split_regions`]): the epilogue sees the
-    /// full-output coordinates; `acc` is read at the same positions of the full matrix.
-    pub fn launch_region(
-        &self,
-        stream: &CudaStream,
-        b: &Binding,
-        bufs: &EpBuffers,
-        acc: &Mem,
-        rows: std::ops::Range<i64>,
-        cols: std::ops::Range<i64>,
-    ) -> Result<()> {
-        check_binding(&self.tree, b)?;
-        let args = region_args(OP, &self.tree, b, bufs, &rows, &cols)?;
-        if acc.dtype != DType::F32 || (acc.len as i64) < b.batch * b.m * b.n {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "acc must be fp32 with batch x M x N elements, got {} x {}",
-                    acc.dtype, acc.len
-                ),
-            });
-        }
-        let (rm, rn) = (rows.end - rows.start, cols.end - cols.start);
-        if (rm + 31) / 32 > 65_535 || b.batch > 65_535 {
-            return Err(KernelError::InvalidProblem {
-                op: OP,
-                msg: format!(
-                    "{rm} rows or batch = {} exceeds the apply kernel's grid",
-                    b.batch
-                ),
-            });
-        }
-        // The region's first accumulator in the full tight matrix.
-        let acc_ptr = acc.ptr + 4 * (rows.start * b.n + cols.start) as u64;
-        let (ld_acc, batch_acc) = (b.n, b.m * b.n);
-        // SAFETY: `check` and the buffer checks above guarantee every address the kernel
-        // forms for this binding and region lies inside its buffer, with the bound types.
-        unsafe {
-            launch_kernel(
-                &self.func,
-                stream,
-                (
-                    ((rn + 63) / 64) as u32,
-                    ((rm + 31) / 32) as u32,
-                    b.batch as u32,
-                ),
-                (128, 1, 1),
-                0,
-                &mut [
-                    param(&args),
-                    param(&acc_ptr),
-                    param(&ld_acc),
-                    param(&batch_acc),
-                ],
-                "launch tessera_epilogue_apply",
-            )
-        }
-    }
 }
 
 /// The operand-sum kernel `tessera_ep_operand_sum` (cuBLASLt's BGRADA / BGRADB in the
@@ -1040,7 +948,9 @@ impl TreeSm90 {
 /// takes the ping-pong schedule on the Hopper path ([`crate::epilogue::cuda::tree_takes_pingpong`]).
 pub struct TreeFused {
     kernel: crate::launch::sm90::PathKernel,
-    tree: EpilogueTree,
+    /// The alpha and beta of the binding the kernel was compiled for (a launch must bind
+    /// the same: they are compiled into the flag-driven epilogue).
+    scalars: (f32, f32),
 }
 
 fn need(op: &'static str, what: &str, buf: Option<Mem>) -> Result<Mem> {
@@ -1048,43 +958,6 @@ fn need(op: &'static str, what: &str, buf: Option<Mem>) -> Result<Mem> {
 }
 
 impl TreeFused {
-    /// Plans `problem` (plain epilogue) with the fused epilogue [`fused_v1_for`] finds for
-    /// `tree` bound like `binding`, on the path `path` picks for the runtime's device
-    /// ([`crate::plan::plan_path`]), and compiles it; `None` when there is none, or when `path`
-    /// asks for the generated epilogue.
-    pub fn plan(
-        rt: &Runtime,
-        problem: &crate::plan::problem::GemmProblem,
-        tree: &EpilogueTree,
-        binding: &Binding,
-        path: crate::plan::PathOptions,
-    ) -> Result<Option<TreeFused>> {
-        refuse_col_major_d("TreeFused::plan", problem)?;
-        if path.generated_epilogue {
-            return Ok(None);
-        }
-        let Some(e) = fused_v1_for(tree, binding, problem.output) else {
-            return Ok(None);
-        };
-        let mut p = *problem;
-        p.epilogue = e;
-        let sm90 = path.sm90;
-        let path = crate::plan::plan_path(&p, rt.arch(), path)?;
-        // On the Hopper path a tree left to the planner that takes the plain GEMM's ping-pong
-        // schedule runs the generated epilogue: on ping-pong the v1 kernel's bias and
-        // relu_bias cost +9..+18% over the plain GEMM at 8192 x 11008 x 4096 and 8192 x 14336
-        // x 4096, the generated epilogue's -4..+6% (`docs/perf.md`, session 16).
-        if matches!(path, crate::plan::GemmPath::Hopper(_))
-            && crate::epilogue::cuda::tree_takes_pingpong(problem, tree, sm90)
-        {
-            return Ok(None);
-        }
-        Ok(Some(TreeFused {
-            kernel: crate::launch::sm90::PathKernel::new(rt, &path)?,
-            tree: tree.clone(),
-        }))
-    }
-
     /// The GEMM kernel.
     pub(crate) fn path_kernel(&self) -> &crate::launch::sm90::PathKernel {
         &self.kernel
@@ -1109,7 +982,7 @@ impl TreeFused {
         let op = "TreeFused::launch";
         let p = self.problem();
         let e = p.epilogue;
-        if fused_v1_for(&self.tree, binding, p.output) != Some(e)
+        if (binding.alpha, binding.beta) != self.scalars
             || (binding.m, binding.n, binding.k, binding.batch) != (p.m, p.n, p.k, p.batch)
         {
             return Err(KernelError::InvalidProblem {
@@ -1176,56 +1049,13 @@ pub enum TreeKernel {
 }
 
 impl TreeKernel {
-    /// Compiles the planned `path` (see [`crate::plan::choose_path`]; its problem's own
-    /// epilogue must be the plain one) with `tree` as its epilogue, for launches that bind
-    /// like `binding` (the Hopper kernel compiles the binding's types in).
-    pub fn new(
-        rt: &Runtime,
-        path: &crate::plan::GemmPath,
-        tree: &EpilogueTree,
-        binding: &Binding,
-    ) -> Result<TreeKernel> {
-        Ok(match path {
-            crate::plan::GemmPath::Hopper(p) => {
-                TreeKernel::Hopper(Box::new(TreeSm90::new(rt, p, tree, binding)?))
-            }
-            crate::plan::GemmPath::Sm80(p) => {
-                TreeKernel::Sm80(Box::new(TreeGemm::new(rt, p, tree)?))
-            }
-        })
-    }
-
-    /// Plans `problem` on the path `path` picks for the runtime's device
-    /// ([`crate::plan::plan_path`]) and compiles it with `tree`: with the fused v1
-    /// epilogue when the tree amounts to one ([`TreeFused`]), else the generated epilogue.
-    pub fn plan(
-        rt: &Runtime,
-        problem: &crate::plan::problem::GemmProblem,
-        tree: &EpilogueTree,
-        binding: &Binding,
-        path: crate::plan::PathOptions,
-    ) -> Result<TreeKernel> {
-        if let Some(f) = TreeFused::plan(rt, problem, tree, binding, path)? {
-            return Ok(TreeKernel::Fused(Box::new(f)));
-        }
-        // On the Hopper path, room for the inputs and bias vectors the fragment path stages,
-        // where it costs no stage ([`crate::epilogue::cuda::tree_sm90_plan`]).
-        let planned = match crate::plan::plan_path(problem, rt.arch(), path)? {
-            crate::plan::GemmPath::Hopper(_) => crate::plan::GemmPath::Hopper(Box::new(
-                crate::epilogue::cuda::tree_sm90_plan(problem, tree, binding, path.sm90)?,
-            )),
-            other => other,
-        };
-        TreeKernel::new(rt, &planned, tree, binding)
-    }
-
     /// Compiles the kernel `plan` chose, for the runtime's device.
     pub(crate) fn from_plan(rt: &Runtime, plan: &crate::plan::Plan) -> Result<TreeKernel> {
         use crate::plan::gemm::KernelPlan;
         Ok(match &plan.kernel {
             KernelPlan::Flags(path) => TreeKernel::Fused(Box::new(TreeFused {
                 kernel: crate::launch::sm90::PathKernel::new(rt, path)?,
-                tree: plan.tree.clone(),
+                scalars: (plan.binding.alpha, plan.binding.beta),
             })),
             KernelPlan::Sm80Tree(p) => {
                 TreeKernel::Sm80(Box::new(TreeGemm::new(rt, p, &plan.tree)?))

@@ -10,10 +10,12 @@ use tessera_kernels::Context;
 
 /// The device under test, or `None` with a printed reason. With `TESSERA_REQUIRE_GPU=1` a
 /// missing device fails the test instead: a GPU host whose driver broke must not pass by
-/// skipping.
+/// skipping. The tests of a binary share one `Context`, so a kernel two tests build is
+/// compiled once.
 pub fn gpu(test: &str) -> Option<Context> {
-    match Context::new(0) {
-        Ok(ctx) => Some(ctx),
+    static CTX: std::sync::OnceLock<Result<Context, String>> = std::sync::OnceLock::new();
+    match CTX.get_or_init(|| Context::new(0).map_err(|e| e.to_string())) {
+        Ok(ctx) => Some(ctx.clone()),
         Err(e) => {
             if std::env::var("TESSERA_REQUIRE_GPU").as_deref() == Ok("1") {
                 panic!("{test}: TESSERA_REQUIRE_GPU=1 but no GPU: {e}");
