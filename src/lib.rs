@@ -21,8 +21,11 @@ pub mod tutorial {
     pub mod ch01_layouts {}
     #[doc = include_str!("../docs/02_algebra.md")]
     pub mod ch02_algebra {}
-    pub use tessera_kernels::epilogue::tutorial as ch06_epilogues;
-    pub use tessera_kernels::tutorial_04 as ch04_tiling_a_gemm;
-    pub use tessera_kernels::tutorial_05 as ch05_hopper;
+    #[doc = include_str!("../docs/04_tiling_a_gemm.md")]
+    pub mod ch04_tiling_a_gemm {}
+    #[doc = include_str!("../docs/05_hopper.md")]
+    pub mod ch05_hopper {}
+    #[doc = include_str!("../docs/06_epilogues.md")]
+    pub mod ch06_epilogues {}
     pub use tessera_swizzle::tutorial as ch03_swizzles;
 }

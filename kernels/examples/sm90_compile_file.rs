@@ -2,7 +2,6 @@
 //! `sm90_compile_file FILE [OUT.cubin [KERNEL]]` (an experiment helper for hand-edited or
 //! emitted sources, e.g. `tessera plan gemm ... --emit-cuda-only`). With OUT.cubin it also
 //! writes the CUBIN, for `cuobjdump --dump-sass`; KERNEL (default `tessera_gemm`) names it.
-#[cfg(feature = "cuda")]
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
@@ -17,16 +16,11 @@ fn main() {
         }
     };
     let kernel = args.get(3).map(String::as_str).unwrap_or("tessera_gemm");
-    match tessera_kernels::launch::runtime::compile(
-        &src,
-        kernel,
-        tessera_kernels::Arch::Sm90a,
-        true,
-    ) {
-        Ok(c) => {
-            println!("{}", c.log);
+    match tessera_kernels::bench::dev::compile_source(&src, kernel, tessera_kernels::Arch::Sm90a) {
+        Ok((cubin, log)) => {
+            println!("{log}");
             if let Some(out) = args.get(2) {
-                if let Err(e) = std::fs::write(out, &c.cubin) {
+                if let Err(e) = std::fs::write(out, &cubin) {
                     eprintln!("writing {out}: {e}");
                     std::process::exit(1);
                 }
@@ -37,10 +31,4 @@ fn main() {
             std::process::exit(1);
         }
     }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn main() {
-    eprintln!("built without the `cuda` feature");
-    std::process::exit(1);
 }

@@ -5,10 +5,8 @@
 //! `sm90_tree_source dgelu 1` or `sm90_tree_source bias -1 0 pingpong 8192x8192x4096` (N -1:
 //! the launcher's choice; SCHEDULE `cooperative`, `pingpong` or `auto`). An experiment helper, with `sm90_compile_file` for ptxas
 //! statistics and a CUBIN to disassemble.
-use tessera_kernels::epilogue::cuda::{sm90_tree_source, tree_sm90_plan};
-use tessera_kernels::epilogue::{Binding, Fusion};
-use tessera_kernels::plan::{Schedule, Sm90Options};
-use tessera_kernels::{DType, GemmProblem};
+use tessera_kernels::epilogue::Fusion;
+use tessera_kernels::plan::Schedule;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -47,26 +45,8 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let t = f.tree();
-    let p = GemmProblem::new(m, n, k);
-    let mut b = Binding::for_tree(&t, m, n, k, 1, DType::Bf16);
-    b.beta = beta;
-    let opts = Sm90Options {
-        epilogue_inputs: (staged >= 0).then_some(staged),
-        schedule,
-        ..Sm90Options::default()
-    };
-    match tree_sm90_plan(&p, &t, &b, opts)
-        .map_err(|e| e.to_string())
-        .and_then(|plan| {
-            // As the launcher compiles it on an H100 SXM (132 SMs).
-            sm90_tree_source(
-                &plan.compiled_for(tessera_kernels::arch::H100_SMS),
-                &t,
-                Some(&b),
-            )
-            .map_err(|e| e.to_string())
-        }) {
+    let staged = (staged >= 0).then_some(staged);
+    match tessera_kernels::bench::dev::tree_source(*f, staged, beta, schedule, (m, n, k)) {
         Ok(src) => print!("{src}"),
         Err(e) => {
             eprintln!("{e}");

@@ -1,55 +1,69 @@
 //! # tessera-kernels
 //!
-//! Tensor-core GEMM kernels with fused epilogues, planned with the tessera layout algebra.
+//! Tensor-core GEMM kernels with fused epilogues, for NVIDIA GPUs: an sm80-class path
+//! (cp.async + `mma.sync`) and a Hopper path (TMA + `wgmma`, warp-specialized, persistent),
+//! whose tiles, shared-memory layouts, swizzles and fragment maps are derived with the tessera
+//! layout algebra and compiled at run time with NVRTC.
 //!
-//! The pipeline: a [`GemmProblem`] and an [`Arch`] go to the planner, which derives a
-//! [`GemmPlan`] (CTA tile, warp tiling, swizzled shared-memory layouts, copy and ldmatrix
-//! partitions, pipeline depth, accumulator map) with `tessera_layout`; [`codegen`] prints the
-//! plan as a small CUDA preamble in front of the hand-written templates in `kernels/cuda/`;
-//! with the `cuda` feature, [`runtime`] compiles it with NVRTC for the device's exact target and
-//! [`gemm`] launches it. [`reference`](mod@reference) is the float64 CPU reference used to check it.
+//! A [`GemmSpec`] says what to compute: `D = epilogue(A B)` with its extents, types, storage
+//! orders and an epilogue tree (see [`epilogue`]); [`GemmSpec::plan`] shows what tessera makes
+//! of it on a target, with no GPU. With the `cuda` feature, a [`Gemm`] is that plan compiled
+//! on a [`Context`] (the caller's cudarc context; compiled kernels are cached in memory and,
+//! with a cache folder, on disk), and [`Gemm::launch`] queues it on the caller's stream over
+//! the caller's device memory, every operand checked first.
 //!
 //! ```
-//! use tessera_kernels::{Arch, GemmPlan, GemmProblem};
-//! let plan = GemmPlan::new(&GemmProblem::new(4096, 4096, 4096), Arch::Sm90a).unwrap();
-//! assert_eq!(plan.cta_tile, (128, 256, 64));
-//! assert!(plan.smem_bytes <= Arch::Sm90a.smem_per_block_optin());
+//! use tessera_kernels::{Arch, GemmSpec};
+//! let spec = GemmSpec::linear(4096, 4096, 4096).epilogue("gelu(aux(acc + bias_col))").unwrap();
+//! let plan = spec.plan(Arch::Sm90a, 132).unwrap();
+//! assert_eq!(plan.path(), "sm90");
+//! assert!(plan.smem_bytes() <= Arch::Sm90a.smem_per_block_optin());
 //! ```
+//!
+//! The [`plan`] module holds the planners' derived layouts for kernel authors; [`epilogue`]
+//! the epilogue language. The `bench` feature adds the harnesses the `tessera` tool uses
+//! (vendor comparisons, float64 checks), which are not part of the library.
 
 #![warn(missing_docs)]
 
 // The harnesses shared with the tests name the crate by its public path.
 extern crate self as tessera_kernels;
 
-pub mod arch;
-pub mod codegen;
+mod arch;
+pub(crate) mod codegen;
 pub mod epilogue;
-pub mod error;
+mod error;
 pub mod plan;
-pub mod reference;
-pub mod rng;
+#[cfg(test)]
+pub(crate) mod reference;
+#[cfg(any(test, feature = "bench"))]
+pub(crate) mod rng;
 
-#[cfg(feature = "cuda")]
+#[cfg(feature = "bench")]
 pub mod bench;
 #[cfg(feature = "cuda")]
-pub mod launch;
+pub(crate) mod launch;
+
+#[cfg(test)]
+mod tests;
 
 #[cfg(feature = "cuda")]
 pub use launch::gemm::{Context, Gemm};
 #[cfg(feature = "cuda")]
 pub use launch::operand::{Element, Operands, Tensor, TensorMut};
 #[cfg(feature = "cuda")]
+pub use launch::paddle::{FusedGemmEpilogue, FusedGemmEpilogueGrad, PaddleActivation};
+#[cfg(feature = "cuda")]
 pub use launch::runtime::CompileStats;
 
-pub use arch::Arch;
-pub use error::{KernelError, Result};
-pub use plan::problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, Major};
-pub use plan::{GemmPlan, GemmSpec, Options, Plan, PlanOptions};
+pub use arch::{Arch, H100_SMS};
+pub use error::{CompileFailure, KernelError, Result};
+pub use plan::problem::{DType, Major};
+pub use plan::{GemmSpec, Options, Plan};
 
-/// Chapter 4 of the tutorial: tiling a GEMM with the layout algebra.
-#[doc = include_str!("../../docs/04_tiling_a_gemm.md")]
-pub mod tutorial_04 {}
-
-/// Chapter 5 of the tutorial: the Hopper GEMM, from one shared-memory layout.
-#[doc = include_str!("../../docs/05_hopper.md")]
-pub mod tutorial_05 {}
+// The crate's own code and tests also reach these at the root (as the crate's first layout
+// had them).
+#[allow(unused_imports)]
+pub(crate) use plan::problem::{Activation, BiasMode, Epilogue, GemmProblem};
+#[allow(unused_imports)]
+pub(crate) use plan::{GemmPlan, PlanOptions};

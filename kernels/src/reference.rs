@@ -1,15 +1,7 @@
-//! The float64 CPU reference, rounding helpers and the error metrics with their bounds.
+//! The float64 CPU reference of the flag-driven epilogue's GEMM over rows of the output (the
+//! tests' check of the column-major D identity).
 
-use crate::plan::problem::{BiasMode, DType, GemmProblem, GemmStrides};
-
-/// Rounds to the nearest value of `dtype` (ties to even), as the GPU stores it.
-pub fn round_to(x: f32, dtype: DType) -> f32 {
-    match dtype {
-        DType::Bf16 => half::bf16::from_f32(x).to_f32(),
-        DType::F16 => half::f16::from_f32(x).to_f32(),
-        DType::F32 => x,
-    }
-}
+use crate::plan::problem::{BiasMode, GemmProblem, GemmStrides};
 
 /// Host operands of a GEMM, as the values the device holds (already rounded to their types).
 #[derive(Clone, Debug)]
@@ -83,89 +75,4 @@ pub fn reference_rows(p: &GemmProblem, s: &GemmStrides, h: &HostGemm, rows: &[i6
         }
     }
     Reference { d, aux }
-}
-
-/// Error of a result against the reference, over the positions the reference computed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ErrorStats {
-    /// `||got - ref||_F / ||ref||_F`.
-    pub rel_fro: f64,
-    /// `max |got - ref|`.
-    pub max_abs: f64,
-    /// `max |ref|`.
-    pub max_ref: f64,
-    /// Positions compared.
-    pub compared: usize,
-    /// Compared positions holding NaN or infinity in the result (unwritten: poisoned).
-    pub non_finite: usize,
-}
-
-/// Compares `got` with `want` where `want` is not NaN.
-pub fn compare(got: &[f64], want: &[f64]) -> ErrorStats {
-    let (mut num, mut den, mut max_abs, mut max_ref) = (0f64, 0f64, 0f64, 0f64);
-    let (mut compared, mut non_finite) = (0usize, 0usize);
-    for (&g, &w) in got.iter().zip(want) {
-        if w.is_nan() {
-            continue;
-        }
-        compared += 1;
-        if !g.is_finite() {
-            non_finite += 1;
-            continue;
-        }
-        num += (g - w) * (g - w);
-        den += w * w;
-        max_abs = max_abs.max((g - w).abs());
-        max_ref = max_ref.max(w.abs());
-    }
-    ErrorStats {
-        rel_fro: if den > 0.0 {
-            num.sqrt() / den.sqrt()
-        } else {
-            num.sqrt()
-        },
-        max_abs,
-        max_ref,
-        compared,
-        non_finite,
-    }
-}
-
-/// The error bounds a correct result meets, for output type `out` and reduction length `k`,
-/// on the harness's data (A, B, C and bias uniform in [-1, 1)).
-///
-/// Inputs are exact in both (the reference reads the rounded values), so the error is the
-/// fp32 accumulation plus one rounding of the result to `out` (relative at most `u_out`, half
-/// an ulp). The accumulation adds K terms of size at most 1 into partial sums that grow like
-/// `sqrt(k)`, each addition erring by at most `2^-24` of its partial sum: a random walk of
-/// about `K * 2^-24 / 3` (rms), which is `sqrt(K)` times `sqrt(K) * 2^-24 / 3`. So:
-/// - relative Frobenius error `<= u_out + 1e-5`;
-/// - max abs error scaled by `sqrt(K)`: `max_abs / sqrt(K) <= u_out * max|ref| / sqrt(K) +
-///   4 * 2^-24 * sqrt(K)`, a 12-sigma margin on the accumulation term.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Bounds {
-    /// Bound on the relative Frobenius error.
-    pub rel_fro: f64,
-    /// Bound on the max abs error.
-    pub max_abs: f64,
-}
-
-impl Bounds {
-    /// The bounds for `stats` of a result in `out` with reduction length `k`.
-    pub fn for_result(out: DType, k: i64, max_ref: f64) -> Bounds {
-        let u = out.unit_roundoff();
-        let sk = (k as f64).sqrt();
-        Bounds {
-            rel_fro: u + 1e-5,
-            max_abs: u * max_ref + sk * (4.0 * 2f64.powi(-24) * sk),
-        }
-    }
-
-    /// Whether `stats` is within the bounds (and fully written).
-    pub fn check(&self, stats: &ErrorStats) -> bool {
-        stats.non_finite == 0
-            && stats.compared > 0
-            && stats.rel_fro <= self.rel_fro
-            && stats.max_abs <= self.max_abs
-    }
 }

@@ -11,6 +11,7 @@ impl Rng {
     }
 
     /// A seed that differs from run to run (time and process id), for fresh test data.
+    #[cfg(feature = "bench")]
     pub fn fresh_seed() -> u64 {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -260,12 +260,11 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
         Err(e) => return fail(e),
     };
     // As an H100 SXM (132 SMs) compiles the persistent Hopper kernel.
-    let plan = match spec(&pa)
-        .and_then(|s| planned(&s, &pa.kernel, arch, tessera_kernels::arch::H100_SMS))
-    {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
+    let plan =
+        match spec(&pa).and_then(|s| planned(&s, &pa.kernel, arch, tessera_kernels::H100_SMS)) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
     let source = match plan.source() {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -306,7 +305,7 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         Ok(p) => print!("{p}"),
         Err(e) => return fail(e),
     }
-    let seed = seed.unwrap_or_else(tessera_kernels::rng::Rng::fresh_seed);
+    let seed = seed.unwrap_or_else(fresh_seed);
     match run_case(
         &ctx,
         &Case {
@@ -324,6 +323,16 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         }
         Err(e) => fail(e),
     }
+}
+
+/// A seed from the clock, for a run that was given none (it is printed, to replay the run).
+#[cfg(feature = "cuda")]
+fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ (u64::from(std::process::id()) << 32)
 }
 
 /// Runs `tessera run` (built without the `cuda` feature).

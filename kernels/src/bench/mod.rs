@@ -6,9 +6,11 @@ pub mod buffers;
 #[allow(missing_docs)]
 pub mod check;
 pub mod cublaslt;
+pub mod dev;
 pub mod epilogues;
 pub mod gemm;
 pub mod overhead;
+pub mod timeline;
 
 /// The harness's device context: cudarc's event tracking off (the harness orders its work on
 /// one stream itself), so timed loops time the kernels and not the bookkeeping.

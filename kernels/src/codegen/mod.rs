@@ -4,6 +4,6 @@
 pub mod sm80;
 pub mod sm90;
 
-pub use sm80::{
-    cuda_source, index_expr, modes_expr, preamble, COMMON_CUH, GEMM_SM80_CUH, MMA_PEAK_CUH,
-};
+#[cfg(feature = "bench")]
+pub use sm80::MMA_PEAK_CUH;
+pub use sm80::{cuda_source, modes_expr, preamble, COMMON_CUH, GEMM_SM80_CUH};

@@ -45,6 +45,7 @@ pub const EPILOGUE_TREE_CUH: &str = include_str!("epilogue_tree.cuh");
 /// The fixed functions after the generated one (pair, CTA hooks).
 pub const EPILOGUE_TREE_TAIL_CUH: &str = include_str!("epilogue_tree_tail.cuh");
 /// The stand-alone epilogue kernel `tessera_epilogue_apply`.
+#[cfg(test)]
 pub const EPILOGUE_APPLY_CUH: &str = include_str!("epilogue_apply.cuh");
 /// The operand-sum kernel `tessera_ep_operand_sum` (BGRADA / BGRADB).
 pub const OPERAND_SUM_CUH: &str = include_str!("operand_sum.cuh");
@@ -532,6 +533,7 @@ pub fn epilogue_source(tree: &EpilogueTree) -> Result<String> {
 
 /// A self-contained source for NVRTC: `common.cuh`, [`epilogue_source`] and the stand-alone
 /// kernel `tessera_epilogue_apply` ([`EPILOGUE_APPLY_CUH`]).
+#[cfg(test)]
 pub fn apply_kernel_source(tree: &EpilogueTree) -> Result<String> {
     let mut s = String::new();
     let _ = writeln!(s, "// tessera epilogue `{tree}`");
@@ -628,6 +630,7 @@ pub struct EpArgs {
 }
 
 impl EpArgs {
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     /// The pitches, strides, types and extents of `binding` (for `tree`: its aux input is
     /// `aux_in_bits` when the tree reads that) for one launch over the whole output (`row0 = col0 = 0`); device addresses are left 0 for the caller to fill.
     /// `d_pair` is set when D's pitch and batch stride are even and its base is 4-byte aligned.
@@ -688,6 +691,7 @@ impl EpArgs {
 /// Every field of [`EpArgs`] with its byte offset, in declaration order (for checking the
 /// device struct's layout: see the `epilogue_codegen` test, which lays out `TesseraEpArgs`
 /// from its declaration by the C rules and compares).
+#[cfg(test)]
 pub fn ep_args_layout() -> Vec<(&'static str, usize)> {
     use std::mem::offset_of;
     vec![
@@ -785,6 +789,7 @@ pub fn gemm_tree_source(plan: &GemmPlan, tree: &EpilogueTree) -> Result<String> 
     Ok(s)
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 /// Whether the sm80 template has the `TESSERA_EPILOGUE_TREE` hook that calls the generated
 /// epilogue.
 pub fn gemm_has_tree_hook() -> bool {

@@ -89,6 +89,7 @@ impl EpilogueError {
         }
     }
 
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn binding(operand: &'static str, msg: impl Into<String>) -> Self {
         EpilogueError::Binding {
             operand,

@@ -16,8 +16,8 @@
 //! as 0 when `beta == 0`). cuBLASLt's GELU is the tanh approximation, so the GELU fusions use
 //! `gelu_tanh` / `dgelu_tanh`; the text form's `gelu` is the erf form.
 
-use super::tree::build::{acc, alpha, aux_in, aux_in_bits, beta, bias_col, c, residual};
-use super::tree::{AuxFormat, EpilogueTree, Expr, Leaf, Operand, Sink, UnaryOp, VecAxis};
+use super::tree::build::{acc, alpha, aux_in, aux_in_bits, beta, bias_col, c};
+use super::tree::{AuxFormat, EpilogueTree, Leaf, Operand, Sink, UnaryOp, VecAxis};
 
 /// A standard fusion, named as cuBLASLt's `CUBLASLT_EPILOGUE_*` in lower case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -139,20 +139,9 @@ impl Fusion {
 /// The residual block `relu(alpha * acc + bias_col + residual)`: a convolution or linear layer
 /// with bias, the skip connection's add, then ReLU (CUTLASS's LinearCombinationResidualBlock
 /// with identity activation, `plus` and ReLU).
-///
-/// ```
-/// use tessera_kernels::epilogue::residual_relu;
-/// assert_eq!(residual_relu().to_string(), "relu(alpha * acc + bias_col + residual)");
-/// ```
+#[cfg(test)]
 pub fn residual_relu() -> EpilogueTree {
-    EpilogueTree::new((alpha() * acc() + bias_col() + residual()).relu())
-}
-
-/// The backward epilogue of an activation `act` given by its tree op: `(alpha*acc + beta*c) *
-/// act'(aux_in)`, or `None` when `act` has no derivative in the vocabulary.
-pub fn backward_of(act: UnaryOp) -> Option<Expr> {
-    let d = act.derivative()?;
-    Some((alpha() * acc() + beta() * c()) * aux_in().unary(d))
+    EpilogueTree::new((alpha() * acc() + bias_col() + super::tree::build::residual()).relu())
 }
 
 /// A few lines for `tessera plan gemm --epilogue TEXT`: the tree, the named fusion it is (if

@@ -17,17 +17,23 @@
 //! - `dBias = sum over the M rows of dOut`, fused into the dY product as its operand sum
 //!   (`bgrada` when not `trans_y`: dOut is that product's B; `bgradb` when `trans_y`: dOut^T is
 //!   its A).
+// The GPU operators (feature `cuda`) use the fusions chosen here.
+#![cfg_attr(not(feature = "cuda"), allow(dead_code))]
 
 use std::fmt;
 use std::str::FromStr;
 
 use super::error::{EpilogueError, Result};
+#[cfg(test)]
 use super::eval::{evaluate, EvalInputs};
 use super::fusions::Fusion;
-use super::tree::{build, EpilogueTree, Operand};
+#[cfg(test)]
+use super::tree::Operand;
+use super::tree::{build, EpilogueTree};
 
 /// A dense row-major float64 matrix.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg(test)]
 pub struct Matrix {
     /// Rows.
     pub rows: usize,
@@ -37,6 +43,7 @@ pub struct Matrix {
     pub data: Vec<f64>,
 }
 
+#[cfg(test)]
 impl Matrix {
     /// A matrix from row-major values; `data.len()` must be `rows * cols`.
     pub fn new(rows: usize, cols: usize, data: Vec<f64>) -> Result<Matrix> {
@@ -79,6 +86,7 @@ impl Matrix {
 }
 
 /// Checks that `data` holds `rows * cols` values (the fields are public).
+#[cfg(test)]
 fn valid(op: &'static str, name: &str, x: &Matrix) -> Result<()> {
     if x.rows.checked_mul(x.cols) != Some(x.data.len()) {
         return Err(EpilogueError::input(
@@ -95,6 +103,7 @@ fn valid(op: &'static str, name: &str, x: &Matrix) -> Result<()> {
 }
 
 /// `a b` in float64.
+#[cfg(test)]
 fn matmul(op: &'static str, a: &Matrix, b: &Matrix) -> Result<Matrix> {
     valid(op, "left operand", a)?;
     valid(op, "right operand", b)?;
@@ -161,6 +170,7 @@ impl fmt::Display for PaddleActivation {
 
 /// The forward pass's reserve space (the aux output), shaped as the forward output `M x N`.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg(test)]
 pub enum ReserveSpace {
     /// relu: whether each pre-activation was `> 0` (one bit per element on the GPU).
     ReluMask {
@@ -177,6 +187,7 @@ pub enum ReserveSpace {
 
 /// The forward pass's outputs.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg(test)]
 pub struct FusedForward {
     /// `act(op(X) op(Y) + bias)`, `M x N`.
     pub out: Matrix,
@@ -197,14 +208,7 @@ pub fn forward_fusion(activation: PaddleActivation, reserve: bool) -> Fusion {
 
 /// `fused_gemm_epilogue(x, y, bias, trans_x, trans_y, activation)`; `reserve` asks for the
 /// reserve space.
-///
-/// ```
-/// use tessera_kernels::epilogue::paddle::{fused_gemm_epilogue, Matrix, PaddleActivation};
-/// let x = Matrix::new(1, 2, vec![1.0, -2.0]).unwrap();
-/// let y = Matrix::new(2, 2, vec![1.0, 0.0, 0.0, 1.0]).unwrap();
-/// let f = fused_gemm_epilogue(&x, &y, &[0.5, 0.5], false, false, PaddleActivation::Relu, true).unwrap();
-/// assert_eq!(f.out.data, vec![1.5, 0.0]);
-/// ```
+#[cfg(test)]
 pub fn fused_gemm_epilogue(
     x: &Matrix,
     y: &Matrix,
@@ -254,6 +258,7 @@ pub fn fused_gemm_epilogue(
 
 /// Which gradients to compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(test)]
 pub struct WantGrads {
     /// dX.
     pub dx: bool,
@@ -263,6 +268,7 @@ pub struct WantGrads {
     pub dbias: bool,
 }
 
+#[cfg(test)]
 impl WantGrads {
     /// All three.
     pub const ALL: WantGrads = WantGrads {
@@ -274,6 +280,7 @@ impl WantGrads {
 
 /// The backward pass's outputs.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg(test)]
 pub struct FusedGrads {
     /// dX, shaped as X is stored.
     pub dx: Option<Matrix>,
@@ -300,6 +307,7 @@ pub fn dx_fusion(activation_grad: PaddleActivation) -> EpilogueTree {
 /// `x`, `y`, `trans_x`, `trans_y` are the forward call's; `reserve_space` is the previous
 /// layer's (required for relu and gelu), shaped as `x` is stored.
 #[allow(clippy::too_many_arguments)]
+#[cfg(test)]
 pub fn fused_gemm_epilogue_grad(
     dout: &Matrix,
     x: &Matrix,

@@ -563,7 +563,9 @@ impl std::ops::Neg for Expr {
 /// Leaf constructors, for building trees in code: `relu(alpha() * acc() + bias_col())` reads
 /// as its text form.
 pub mod build {
-    use super::{Coord, Expr, Leaf};
+    #[cfg(test)]
+    use super::Coord;
+    use super::{Expr, Leaf};
 
     /// `acc`.
     pub fn acc() -> Expr {
@@ -590,6 +592,7 @@ pub mod build {
         Expr::Leaf(Leaf::BiasCol)
     }
     /// `residual` (M x N).
+    #[cfg(test)]
     pub fn residual() -> Expr {
         Expr::Leaf(Leaf::Residual)
     }
@@ -602,14 +605,17 @@ pub mod build {
         Expr::Leaf(Leaf::AuxInBits)
     }
     /// `row`.
+    #[cfg(test)]
     pub fn row() -> Expr {
         Expr::Leaf(Leaf::Coord(Coord::Row))
     }
     /// `col`.
+    #[cfg(test)]
     pub fn col() -> Expr {
         Expr::Leaf(Leaf::Coord(Coord::Col))
     }
     /// `batch`.
+    #[cfg(test)]
     pub fn batch() -> Expr {
         Expr::Leaf(Leaf::Coord(Coord::Batch))
     }

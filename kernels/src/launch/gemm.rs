@@ -45,6 +45,7 @@ impl Context {
         })
     }
 
+    #[cfg(feature = "bench")]
     pub(crate) fn from_runtime(rt: Runtime) -> Context {
         Context { rt: Arc::new(rt) }
     }
@@ -480,6 +481,7 @@ impl Gemm {
         self.built
     }
 
+    #[cfg(feature = "bench")]
     pub(crate) fn kernel(&self) -> &TreeKernel {
         &self.kernel
     }

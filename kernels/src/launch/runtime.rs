@@ -61,6 +61,7 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 
 /// A compiled kernel image.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "bench"), allow(dead_code))]
 pub struct Compiled {
     /// The CUBIN for the target.
     pub cubin: Vec<u8>,

@@ -211,15 +211,6 @@ impl GemmKernel {
         Ok((regs, local))
     }
 
-    /// Checks the arguments against the plan's problem and decides the access paths (named
-    /// after the A and B given, also for a column-major D).
-    pub fn check(&self, args: &GemmArgs) -> Result<AccessPaths> {
-        Ok(self
-            .check_exchanged(args)?
-            .1
-            .in_terms_of(&self.plan.problem))
-    }
-
     /// [`Self::check`] in the kernel problem's terms: the arguments the kernel takes and their
     /// access paths (A and B exchanged for a column-major D).
     fn check_exchanged(&self, args: &GemmArgs) -> Result<(GemmArgs, AccessPaths)> {

@@ -315,13 +315,6 @@ impl Sm90Kernel {
         self.plan.persistent_ctas(self.max_ctas, self.max_clusters)
     }
 
-    /// With a cluster, how many clusters the driver says can be resident at once
-    /// (`cuOccupancyMaxActiveClusters`); `None` without a cluster or when the driver gave no
-    /// answer.
-    pub fn max_clusters(&self) -> Option<i64> {
-        self.max_clusters
-    }
-
     /// The plan.
     pub fn plan(&self) -> &Sm90Plan {
         &self.plan
@@ -344,15 +337,6 @@ impl Sm90Kernel {
             .local_size_bytes()
             .map_err(driver_err("cuFuncGetAttribute"))?;
         Ok((regs, local))
-    }
-
-    /// Checks the arguments against the plan's problem; returns the access paths (named after
-    /// the A and B given, also for a column-major D).
-    pub fn check(&self, args: &GemmArgs) -> Result<AccessPaths> {
-        Ok(self
-            .check_exchanged(args)?
-            .1
-            .in_terms_of(&self.plan.problem))
     }
 
     /// [`Self::check`] in the kernel problem's terms: the arguments the kernel takes and their
@@ -748,14 +732,6 @@ impl PathKernel {
         match self {
             PathKernel::Sm80(k) => k.launch(cx.stream, args),
             PathKernel::Hopper(k) => k.launch(cx, args),
-        }
-    }
-
-    /// Bytes of workspace a launch may need (see [`Sm90Kernel::workspace_bytes`]).
-    pub fn workspace_bytes(&self, sms: i64) -> usize {
-        match self {
-            PathKernel::Sm80(_) => 0,
-            PathKernel::Hopper(k) => k.workspace_bytes(sms),
         }
     }
 }

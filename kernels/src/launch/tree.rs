@@ -382,6 +382,7 @@ pub struct TreeGemmParams {
 unsafe impl DeviceRepr for TreeGemmParams {}
 
 /// Every field of [`TreeGemmParams`] with its byte offset, in declaration order.
+#[cfg(test)]
 pub fn tree_gemm_params_layout() -> Vec<(&'static str, usize)> {
     use std::mem::offset_of;
     macro_rules! fields {
@@ -456,21 +457,6 @@ impl TreeGemm {
             tree: tree.clone(),
             func,
         })
-    }
-
-    /// Checks everything and launches `D = tree(A B)` on `stream`. `binding`'s extents must be
-    /// the plan's problem's; A and B are read with `strides`' `lda`, `ldb`, `batch_a`,
-    /// `batch_b`.
-    pub fn launch(
-        &self,
-        cx: LaunchCtx<'_>,
-        a: &Mem,
-        b: &Mem,
-        strides: &crate::plan::GemmStrides,
-        binding: &Binding,
-        bufs: &EpBuffers,
-    ) -> Result<()> {
-        self.launch_region(cx, a, b, strides, binding, bufs, 0..binding.m, 0..binding.n)
     }
 
     /// One launch of a region plan ([`crate::epilogue::coord::split_regions`]): the GEMM of rows `rows`
@@ -677,11 +663,6 @@ impl TreeSm90 {
                 staged: crate::epilogue::cuda::staged_inputs(plan, tree, binding),
             },
         })
-    }
-
-    /// The plan.
-    pub fn plan(&self) -> &crate::plan::Sm90Plan {
-        self.kernel.plan()
     }
 
     /// Caps the persistent grid at `n` CTAs (at least 1).
@@ -1087,18 +1068,6 @@ impl TreeKernel {
             TreeKernel::Fused(f) => match &f.kernel {
                 crate::launch::sm90::PathKernel::Hopper(k) => k.resources(),
                 crate::launch::sm90::PathKernel::Sm80(k) => k.resources(),
-            },
-        }
-    }
-
-    /// `"sm90"` or `"sm80"` (generated epilogue), `"sm90-v1"` or `"sm80-v1"` (fused v1).
-    pub fn path_name(&self) -> &'static str {
-        match self {
-            TreeKernel::Sm80(_) => "sm80",
-            TreeKernel::Hopper(_) => "sm90",
-            TreeKernel::Fused(f) => match f.kernel {
-                crate::launch::sm90::PathKernel::Sm80(_) => "sm80-v1",
-                crate::launch::sm90::PathKernel::Hopper(_) => "sm90-v1",
             },
         }
     }

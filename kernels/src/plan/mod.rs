@@ -1,18 +1,21 @@
-//! Planning: the problem, the sm80-class and Hopper planners, and the path choice between them.
-//! Everything here is pure computation on the layout algebra; no GPU is needed.
+//! Planning: what tessera makes of a [`GemmSpec`] ([`Plan`]), and the planners' derived
+//! layouts for kernel authors: the sm80-class plan ([`GemmPlan`]: CTA tile, warp tiling,
+//! swizzled shared-memory stages, copy and ldmatrix partitions, accumulator map) and the
+//! Hopper plan ([`Sm90Plan`]: TMA boxes, wgmma descriptors, schedule, store buffers). Pure
+//! computation on the layout algebra: no GPU is needed.
 
-pub mod gemm;
-pub mod problem;
-pub mod sm80;
-pub mod sm90;
-pub mod sm90_layouts;
+pub(crate) mod gemm;
+pub(crate) mod problem;
+pub(crate) mod sm80;
+pub(crate) mod sm90;
+pub(crate) mod sm90_layouts;
 
 pub use gemm::{GemmSpec, Options, Plan};
-pub use problem::{Activation, BiasMode, DType, Epilogue, GemmProblem, GemmStrides, Major};
-pub use sm80::{
-    GemmPlan, OperandPlan, PlanOptions, SmemLayout, StageLayout, SwizzleBits, MAX_STAGES,
-};
-pub use sm90::{
-    choose_path, plan_path, ClusterShare, GemmPath, PathOptions, Schedule, Sm90Operand,
-    Sm90Options, Sm90Plan, Sm90Store,
-};
+pub use problem::{Activation, BiasMode, Epilogue, GemmProblem};
+pub use sm80::{GemmPlan, OperandPlan, PlanOptions, SmemLayout, StageLayout, SwizzleBits};
+pub use sm90::{ClusterShare, Schedule, Sm90Operand, Sm90Options, Sm90Plan, Sm90Store};
+pub use sm90_layouts::{TmaBox, TmaSplit, TmaSwizzle, WgmmaDesc};
+
+#[cfg(any(test, feature = "cuda"))]
+pub(crate) use problem::GemmStrides;
+pub(crate) use sm90::{plan_path, GemmPath};

@@ -425,6 +425,7 @@ impl fmt::Display for GemmProblem {
     }
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 /// Element strides of every operand: leading dimensions and batch strides.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GemmStrides {
@@ -452,6 +453,7 @@ pub struct GemmStrides {
     pub batch_aux: i64,
 }
 
+#[cfg_attr(not(feature = "bench"), allow(dead_code))]
 impl GemmStrides {
     /// Tightly packed operands.
     pub fn tight(p: &GemmProblem) -> GemmStrides {
@@ -480,6 +482,7 @@ impl GemmStrides {
 
     /// Elements an M x N output (D, C or aux) with leading dimension `ld` and batch stride
     /// `batch_stride` must hold, in the problem's `d_major` order.
+    #[cfg(test)]
     pub fn out_extent(p: &GemmProblem, batch_stride: i64, ld: i64) -> i64 {
         match p.d_major {
             Major::Row => GemmStrides::extent(p.batch, batch_stride, p.m, ld, p.n),
@@ -489,6 +492,7 @@ impl GemmStrides {
 
     /// Index of element `(b, i, j)` of an M x N output (D, C or aux) with leading dimension
     /// `ld` and batch stride `batch_stride`, in the problem's `d_major` order.
+    #[cfg(test)]
     pub fn out_index(p: &GemmProblem, batch_stride: i64, ld: i64, b: i64, i: i64, j: i64) -> usize {
         (b * batch_stride
             + match p.d_major {
@@ -514,6 +518,7 @@ impl GemmStrides {
     }
 
     /// Index of A(b, i, kk).
+    #[cfg(test)]
     pub fn a_index(&self, p: &GemmProblem, b: i64, i: i64, kk: i64) -> usize {
         (b * self.batch_a
             + match p.a_major {
@@ -523,6 +528,7 @@ impl GemmStrides {
     }
 
     /// Index of B(b, kk, j).
+    #[cfg(test)]
     pub fn b_index(&self, p: &GemmProblem, b: i64, kk: i64, j: i64) -> usize {
         (b * self.batch_b
             + match p.b_major {

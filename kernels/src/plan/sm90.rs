@@ -1122,29 +1122,6 @@ pub enum GemmPath {
     Sm80(Box<crate::plan::GemmPlan>),
 }
 
-/// Plans `problem` for `arch`: the Hopper path on sm_90a when it supports the problem and
-/// tightly packed K-major operands meet TMA's 16-byte row pitch (`K * 2` bytes), else the
-/// sm80-class path.
-///
-/// With padded strides the launch checks TMA's alignment again
-/// ([`KernelError::Misaligned`]); a caller can then plan the sm80-class path instead.
-///
-/// ```
-/// use tessera_kernels::plan::{choose_path, GemmPath};
-/// use tessera_kernels::{Arch, GemmProblem};
-/// assert!(matches!(choose_path(&GemmProblem::new(4096, 4096, 4096), Arch::Sm90a), Ok(GemmPath::Hopper(_))));
-/// assert!(matches!(choose_path(&GemmProblem::new(4096, 4096, 4096), Arch::Sm80), Ok(GemmPath::Sm80(_))));
-/// // K = 61: rows of 122 bytes, which TMA cannot address.
-/// assert!(matches!(choose_path(&GemmProblem::new(64, 64, 61), Arch::Sm90a), Ok(GemmPath::Sm80(_))));
-/// ```
-pub fn choose_path(problem: &GemmProblem, arch: Arch) -> Result<GemmPath> {
-    if Sm90Plan::supports(problem, arch) && (problem.k * problem.input.bytes()) % 16 == 0 {
-        Sm90Plan::new(problem).map(|p| GemmPath::Hopper(Box::new(p)))
-    } else {
-        crate::plan::GemmPlan::new(problem, arch).map(|p| GemmPath::Sm80(Box::new(p)))
-    }
-}
-
 /// How to pick the kernel path of a problem: [`choose_path`]'s choice with the Hopper
 /// planner's `sm90` options, or the sm80-class path when `force_sm80` (to run or compare that
 /// path on a Hopper device).
@@ -1159,26 +1136,6 @@ pub struct PathOptions {
     /// Compile a tree epilogue with the generated epilogue even where the fused v1 epilogue
     /// expresses it (`launch::tree::TreeFused`); for comparing the two.
     pub generated_epilogue: bool,
-}
-
-impl PathOptions {
-    /// The sm80-class path.
-    pub fn sm80() -> PathOptions {
-        PathOptions {
-            force_sm80: true,
-            ..PathOptions::default()
-        }
-    }
-
-    /// [`choose_path`]'s choice, with `sm90`'s options when it is the Hopper path.
-    pub fn hopper(sm90: Sm90Options) -> PathOptions {
-        PathOptions {
-            force_sm80: false,
-            sm90,
-            sm80: Default::default(),
-            generated_epilogue: false,
-        }
-    }
 }
 
 /// The plan of `problem` on the path `opts` asks for: [`choose_path`]'s choice planned with
