@@ -122,6 +122,7 @@ impl<T: Element> WritePtr for CudaViewMut<'_, T> {
     }
 }
 
+#[derive(Clone)]
 enum Src<'a> {
     Dev(&'a dyn ReadPtr),
     Raw { ptr: u64, len: usize, elem: Elem },
@@ -136,6 +137,7 @@ enum SrcMut<'a> {
 ///
 /// From a cudarc `&CudaSlice<T>`, `&CudaView<T>` or `&CudaViewMut<T>` (`.into()`, or
 /// [`Tensor::new`]), or a raw device pointer ([`Tensor::from_raw`]).
+#[derive(Clone)]
 pub struct Tensor<'a> {
     src: Src<'a>,
     layout: Option<Cow<'a, Layout>>,

@@ -172,7 +172,7 @@ impl FusedGemmEpilogueGrad {
     pub fn launch<'t>(
         &self,
         stream: &CudaStream,
-        dout: impl Into<Tensor<'t>> + Clone,
+        dout: impl Into<Tensor<'t>>,
         x: impl Into<Tensor<'t>>,
         y: impl Into<Tensor<'t>>,
         reserve: Option<Tensor<'t>>,
@@ -181,6 +181,7 @@ impl FusedGemmEpilogueGrad {
         dbias: Option<TensorMut<'t>>,
     ) -> Result<()> {
         const OP: &str = "fused_gemm_epilogue_grad";
+        let dout = dout.into();
         let missing = |what: &str| {
             KernelError::invalid(
                 OP,

@@ -135,6 +135,18 @@ impl GemmSpec {
         }
     }
 
+    /// nn.Linear's product `y = x Wᵀ` with `tokens` rows, `out_features` columns and
+    /// `in_features` summed: A (`x`) row-major, B stored `out x in` (column-major `K x N`),
+    /// both K-major as the Hopper kernel loads them.
+    ///
+    /// ```
+    /// use tessera_kernels::{GemmSpec, Major};
+    /// assert_eq!(GemmSpec::linear(8, 16, 32), GemmSpec::new(8, 16, 32).b(Major::Col));
+    /// ```
+    pub fn linear(tokens: i64, out_features: i64, in_features: i64) -> GemmSpec {
+        GemmSpec::new(tokens, out_features, in_features).b(Major::Col)
+    }
+
     /// Independent products (strided batch).
     pub fn batch(mut self, batch: i64) -> GemmSpec {
         self.batch = batch;
