@@ -339,6 +339,91 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
 }
 #endif
 
+// The producer thread of a CTA without a cluster: the CTA's whole tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... in order, every k-tile of each, then (stream-K) the parts of its
+// run, into consecutive stages of the ring.
+__device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap& tma_a,
+                                                            const TesseraTmaMap& tma_b,
+                                                            const TesseraSm90Params& p,
+                                                            unsigned smem_a, unsigned smem_b,
+                                                            unsigned bars, int total,
+                                                            int k_tiles) {
+  // The whole tiles: blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
+  const int end = total - (kStreamK ? p.sk_tiles : 0);
+  // (The loop counters are declared ahead of the ring position: the order of declaration
+  // orders the compiled loops' registers, on which ptxas's allocation depends.)
+  int tile = blockIdx.x;
+  int kt;
+  int t0;
+  int local = 0;
+  unsigned phase = 0;
+  int stage = 0;
+  int b = 0, tm = 0, tn = 0;
+  if (blockIdx.x < end) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
+  for (; tile < end; tile += tessera_nctaid_x(), ++local) {
+    // The next tile's coordinates are worked out while this tile's first stage is in
+    // flight: decoding a tile (four integer divisions) takes this one thread about a
+    // thousand cycles, which, between the last load of a tile and the first of the next,
+    // left the ring short at every tile boundary (sm90_timeline: the ping-pong consumers'
+    // tensor cores idled about 1.2k cycles a tile).
+    int nb = 0, ntm = 0, ntn = 0;
+    for (kt = 0; kt < k_tiles; ++kt) {
+      const unsigned full = bars + 8 * stage;
+      TESSERA_TL(kt == 0, 0, local, 0);
+      tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+      TESSERA_TL(kt == 0, 0, local, 1);
+      tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+      tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+      tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+      TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
+      if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    b = nb;
+    tm = ntm;
+    tn = ntn;
+  }
+  // Stream-K: then the parts of the CTA's run (tessera_sm90_unit), each part's k-tiles.
+  // (A separate loop: this thread has 24 registers, and the run's bounds kept live
+  // through the loop of whole tiles spilled.)
+  if (kStreamK && p.sk_tiles > 0) {
+    // (The parts' bounds as tessera_sm90_unit has them, with as few values live as may be.)
+    const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
+    const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
+    for (t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
+      tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
+      for (kt = max(g0, t0) - t0; kt < min(g1, t0 + k_tiles) - t0; ++kt) {
+        const unsigned full = bars + 8 * stage;
+        tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+        tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+        tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+        tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  }
+}
+
+// The producer warpgroup's thread 0: every k-tile of the CTA's (or cluster's) work, in the
+// order the consumers take it, into consecutive stages of the ring.
+__device__ __forceinline__ void tessera_sm90_produce(const TesseraTmaMap& tma_a,
+                                                     const TesseraTmaMap& tma_b,
+                                                     const TesseraSm90Params& p, unsigned smem_a,
+                                                     unsigned smem_b, unsigned bars, int total,
+                                                     int k_tiles) {
+#if TESSERA_SM90_CLUSTER > 1
+  tessera_sm90_produce_cluster(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
+#else
+  tessera_sm90_produce_single(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
+#endif
+}
+
 // Pre-activation of one element: alpha * acc + beta * C + bias. The epilogue's terms, its
 // activation and the output type are compile-time constants of the plan (kEpi*), so each
 // variant's code is only what it computes.
@@ -858,67 +943,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     // Producer warpgroup: the CTA's tiles blockIdx.x, blockIdx.x + gridDim.x, ... in order,
     // every k-tile of each, into consecutive stages of the ring.
     tessera_setmaxnreg_dec<kProducerRegs>();
-#if TESSERA_SM90_CLUSTER > 1
-    if (t == 0) tessera_sm90_produce_cluster(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
-#else
-    if (t == 0) {
-      int stage = 0;
-      unsigned phase = 0;
-      int local = 0;
-      int b = 0, tm = 0, tn = 0;
-      // The whole tiles: blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
-      const int end = total - (kStreamK ? p.sk_tiles : 0);
-      if (blockIdx.x < end) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
-      for (int tile = blockIdx.x; tile < end; tile += tessera_nctaid_x(), ++local) {
-        // The next tile's coordinates are worked out while this tile's first stage is in
-        // flight: decoding a tile (four integer divisions) takes this one thread about a
-        // thousand cycles, which, between the last load of a tile and the first of the next,
-        // left the ring short at every tile boundary (sm90_timeline: the ping-pong consumers'
-        // tensor cores idled about 1.2k cycles a tile).
-        int nb = 0, ntm = 0, ntn = 0;
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          const unsigned full = bars + 8 * stage;
-          TESSERA_TL(kt == 0, 0, local, 0);
-          tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
-          TESSERA_TL(kt == 0, 0, local, 1);
-          tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
-          tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
-          tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
-          TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
-          if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-        b = nb;
-        tm = ntm;
-        tn = ntn;
-      }
-      // Stream-K: then the parts of the CTA's run (tessera_sm90_unit), each part's k-tiles.
-      // (A separate loop: this thread has 24 registers, and the run's bounds kept live
-      // through the loop of whole tiles spilled.)
-      if (kStreamK && p.sk_tiles > 0) {
-        // (The parts' bounds as tessera_sm90_unit has them, with as few values live as may be.)
-        const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
-        const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
-        for (int t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
-          tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
-          for (int kt = max(g0, t0) - t0; kt < min(g1, t0 + k_tiles) - t0; ++kt) {
-            const unsigned full = bars + 8 * stage;
-            tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
-            tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
-            tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
-            tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
-            if (++stage == kStages) {
-              stage = 0;
-              phase ^= 1;
-            }
-          }
-        }
-      }
-    }
-#endif
+    if (t == 0) tessera_sm90_produce(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
   } else {
     // Consumer warpgroup `cw`. Cooperative: rows [64 cw, 64 cw + 64) of every tile of the CTA.
     // Ping-pong: all kBM rows (kMHalves m64 halves) of every other tile of the CTA, so that one
