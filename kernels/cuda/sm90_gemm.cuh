@@ -871,6 +871,48 @@ __device__ __forceinline__ void tessera_sm90_tree_frag_inside(int sc, const Tess
 }
 #endif
 
+// With a cluster, a barrier of every thread of its CTAs (nothing without).
+__device__ __forceinline__ void tessera_sm90_cluster_barrier() {
+#if TESSERA_SM90_CLUSTER > 1
+  tessera_cluster_sync();
+#endif
+}
+
+// The pipeline's barriers, initialized by thread 0 and visible to every thread (and, with a
+// cluster, to the partner CTA) on return: per stage of the ring `full` (at bars + 8 s, one
+// arrival: the producer's, with the stage's transaction bytes) and `empty` (at
+// bars + 8 (kStages + s), one arrival per consumer warp that reads the stage); the ping-pong
+// turns (turns, turns + 8); a barrier per staged-input buffer of each consumer warp (in_bars).
+__device__ __forceinline__ void tessera_sm90_init_barriers(unsigned bars, unsigned turns,
+                                                           unsigned in_bars) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      tessera_mbar_init(bars + 8 * s, 1);
+      // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
+      // With a cluster, the consumer warps of every CTA of it.
+      tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4 * kCluster);
+    }
+    tessera_mbar_init(turns, 1);
+    tessera_mbar_init(turns + 8, 1);
+    for (int i = 0; i < kInBufs * kEpiWarps * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
+    tessera_fence_barrier_init();
+  }
+  __syncthreads();
+  // The partner's barriers are initialized (and visible) before anyone arrives on them or
+  // multicasts into this CTA.
+  tessera_sm90_cluster_barrier();
+}
+
+// The length of the persistent order: tiles of every batch, or with a cluster the cluster
+// tiles, which the clusters walk.
+__device__ __forceinline__ int tessera_sm90_total_tiles(const TesseraSm90Params& p) {
+#if TESSERA_SM90_CLUSTER > 1
+  return tessera_sm90_cluster_tiles_m(p) * tessera_sm90_cluster_tiles_n(p) * p.batch;
+#else
+  return p.tiles_m * p.tiles_n * p.batch;
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
                  const __grid_constant__ TesseraTmaMap tma_b,
@@ -912,32 +954,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   TESSERA_TL_CTA(threadIdx.x == 0, false);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      tessera_mbar_init(bars + 8 * s, 1);
-      // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
-      // With a cluster, the consumer warps of every CTA of it.
-      tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4 * kCluster);
-    }
-    tessera_mbar_init(turns, 1);
-    tessera_mbar_init(turns + 8, 1);
-    for (int i = 0; i < kInBufs * kEpiWarps * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
-    tessera_fence_barrier_init();
-  }
-  __syncthreads();
-#if TESSERA_SM90_CLUSTER > 1
-  // The partner's barriers are initialized (and visible) before anyone arrives on them or
-  // multicasts into this CTA.
-  tessera_cluster_sync();
-#endif
-
+  tessera_sm90_init_barriers(bars, turns, in_bars);
   const int k_tiles = (p.k + kBK - 1) / kBK;
-#if TESSERA_SM90_CLUSTER > 1
-  // The persistent order of a cluster: cluster tiles, walked by the clusters.
-  const int total = tessera_sm90_cluster_tiles_m(p) * tessera_sm90_cluster_tiles_n(p) * p.batch;
-#else
-  const int total = p.tiles_m * p.tiles_n * p.batch;
-#endif
+  const int total = tessera_sm90_total_tiles(p);
 
   if (wg == 0) {
     // Producer warpgroup: the CTA's tiles blockIdx.x, blockIdx.x + gridDim.x, ... in order,
@@ -1731,7 +1750,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   TESSERA_TL_CTA(wg > 0 && t == 0, true);
   // No CTA of a cluster leaves while its partner may still multicast into its shared memory or
   // arrive on its barriers: all of that happens before the partner arrives here.
-#if TESSERA_SM90_CLUSTER > 1
-  tessera_cluster_sync();
-#endif
+  tessera_sm90_cluster_barrier();
 }
