@@ -871,6 +871,69 @@ __device__ __forceinline__ void tessera_sm90_tree_frag_inside(int sc, const Tess
 }
 #endif
 
+// The scratch path's fused epilogue, one pass: thread t's kIters column pairs v of the
+// 64 x kEpiCols block at launch-relative (row0, cb) of m64 half h and column block j
+// (bias_t: the tile's bias stage). `interior`: the block is inside D and pairs are aligned.
+template <int kIters, int kRowsPerIter>
+__device__ __forceinline__ void tessera_sm90_scratch_fused(const TesseraSm90Params& p, int b,
+                                                           int row0, int cb, int h, int j, int t,
+                                                           bool interior, const float* bias_t,
+                                                           const float2 (&v)[kIters]) {
+  // (A TMA-store plan comes here only for a D TMA cannot address: the general path.)
+  if (!kEpiTmaStore && interior) {
+    // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
+    // column-bias values per pass; every operand is loaded before the first store.
+    const int c = cb + 2 * (t % (kEpiCols / 2));
+    const int r = row0 + t / (kEpiCols / 2);
+    float x0[kIters], x1[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      x0[it] = p.alpha * v[it].x;
+      x1[it] = p.alpha * v[it].y;
+    }
+    if (kEpiReadC) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const long long ci = (long long)b * p.batch_c + (long long)(r + kRowsPerIter * it) * p.ldc + c;
+        x0[it] += p.beta * tessera_load(p.c, ci, kEpiOut);
+        x1[it] += p.beta * tessera_load(p.c, ci + 1, kEpiOut);
+      }
+    }
+    // The bias from the tile's stage (read after this pass's barriers).
+    if (kEpiBias == 2) {
+      const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + 2 * (t % (kEpiCols / 2)));
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        x0[it] += bc.x;
+        x1[it] += bc.y;
+      }
+    } else if (kEpiBias == 1) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const float br = bias_t[64 * h + t / (kEpiCols / 2) + kRowsPerIter * it];
+        x0[it] += br;
+        x1[it] += br;
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const long long row = r + kRowsPerIter * it;
+      if (kEpiAux) {
+        tessera_store2(p.aux, (long long)b * p.batch_aux + row * p.ldaux + c, x0[it], x1[it], kEpiOut);
+      }
+      tessera_store2(p.d, (long long)b * p.batch_d + row * p.ldd + c, tessera_activate(x0[it], kEpiAct, kEpiCoarse),
+                     tessera_activate(x1[it], kEpiAct, kEpiCoarse), kEpiOut);
+    }
+  } else {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int e = t + 128 * it;
+      tessera_sm90_store(p, b, row0 + e / (kEpiCols / 2), cb + 2 * (e % (kEpiCols / 2)),
+                         v[it].x, v[it].y);
+    }
+  }
+}
+
 // With a cluster, a barrier of every thread of its CTAs (nothing without).
 __device__ __forceinline__ void tessera_sm90_cluster_barrier() {
 #if TESSERA_SM90_CLUSTER > 1
@@ -1687,59 +1750,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
         }
 #else
-        // (A TMA-store plan comes here only for a D TMA cannot address: the general path.)
-        if (!kEpiTmaStore && interior) {
-          // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
-          // column-bias values per pass; every operand is loaded before the first store.
-          const int c = cb + 2 * (t % (kEpiCols / 2));
-          const int r = row0 + t / (kEpiCols / 2);
-          float x0[kIters], x1[kIters];
-#pragma unroll
-          for (int it = 0; it < kIters; ++it) {
-            x0[it] = p.alpha * v[it].x;
-            x1[it] = p.alpha * v[it].y;
-          }
-          if (kEpiReadC) {
-#pragma unroll
-            for (int it = 0; it < kIters; ++it) {
-              const long long ci = (long long)b * p.batch_c + (long long)(r + kRowsPerIter * it) * p.ldc + c;
-              x0[it] += p.beta * tessera_load(p.c, ci, kEpiOut);
-              x1[it] += p.beta * tessera_load(p.c, ci + 1, kEpiOut);
-            }
-          }
-          // The bias from the tile's stage (read after this pass's barriers).
-          if (kEpiBias == 2) {
-            const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + 2 * (t % (kEpiCols / 2)));
-#pragma unroll
-            for (int it = 0; it < kIters; ++it) {
-              x0[it] += bc.x;
-              x1[it] += bc.y;
-            }
-          } else if (kEpiBias == 1) {
-#pragma unroll
-            for (int it = 0; it < kIters; ++it) {
-              const float br = bias_t[64 * h + t / (kEpiCols / 2) + kRowsPerIter * it];
-              x0[it] += br;
-              x1[it] += br;
-            }
-          }
-#pragma unroll
-          for (int it = 0; it < kIters; ++it) {
-            const long long row = r + kRowsPerIter * it;
-            if (kEpiAux) {
-              tessera_store2(p.aux, (long long)b * p.batch_aux + row * p.ldaux + c, x0[it], x1[it], kEpiOut);
-            }
-            tessera_store2(p.d, (long long)b * p.batch_d + row * p.ldd + c, tessera_activate(x0[it], kEpiAct, kEpiCoarse),
-                           tessera_activate(x1[it], kEpiAct, kEpiCoarse), kEpiOut);
-          }
-        } else {
-#pragma unroll
-          for (int it = 0; it < kIters; ++it) {
-            const int e = t + 128 * it;
-            tessera_sm90_store(p, b, row0 + e / (kEpiCols / 2), cb + 2 * (e % (kEpiCols / 2)),
-                               v[it].x, v[it].y);
-          }
-        }
+        tessera_sm90_scratch_fused<kIters, kRowsPerIter>(p, b, row0, cb, h, j, t, interior, bias_t, v);
 #endif
       }
     }
