@@ -934,6 +934,48 @@ __device__ __forceinline__ void tessera_sm90_scratch_fused(const TesseraSm90Para
   }
 }
 
+#ifdef TESSERA_EPILOGUE_TREE
+// The scratch path's output bit mask of a pass, a word at a time (the caller checked the
+// words can be gathered: rows, batches and the region start on word boundaries), after the
+// elements (their operands dead): per iteration, each lane puts its pair's two bits
+// (pass_bits: bits 2 it, 2 it + 1 for iteration it) at bits 2 l, 2 l + 1 (l its lane in the
+// half-warp, whose 16 lanes hold the row's 32 columns in order), and two OR-reductions over
+// the warp, one per half-warp, give the two rows' words.
+template <int kIters, int kRowsPerIter>
+__device__ __forceinline__ void tessera_sm90_scratch_mask_words(const TesseraEpArgs& tessera_ep_args,
+                                                                const TesseraSm90Params& p, int b,
+                                                                int r, int cb, int t,
+                                                                unsigned pass_bits) {
+  static_assert(kEpiCols == 32, "a half-warp holds the 32 columns of a row");
+  const int valid = min(32, p.n - cb);
+  const bool low_half = (t % 32) < 16;
+  const int hl = t % 16;
+  // The word of row r, column cb; the next iteration's is kRowsPerIter rows down.
+  unsigned* w = static_cast<unsigned*>(tessera_ep_args.aux) +
+                (tessera_ep_at(tessera_ep_args.batch_aux, tessera_ep_args.ldaux, b,
+                               tessera_ep_args.row0 + r, tessera_ep_args.col0 + cb) >> 5);
+  const long long step = (long long)kRowsPerIter * (tessera_ep_args.ldaux >> 5);
+#pragma unroll
+  for (int it = 0; it < kIters; ++it, w += step) {
+    const unsigned mine = ((pass_bits >> (2 * it)) & 3u) << (2 * hl);
+    const unsigned w_low = __reduce_or_sync(0xffffffffu, low_half ? mine : 0u);
+    const unsigned w_high = __reduce_or_sync(0xffffffffu, low_half ? 0u : mine);
+    const int row = r + kRowsPerIter * it;
+    if (hl == 0 && row < p.m && valid > 0) {
+      const unsigned word = low_half ? w_low : w_high;
+      if (valid == 32) {
+        *w = word;
+      } else {
+        // The row's last, partial word: only its own bits.
+        const unsigned mask = (1u << valid) - 1u;
+        atomicAnd(w, ~mask);
+        atomicOr(w, word & mask);
+      }
+    }
+  }
+}
+#endif
+
 // With a cluster, a barrier of every thread of its CTAs (nothing without).
 __device__ __forceinline__ void tessera_sm90_cluster_barrier() {
 #if TESSERA_SM90_CLUSTER > 1
@@ -1707,37 +1749,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             tessera_sm90_tree_iterations<false, kIters, kRowsPerIter, 0>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           }
           if (kTesseraEpBits && cta.word_bits) {
-            // After the elements (their operands dead): per iteration, each lane puts its
-            // pair's two bits at bits 2 l, 2 l + 1 (l its lane in the half-warp, whose 16 lanes
-            // hold the row's 32 columns in order), and two OR-reductions over the warp, one per
-            // half-warp, give the two rows' words.
-            static_assert(kEpiCols == 32, "a half-warp holds the 32 columns of a row");
-            const int valid = min(32, p.n - cb);
-            const bool low_half = (t % 32) < 16;
-            const int hl = t % 16;
-            // The word of row r, column cb; the next iteration's is kRowsPerIter rows down.
-            unsigned* w = static_cast<unsigned*>(tessera_ep_args.aux) +
-                          (tessera_ep_at(tessera_ep_args.batch_aux, tessera_ep_args.ldaux, b,
-                                         tessera_ep_args.row0 + r, tessera_ep_args.col0 + cb) >> 5);
-            const long long step = (long long)kRowsPerIter * (tessera_ep_args.ldaux >> 5);
-#pragma unroll
-            for (int it = 0; it < kIters; ++it, w += step) {
-              const unsigned mine = ((pass_bits >> (2 * it)) & 3u) << (2 * hl);
-              const unsigned w_low = __reduce_or_sync(0xffffffffu, low_half ? mine : 0u);
-              const unsigned w_high = __reduce_or_sync(0xffffffffu, low_half ? 0u : mine);
-              const int row = r + kRowsPerIter * it;
-              if (hl == 0 && row < p.m && valid > 0) {
-                const unsigned word = low_half ? w_low : w_high;
-                if (valid == 32) {
-                  *w = word;
-                } else {
-                  // The row's last, partial word: only its own bits.
-                  const unsigned mask = (1u << valid) - 1u;
-                  atomicAnd(w, ~mask);
-                  atomicOr(w, word & mask);
-                }
-              }
-            }
+            tessera_sm90_scratch_mask_words<kIters, kRowsPerIter>(tessera_ep_args, p, b, r, cb, t, pass_bits);
           }
           if (kTesseraEpColSum) {
             static_assert(kEpiCols == 32, "a warp holds two rows of a pass");
