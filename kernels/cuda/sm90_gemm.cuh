@@ -976,6 +976,63 @@ __device__ __forceinline__ void tessera_sm90_scratch_mask_words(const TesseraEpA
 }
 #endif
 
+// Stream-K: the workspace slot of consumer warpgroup cw of CTA `cta`, its 64 x kBN partial
+// sums, thread t's registers 4q .. 4q + 3 at float4 (q 128 + t), so that a warp's accesses
+// are 512 contiguous bytes.
+__device__ __forceinline__ float4* tessera_sm90_sk_slot(const TesseraSm90Params& p, int cta,
+                                                        const int& cw) {
+  return reinterpret_cast<float4*>(p.sk_work) + ((long long)cta * kConsumers + cw) * (16 * kBN);
+}
+
+// Stream-K, a part without its tile's last k-tile: the warpgroup's partial sums stored to the
+// CTA's slot, then the CTA's flag raised (once every thread of the warpgroup has stored, by
+// its first thread, with release semantics at GPU scope). The tile's last part adds them in.
+__device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Params& p,
+                                                           const float (&acc)[kMHalves][kBN / 2],
+                                                           const int& cw, int t) {
+  float4* dst = tessera_sm90_sk_slot(p, blockIdx.x, cw);
+#pragma unroll
+  for (int q = 0; q < kBN / 8; ++q) {
+    __stcg(dst + q * 128 + t, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
+  }
+  tessera_bar_sync(1 + cw, 128);
+  if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
+}
+
+// Stream-K, unit w, the part with its tile's last k-tile: the parts of the CTAs before this
+// one whose runs reach into the tile added into acc (each stored its part first in its run,
+// so the waits are short), clearing each flag for the next launch.
+__device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Params& p,
+                                                          float (&acc)[kMHalves][kBN / 2],
+                                                          int k_tiles, const TesseraSm90Unit& w,
+                                                          const int& cw, int t) {
+  for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
+    if (t == 0) {
+      int* flag = p.sk_flags + c * kConsumers + cw;
+      while (tessera_flag_acquire(flag) == 0) __nanosleep(64);
+      *flag = 0;
+    }
+    tessera_bar_sync(1 + cw, 128);
+    const float4* src = tessera_sm90_sk_slot(p, c, cw);
+    // In chunks of kSkChunk loads, which bounds the registers they take beside the
+    // accumulators.
+#pragma unroll
+    for (int q0 = 0; q0 < kBN / 8; q0 += kSkChunk) {
+      float4 v[kSkChunk];
+#pragma unroll
+      for (int q = 0; q < kSkChunk; ++q) v[q] = __ldcg(src + (q0 + q) * 128 + t);
+#pragma unroll
+      for (int q = 0; q < kSkChunk; ++q) {
+        acc[0][4 * (q0 + q)] += v[q].x;
+        acc[0][4 * (q0 + q) + 1] += v[q].y;
+        acc[0][4 * (q0 + q) + 2] += v[q].z;
+        acc[0][4 * (q0 + q) + 3] += v[q].w;
+      }
+      asm volatile("" ::: "memory");
+    }
+  }
+}
+
 // With a cluster, a barrier of every thread of its CTAs (nothing without).
 __device__ __forceinline__ void tessera_sm90_cluster_barrier() {
 #if TESSERA_SM90_CLUSTER > 1
@@ -1339,54 +1396,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // of the loop instead, it compiles differently; that was not measured.)
       if (kStreamK) unit_of(n, w);
       if (kStreamK && w.role != 0) {
-        // Stream-K. This warpgroup's slot of the workspace: its 64 x kBN partial sums, thread
-        // t's registers 4q .. 4q + 3 at float4 (q 128 + t), so that a warp's accesses are 512
-        // contiguous bytes.
-        auto slot = [&](int cta) {
-          return reinterpret_cast<float4*>(p.sk_work) + ((long long)cta * kConsumers + cw) * (16 * kBN);
-        };
         if (w.role == 1) {
-          // A part without the tile's last k-tile: store it, then raise the CTA's flag (once
-          // every thread of the warpgroup has stored, by its first thread, with release
-          // semantics at GPU scope). The tile's last part adds it in.
-          float4* dst = slot(blockIdx.x);
-#pragma unroll
-          for (int q = 0; q < kBN / 8; ++q) {
-            __stcg(dst + q * 128 + t, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
-          }
-          tessera_bar_sync(1 + cw, 128);
-          if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
+          tessera_sm90_sk_store_part(p, acc, cw, t);
           --local;  // no epilogue
           continue;
         }
-        // The tile's last part: add the parts of the CTAs before this one whose runs reach
-        // into the tile (each stored its part first in its run, so the waits are short),
-        // clearing each flag for the next launch.
-        for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
-          if (t == 0) {
-            int* flag = p.sk_flags + c * kConsumers + cw;
-            while (tessera_flag_acquire(flag) == 0) __nanosleep(64);
-            *flag = 0;
-          }
-          tessera_bar_sync(1 + cw, 128);
-          const float4* src = slot(c);
-          // In chunks of kSkChunk loads, which bounds the registers they take beside the
-          // accumulators.
-#pragma unroll
-          for (int q0 = 0; q0 < kBN / 8; q0 += kSkChunk) {
-            float4 v[kSkChunk];
-#pragma unroll
-            for (int q = 0; q < kSkChunk; ++q) v[q] = __ldcg(src + (q0 + q) * 128 + t);
-#pragma unroll
-            for (int q = 0; q < kSkChunk; ++q) {
-              acc[0][4 * (q0 + q)] += v[q].x;
-              acc[0][4 * (q0 + q) + 1] += v[q].y;
-              acc[0][4 * (q0 + q) + 2] += v[q].z;
-              acc[0][4 * (q0 + q) + 3] += v[q].w;
-            }
-            asm volatile("" ::: "memory");
-          }
-        }
+        tessera_sm90_sk_add_parts(p, acc, k_tiles, w, cw, t);
       }
 
 #ifdef TESSERA_EPILOGUE_TREE
