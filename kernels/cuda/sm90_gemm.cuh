@@ -852,6 +852,34 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   wb[1] <<= 2 * (t & 3);
 }
 
+// A fragment pass's column sums (c: the thread's column slots over its two rows; the pass's
+// columns start at cbx), reduced over the 8 lanes of each column and flushed. Column slot s of
+// every lane with the same lane % 4 is the same column: halve the slots per exchange (lane
+// bits 4, 3, 2), each lane keeping the half its bit names, until one slot,
+// s = 4 bit4 + 2 bit3 + bit2, summed over the 8 lanes. Every lane of the warp takes part.
+__device__ __forceinline__ void tessera_sm90_reduce_cols(const TesseraEpArgs& ea,
+                                                         const TesseraSm90Params& p,
+                                                         float (&c)[kEpiRegs / 2], int cbx,
+                                                         const int& b, const int& t,
+                                                         const int& lane) {
+  const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float give = b4 ? c[i] : c[i + 4];
+    c[i] = (b4 ? c[i + 4] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 16);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float give = b3 ? c[i] : c[i + 2];
+    c[i] = (b3 ? c[i + 2] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 8);
+  }
+  const float give = b2 ? c[0] : c[1];
+  const float sum = (b2 ? c[1] : c[0]) + __shfl_xor_sync(0xffffffffu, give, 4);
+  const int s = 4 * b4 + 2 * b3 + b2;
+  const int col = cbx + tessera_acc_col(t, 4 * (s / 2) + s % 2);
+  if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
+}
+
 // tessera_sm90_tree_frag for a block inside the launch, in case `sc` of tessera_ep_block_case.
 template <typename... Rest>
 __device__ __forceinline__ void tessera_sm90_tree_frag_inside(int sc, const TesseraEpArgs& a,
@@ -1452,31 +1480,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
           tessera_bar_sync(1 + cw, 128);
         }
-        // A pass's column sums (c: the thread's column slots over its two rows), reduced over
-        // the 8 lanes of each column and flushed. Column slot s of every lane with the same
-        // lane % 4 is the same column: halve the slots per exchange (lane bits 4, 3, 2), each
-        // lane keeping the half its bit names, until one slot, s = 4 bit4 + 2 bit3 + bit2,
-        // summed over the 8 lanes. Every lane of the warp takes part. (Spread over the next
-        // pass's elements instead, drelu_bgrad's passes took 549 cycles against 610, but
-        // dgelu_bgrad's 3900 against 1330: sm90_timeline.)
-        auto reduce_cols = [&](float (&c)[kPairs], int cbx) {
-          const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1;
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float give = b4 ? c[i] : c[i + 4];
-            c[i] = (b4 ? c[i + 4] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 16);
-          }
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const float give = b3 ? c[i] : c[i + 2];
-            c[i] = (b3 ? c[i + 2] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 8);
-          }
-          const float give = b2 ? c[0] : c[1];
-          const float sum = (b2 ? c[1] : c[0]) + __shfl_xor_sync(0xffffffffu, give, 4);
-          const int s = 4 * b4 + 2 * b3 + b2;
-          const int col = cbx + tessera_acc_col(t, 4 * (s / 2) + s % 2);
-          if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
-        };
         // The tile's passes. `fixed` (a constant at each call, which is inlined): 0, each pass
         // block's case of tessera_ep_block_case decided at the block, with the bounds-checked
         // copy of the elements for blocks past D; else the case of every block of a tile that
@@ -1581,7 +1584,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             });
             if (kTesseraEpBits) store_mask_word();
             const int b0 = lane & 1;
-            if (kTesseraEpColSum) reduce_cols(cs, cb);
+            if (kTesseraEpColSum) tessera_sm90_reduce_cols(ea, p, cs, cb, b, t, lane);
             if (kTesseraEpRowSum && j == kPassesN - 1) {
               // The tile's row sums (all its passes of these rows): lane bit 0 picks the slot.
               float sum = (b0 ? rs[1] : rs[0]) + __shfl_xor_sync(0xffffffffu, b0 ? rs[0] : rs[1], 1);
