@@ -880,6 +880,45 @@ __device__ __forceinline__ void tessera_sm90_reduce_cols(const TesseraEpArgs& ea
   if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
 }
 
+// An output bit mask's word of fragment pass (h, j) (mask_word: the row's word, held in
+// mask_held until the last pass of its group of kMaskGroup consecutive passes, which stores the
+// group's words together: four words in one 16-byte store where they are aligned and inside D,
+// else word by word). mask_rows[h]: the row's first word of the tile's columns, null past M;
+// the lanes with bit 1 clear store their row's words.
+template <int kMaskGroup>
+__device__ __forceinline__ void tessera_sm90_store_mask_word(unsigned (&mask_held)[kMaskGroup],
+                                                             const unsigned& mask_word,
+                                                             unsigned* const (&mask_rows)[kMHalves],
+                                                             const int& h, const int& j,
+                                                             const int& cb, const int& lane,
+                                                             const TesseraSm90Params& p) {
+  mask_held[j % kMaskGroup] = mask_word;
+  if (j % kMaskGroup != kMaskGroup - 1) return;
+  const int c0 = cb - (kMaskGroup - 1) * kEpiCols;  // the group's first column
+  unsigned* wp = mask_rows[h];
+  if ((lane & 2) != 0 || wp == nullptr) return;
+  wp += j - (kMaskGroup - 1);
+  if (kMaskGroup == 4 && c0 + 4 * kEpiCols <= p.n &&
+      (reinterpret_cast<unsigned long long>(wp) & 15u) == 0) {
+    *reinterpret_cast<uint4*>(wp) = make_uint4(mask_held[0], mask_held[1 % kMaskGroup],
+                                               mask_held[2 % kMaskGroup], mask_held[3 % kMaskGroup]);
+    return;
+  }
+#pragma unroll
+  for (int g = 0; g < kMaskGroup; ++g) {
+    const int valid = min(32, p.n - (c0 + g * kEpiCols));
+    if (valid <= 0) break;
+    if (valid == 32) {
+      wp[g] = mask_held[g];
+    } else {
+      // The row's last, partial word: only its own bits.
+      const unsigned mask = (1u << valid) - 1u;
+      atomicAnd(wp + g, ~mask);
+      atomicOr(wp + g, mask_held[g] & mask);
+    }
+  }
+}
+
 // tessera_sm90_tree_frag for a block inside the launch, in case `sc` of tessera_ep_block_case.
 template <typename... Rest>
 __device__ __forceinline__ void tessera_sm90_tree_frag_inside(int sc, const TesseraEpArgs& a,
@@ -1540,37 +1579,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
               mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
             }
-            // The group's words (the last pass of a group stores them): four words in one
-            // 16-byte store where they are aligned and inside D, else word by word. (A store a
-            // word, each a sector of its own, added one L2 write request per 32 elements:
-            // relu_aux_bias 228 against relu_bias 218 us at 4096^3, ncu, docs/perf.md, session 17.)
-            auto store_mask_word = [&] {
-              mask_held[j % kMaskGroup] = mask_word;
-              if (j % kMaskGroup != kMaskGroup - 1) return;
-              const int c0 = cb - (kMaskGroup - 1) * kEpiCols;  // the group's first column
-              unsigned* wp = mask_rows[h];
-              if ((lane & 2) != 0 || wp == nullptr) return;
-              wp += j - (kMaskGroup - 1);
-              if (kMaskGroup == 4 && c0 + 4 * kEpiCols <= p.n &&
-                  (reinterpret_cast<unsigned long long>(wp) & 15u) == 0) {
-                *reinterpret_cast<uint4*>(wp) = make_uint4(mask_held[0], mask_held[1 % kMaskGroup],
-                                                           mask_held[2 % kMaskGroup], mask_held[3 % kMaskGroup]);
-                return;
-              }
-#pragma unroll
-              for (int g = 0; g < kMaskGroup; ++g) {
-                const int valid = min(32, p.n - (c0 + g * kEpiCols));
-                if (valid <= 0) break;
-                if (valid == 32) {
-                  wp[g] = mask_held[g];
-                } else {
-                  // The row's last, partial word: only its own bits.
-                  const unsigned mask = (1u << valid) - 1u;
-                  atomicAnd(wp + g, ~mask);
-                  atomicOr(wp + g, mask_held[g] & mask);
-                }
-              }
-            };
             tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
               // The warp has read its rows of this pass's staged inputs: they take those of
               // pass + kInBufs.
@@ -1582,7 +1590,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
                                                in_bar + 8 * slot, r1, c1, b, w);
               }
             });
-            if (kTesseraEpBits) store_mask_word();
+            if (kTesseraEpBits) tessera_sm90_store_mask_word(mask_held, mask_word, mask_rows, h, j, cb, lane, p);
             const int b0 = lane & 1;
             if (kTesseraEpColSum) tessera_sm90_reduce_cols(ea, p, cs, cb, b, t, lane);
             if (kTesseraEpRowSum && j == kPassesN - 1) {
