@@ -174,6 +174,9 @@ static_assert(!kShareA || (kPartRowsA * kCluster == kBM && kPartBytesA % 1024 ==
 static_assert(!kShareB || (kPartRowsB * kCluster == kBN && kPartBytesB % 1024 == 0),
               "B splits into kCluster parts on the 1024-byte swizzle period");
 
+// The CTA's dynamic shared memory (the launch sizes it; the kernel carves it up).
+extern __shared__ unsigned char tessera_smem_raw[];
+
 // Tile `tile` of the persistent order -> (batch, tile row, tile column). Within a batch, tile
 // rows go in groups of group_m; a group is walked column by column, so consecutive tiles
 // (running at the same time on neighbouring SMs) share B columns and a few A rows in L2.
@@ -1156,7 +1159,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
                  , const TesseraEpArgs tessera_ep_args
 #endif
                  ) {
-  extern __shared__ unsigned char tessera_smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes and the wgmma descriptors carry no base
   // offset, so every stage starts on a 1024-byte boundary (the launch adds 1024 bytes of slack).
   const unsigned raw = tessera_smem_addr(tessera_smem_raw);
