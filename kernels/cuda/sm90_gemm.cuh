@@ -280,6 +280,34 @@ __device__ __forceinline__ void tessera_sm90_cta_tile(int tile, int rank,
   tn = kShareA ? cn * kCluster + rank : cn;
 }
 
+// The n-th unit of a consumer's CTA (tessera_sm90_unit; with a cluster, the cluster's n-th
+// cluster tile, which both CTAs take together, whole); false past the last.
+__device__ __forceinline__ bool tessera_sm90_unit_of(const TesseraSm90Params& p, const int& total,
+                                                     const int& k_tiles, int n,
+                                                     TesseraSm90Unit& w) {
+#if TESSERA_SM90_CLUSTER > 1
+  w.tile = (int)(tessera_cluster_id_x() + n * tessera_cluster_count_x());
+  w.kb = 0;
+  w.ke = k_tiles;
+  w.role = 0;
+  w.t0 = 0;
+  w.kpos = (unsigned long long)n * k_tiles;
+  return w.tile < total;
+#else
+  return tessera_sm90_unit(p, total, k_tiles, n, w);
+#endif
+}
+
+// A unit's tile -> the (batch, tile row, tile column) this CTA works on.
+__device__ __forceinline__ void tessera_sm90_decode(const TesseraSm90Params& p, int tile, int& b,
+                                                    int& tm, int& tn) {
+#if TESSERA_SM90_CLUSTER > 1
+  tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
+#else
+  tessera_sm90_tile(tile, p, b, tm, tn);
+#endif
+}
+
 // A consumer warp hands stage barrier `bar` (an `empty` barrier) back: to this CTA's producer,
 // or with a cluster to the producers of every CTA of the cluster (both wrote the stage).
 __device__ __forceinline__ void tessera_sm90_release(unsigned bar) {
@@ -1231,36 +1259,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     const int step = kPingPong ? 2 : 1;
     int local = 0;  // tiles this warpgroup has started
     int store_slot = 0;  // the TMA-store ring's next buffer (tessera_sm90_store_pass)
-    // The n-th tile of this CTA (with a cluster: the cluster's n-th cluster tile, which both
-    // CTAs take together) and its (batch, tile row, tile column).
-    auto tile_of = [&](int n) {
-#if TESSERA_SM90_CLUSTER > 1
-      return (int)(tessera_cluster_id_x() + n * tessera_cluster_count_x());
-#else
-      return (int)(blockIdx.x + n * gridDim.x);
-#endif
-    };
-    // The n-th unit of this CTA (tessera_sm90_unit; with a cluster, the n-th cluster tile).
-    auto unit_of = [&](int n, TesseraSm90Unit& w) {
-#if TESSERA_SM90_CLUSTER > 1
-      w.tile = tile_of(n);
-      w.kb = 0;
-      w.ke = k_tiles;
-      w.role = 0;
-      w.t0 = 0;
-      w.kpos = (unsigned long long)n * k_tiles;
-      return w.tile < total;
-#else
-      return tessera_sm90_unit(p, total, k_tiles, n, w);
-#endif
-    };
-    auto decode = [&](int tile, int& b, int& tm, int& tn) {
-#if TESSERA_SM90_CLUSTER > 1
-      tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
-#else
-      tessera_sm90_tile(tile, p, b, tm, tn);
-#endif
-    };
+    // This CTA's n-th unit and a unit's tile coordinates (tessera_sm90_unit_of, _decode).
+    auto unit_of = [&](int n, TesseraSm90Unit& w) { return tessera_sm90_unit_of(p, total, k_tiles, n, w); };
+    auto decode = [&](int tile, int& b, int& tm, int& tn) { tessera_sm90_decode(p, tile, b, tm, tn); };
     // Cooperative: a tile's coordinates are decoded at the end of the previous tile's mainloop
     // (the first tile's here): the four integer divisions take about 500 cycles, which at the
     // top of the loop the timeline showed between every epilogue and the next mainloop.
