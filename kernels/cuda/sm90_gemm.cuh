@@ -700,6 +700,26 @@ __device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
   }
 }
 
+// The staged inputs of pass q of a consumer's part of tile (tm, tn) of batch b, for this
+// warp's rows: loaded into the pass's buffers (q < kInBufs, completing the warp's barrier of
+// the buffer at in_bar + 8 slot) or fetched into L2 (later passes, which the epilogue loads
+// two passes ahead).
+__device__ __forceinline__ void tessera_sm90_stage_tile_pass(
+    int q, const TesseraTmaMap& tma_in_c, const TesseraTmaMap& tma_in_r,
+    const TesseraTmaMap& tma_in_x, const unsigned& in_base, const unsigned& in_bar, const int& b,
+    const int& tm, const int& tn, const int& cw, const int& t) {
+  int row0, cb;
+  tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
+  const int slot = q % kInBufs;
+  if (q < kInBufs) {
+    tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
+                                   in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
+                                   in_bar + 8 * slot, row0, cb, b, t / 32);
+  } else {
+    tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
+  }
+}
+
 // The aux_in mask words of the fragment path: for each pass, the words of this thread's 2
 // rows (bits cb .. cb + 31; the launch takes this path with a mask input only when the words
 // are so aligned), zero past D. They are fetched into L2 at the top of the tile and loaded with
@@ -769,6 +789,34 @@ __device__ __forceinline__ TesseraSm90PassPre tessera_sm90_pass_words(
 // reads (bias_col's kTesseraVecCols values first, then bias_row's).
 constexpr int kTesseraVecRows = kTesseraEpBiasRow ? kVecRowStage : 0;
 constexpr int kTesseraVecCols = kTesseraEpBiasCol ? kVecColStage : 0;
+// A tree epilogue's bias vectors of tile (tm, tn) of batch b, this thread's kVecPer values
+// (of the 128 threads') as raw bits: bias_col's kTesseraVecCols values of the tile's columns,
+// then bias_row's of the warpgroup's rows, zero past D.
+template <int kVecPer>
+__device__ __forceinline__ void tessera_sm90_load_vectors(const TesseraEpArgs& a,
+                                                          const TesseraSm90Params& p,
+                                                          unsigned (&vec_in)[kVecPer],
+                                                          const int& b, const int& tm,
+                                                          const int& tn, const int& cw,
+                                                          const int& t) {
+  constexpr int kVecLen = kTesseraVecRows + kTesseraVecCols;
+  if (kVecLen > 0) {
+#pragma unroll
+    for (int i = 0; i < kVecPer; ++i) {
+      const int e = t + 128 * i;
+      unsigned v = 0u;
+      if (e < kTesseraVecCols) {
+        const int col = tn * kBN + e;
+        if (col < p.n) v = tessera_load_raw(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
+      } else if (e < kVecLen) {
+        const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kTesseraVecCols);
+        if (row < p.m) v = tessera_load_raw(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
+      }
+      vec_in[i] = v;
+    }
+  }
+}
+
 // Whether the fragment path's elements load nothing from global memory: every input the tree
 // reads is staged (C only where it is read), its mask words preloaded, its bias vectors staged.
 #ifdef TESSERA_EP_DT_STATIC
@@ -1304,24 +1352,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // k-tile, ping-pong's mainloop took 35.5 kc a tile with a bias against 34.0 without,
       // 34.1 loaded before the turn wait (sm90_timeline at 4096^3, docs/perf.md, session 16).
       unsigned vec_in[kVecPer];
-      auto load_tile_vectors = [&] {
-        if (kVecLen > 0) {
-          const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
-#pragma unroll
-          for (int i = 0; i < kVecPer; ++i) {
-            const int e = t + 128 * i;
-            unsigned v = 0u;
-            if (e < kVecCols) {
-              const int col = tn * kBN + e;
-              if (col < p.n) v = tessera_load_raw(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
-            } else if (e < kVecLen) {
-              const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kVecCols);
-              if (row < p.m) v = tessera_load_raw(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
-            }
-            vec_in[i] = v;
-          }
-        }
-      };
+      auto load_tile_vectors = [&] { tessera_sm90_load_vectors(tessera_ep_args, p, vec_in, b, tm, tn, cw, t); };
       // A bit-mask input's words of the tile (tessera_sm90_preload_tile), likewise: loaded
       // here where the vectors are; else fetched into L2 at the top of the tile and loaded
       // with the second k-tile, after its wgmma. (Not where the epilogue stores a bit mask:
@@ -1361,16 +1392,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
       const bool stage_in = kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0;
       auto stage_tile_pass = [&](int q) {
-        int row0, cb;
-        tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
-        const int slot = q % kInBufs;
-        if (q < kInBufs) {
-          tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
-                                         in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
-                                         in_bar + 8 * slot, row0, cb, b, t / 32);
-        } else {
-          tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
-        }
+        tessera_sm90_stage_tile_pass(q, tma_in_c, tma_in_r, tma_in_x, in_base, in_bar, b, tm, tn, cw, t);
       };
 #endif
 #ifndef TESSERA_EPILOGUE_TREE
