@@ -308,6 +308,25 @@ __device__ __forceinline__ void tessera_sm90_decode(const TesseraSm90Params& p, 
 #endif
 }
 
+// A consumer's wgmma of one k-tile into acc, from the stage's A rows at a_addr and B at
+// b_addr, as one commit group. `accumulate`: add to acc (else the first k-step overwrites it).
+__device__ __forceinline__ void tessera_sm90_mma_ktile(float (&acc)[kMHalves][kBN / 2],
+                                                       unsigned a_addr, unsigned b_addr,
+                                                       bool accumulate) {
+  tessera_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kKSteps; ++kk) {
+#pragma unroll
+    for (int h = 0; h < kMHalves; ++h) {
+      tessera_wgmma(acc[h],
+                    tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA),
+                    tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
+                    (accumulate || kk > 0) ? 1 : 0);
+    }
+  }
+  tessera_wgmma_commit();
+}
+
 // A consumer warp hands stage barrier `bar` (an `empty` barrier) back: to this CTA's producer,
 // or with a cluster to the producers of every CTA of the cluster (both wrote the stage).
 __device__ __forceinline__ void tessera_sm90_release(unsigned bar) {
@@ -1429,18 +1448,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
         const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
         const unsigned b_addr = smem_b + stage * kStageBytesB;
-        tessera_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kKSteps; ++kk) {
-#pragma unroll
-          for (int h = 0; h < kMHalves; ++h) {
-            tessera_wgmma(acc[h],
-                          tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA),
-                          tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
-                          (kt > w.kb || kk > 0) ? 1 : 0);
-          }
-        }
-        tessera_wgmma_commit();
+        tessera_sm90_mma_ktile(acc, a_addr, b_addr, kt > w.kb);
 #ifdef TESSERA_EPILOGUE_TREE
         // (Relative to the unit: a stream-K part with the tile's last k-tile starts inside K.)
         if (epi_unit) {
