@@ -327,6 +327,24 @@ __device__ __forceinline__ void tessera_sm90_mma_ktile(float (&acc)[kMHalves][kB
   tessera_wgmma_commit();
 }
 
+// Ping-pong: consumer warpgroup cw waits for its turn to start its local-th tile (the other
+// warpgroup passes it on when the last stage of its own tile has arrived; warpgroup 1 waits
+// from its first tile, warpgroup 0 from its second). A parity wait only tells the current
+// phase from the one before. This warpgroup's first stage of the tile is k_tiles stages past
+// the other's, possibly several phases ahead of a stage barrier; so it waits until the other
+// warpgroup has seen the last stage of its tile arrive: every stage barrier is then at most
+// one phase behind ours. The turn is passed on once per tile, by warp 0, but waited for by
+// every warp, and the warps of a warpgroup drift apart in the epilogue (each stores its own
+// rows); so all four wait for each other before warp 0 can pass this tile's turn on: until
+// then the other warpgroup cannot complete the barrier's next phase, which a warp still
+// behind would take for this one.
+__device__ __forceinline__ void tessera_sm90_wait_turn(unsigned turns, int cw, int local) {
+  if (cw == 1 || local > 0) {
+    tessera_mbar_wait(turns + 8 * cw, (unsigned)((cw == 1 ? local : local - 1) & 1));
+    tessera_bar_sync(1 + cw, 128);
+  }
+}
+
 // A consumer warp hands stage barrier `bar` (an `empty` barrier) back: to this CTA's producer,
 // or with a cluster to the producers of every CTA of the cluster (both wrote the stage).
 __device__ __forceinline__ void tessera_sm90_release(unsigned bar) {
@@ -1387,19 +1405,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
       }
 #endif
-      if (kPingPong && (cw == 1 || local > 0)) {
-        // A parity wait only tells the current phase from the one before. This warpgroup's
-        // first stage of this tile is k_tiles stages past the other's, possibly several phases
-        // ahead of a stage barrier; so wait until the other warpgroup has seen the last stage
-        // of its tile arrive: every stage barrier is then at most one phase behind ours.
-        tessera_mbar_wait(turns + 8 * cw, (unsigned)((cw == 1 ? local : local - 1) & 1));
-        // The turn is passed on once per tile, by warp 0, but waited for by every warp; and the
-        // warps of a warpgroup drift apart in the epilogue (each stores its own rows). So all
-        // four wait here before warp 0 can pass this tile's turn on: until then the other
-        // warpgroup cannot complete this barrier's next phase, which a warp still behind would
-        // take for this one (a parity wait tells only the current phase from the one before).
-        tessera_bar_sync(1 + cw, 128);
-      }
+      if (kPingPong) tessera_sm90_wait_turn(turns, cw, local);
       TESSERA_TL(t == 0, wg, slot_tl, 1);
 #ifdef TESSERA_EPILOGUE_TREE
       // The tile's epilogue inputs, fetched while its mainloop runs, from the mainloop's first
