@@ -345,6 +345,22 @@ __device__ __forceinline__ void tessera_sm90_wait_turn(unsigned turns, int cw, i
   }
 }
 
+// The fused epilogue's bias of tile (tm, tn) of batch b, this thread's kBiasPer values (of the
+// 128 threads') as raw bits: a column bias's values of the tile's kBN columns, or a row
+// bias's of the warpgroup's rows (all kBM with ping-pong); zero past D.
+template <int kBiasPer>
+__device__ __forceinline__ void tessera_sm90_load_bias(const TesseraSm90Params& p,
+                                                       unsigned (&bias_in)[kBiasPer], int b,
+                                                       int tm, int tn, int cw, int t) {
+#pragma unroll
+  for (int i = 0; i < kBiasPer; ++i) {
+    const int e = t + 128 * i;
+    const int g = kEpiBias == 2 ? tn * kBN + e : tm * kBM + (kPingPong ? e : 64 * cw + e);
+    const bool in = e < kBiasStage && g < (kEpiBias == 2 ? p.n : p.m);
+    bias_in[i] = in ? tessera_load_raw(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0u;
+  }
+}
+
 // A consumer warp hands stage barrier `bar` (an `empty` barrier) back: to this CTA's producer,
 // or with a cluster to the producers of every CTA of the cluster (both wrote the stage).
 __device__ __forceinline__ void tessera_sm90_release(unsigned bar) {
@@ -1423,15 +1439,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #ifndef TESSERA_EPILOGUE_TREE
       // (Raw bits, converted after the mainloop, as the tree path's vectors above.)
       unsigned bias_in[kBiasPer];
-      if (kStageBias) {
-#pragma unroll
-        for (int i = 0; i < kBiasPer; ++i) {
-          const int e = t + 128 * i;
-          const int g = kEpiBias == 2 ? tn * kBN + e : tm * kBM + (kPingPong ? e : 64 * cw + e);
-          const bool in = e < kBiasStage && g < (kEpiBias == 2 ? p.n : p.m);
-          bias_in[i] = in ? tessera_load_raw(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0u;
-        }
-      }
+      if (kStageBias) tessera_sm90_load_bias(p, bias_in, b, tm, tn, cw, t);
 #endif
 #ifdef TESSERA_EPILOGUE_TREE
       // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input
