@@ -361,6 +361,17 @@ __device__ __forceinline__ void tessera_sm90_load_bias(const TesseraSm90Params& 
   }
 }
 
+// This thread's bias values (tessera_sm90_load_bias) converted into the tile's bias stage.
+template <int kBiasPer>
+__device__ __forceinline__ void tessera_sm90_write_bias(float* bias_t,
+                                                        const unsigned (&bias_in)[kBiasPer],
+                                                        int t) {
+#pragma unroll
+  for (int i = 0; i < kBiasPer; ++i) {
+    if (t + 128 * i < kBiasStage) bias_t[t + 128 * i] = tessera_raw_to_f32(bias_in[i], kEpiOut);
+  }
+}
+
 // A consumer warp hands stage barrier `bar` (an `empty` barrier) back: to this CTA's producer,
 // or with a cluster to the producers of every CTA of the cluster (both wrote the stage).
 __device__ __forceinline__ void tessera_sm90_release(unsigned bar) {
@@ -1677,12 +1688,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #ifndef TESSERA_EPILOGUE_TREE
       // This tile's bias buffer (read after the epilogue's first barrier).
       float* bias_t = bias_s + (local & 1) * kBiasLen;
-      if (kStageBias) {
-#pragma unroll
-        for (int i = 0; i < kBiasPer; ++i) {
-          if (t + 128 * i < kBiasStage) bias_t[t + 128 * i] = tessera_raw_to_f32(bias_in[i], kEpiOut);
-        }
-      }
+      if (kStageBias) tessera_sm90_write_bias(bias_t, bias_in, t);
       if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
         // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block is finished
         // in registers (the fragment's own rows and columns) and packed in the output type,
