@@ -1243,6 +1243,28 @@ __device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Param
   }
 }
 
+// The scratch path: fragment pass `pass`'s accumulators into the warpgroup's fp32 scratch
+// (64 x kEpiCols at pitch kEpiPitch), with compile-time register indices: one predicated block
+// per pass.
+__device__ __forceinline__ void tessera_sm90_scratch_put(float* scratch,
+                                                         const float (&acc)[kMHalves][kBN / 2],
+                                                         int pass, int t) {
+  constexpr int kPassesN = kBN / kEpiCols;
+#pragma unroll
+  for (int hh = 0; hh < kMHalves; ++hh) {
+#pragma unroll
+    for (int jj = 0; jj < kPassesN; ++jj) {
+      if (hh * kPassesN + jj == pass) {
+#pragma unroll
+        for (int i = jj * kEpiRegs; i < (jj + 1) * kEpiRegs; i += 2) {
+          const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - jj * kEpiCols;
+          *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[hh][i], acc[hh][i + 1]);
+        }
+      }
+    }
+  }
+}
+
 // With a cluster, a barrier of every thread of its CTAs (nothing without).
 __device__ __forceinline__ void tessera_sm90_cluster_barrier() {
 #if TESSERA_SM90_CLUSTER > 1
@@ -1767,19 +1789,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         const int h = pass / kPassesN;
         const int j = pass % kPassesN;
         const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
-#pragma unroll
-        for (int hh = 0; hh < kMHalves; ++hh) {
-#pragma unroll
-          for (int jj = 0; jj < kPassesN; ++jj) {
-            if (hh * kPassesN + jj == pass) {
-#pragma unroll
-              for (int i = jj * kEpiRegs; i < (jj + 1) * kEpiRegs; i += 2) {
-                const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - jj * kEpiCols;
-                *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[hh][i], acc[hh][i + 1]);
-              }
-            }
-          }
-        }
+        tessera_sm90_scratch_put(scratch, acc, pass, t);
         tessera_bar_sync(1 + cw, 128);
         // The whole 64 x kEpiCols block is inside D and pairs are aligned: no predicates.
         const int cb = col0 + j * kEpiCols;
