@@ -881,6 +881,41 @@ __device__ __forceinline__ void tessera_sm90_load_vectors(const TesseraEpArgs& a
   }
 }
 
+// This thread's bias vector values (tessera_sm90_load_vectors) converted into the tile's
+// vector stage, which every warp of the warpgroup reads after the barrier here.
+template <int kVecPer>
+__device__ __forceinline__ void tessera_sm90_write_vectors(const TesseraEpArgs& a, float* vec_t,
+                                                           const unsigned (&vec_in)[kVecPer],
+                                                           int cw, int t) {
+  (void)a;  // (the type macros name it `a`)
+#pragma unroll
+  for (int i = 0; i < kVecPer; ++i) {
+    const int e = t + 128 * i;
+    if (e < kTesseraVecRows + kTesseraVecCols) {
+      vec_t[e] = tessera_raw_to_f32(vec_in[i], e < kTesseraVecCols ? TESSERA_EP_DT_BIAS_COL : TESSERA_EP_DT_BIAS_ROW);
+    }
+  }
+  tessera_bar_sync(1 + cw, 128);
+}
+
+// An output bit mask's rows of a consumer's part of tile (tm, tn) of batch b: per m64 half,
+// the first word of the tile's columns in the row of the slot lane bit 0 picks (the row this
+// lane stores, when lane bit 1 is clear); null past M. (The launch takes the fragment path
+// only when rows, batches and the region start on word boundaries.)
+__device__ __forceinline__ void tessera_sm90_mask_rows(const TesseraEpArgs& ea,
+                                                       const TesseraSm90Params& p,
+                                                       unsigned* (&mask_rows)[kMHalves], int b,
+                                                       int tm, int tn, int cw, int t, int lane) {
+#pragma unroll
+  for (int h = 0; h < kMHalves; ++h) {
+    const int row = tm * kBM + (kPingPong ? 64 * h : 64 * cw) + tessera_acc_row(t, 2 * (lane & 1));
+    mask_rows[h] = kTesseraEpBits && row < p.m
+                       ? static_cast<unsigned*>(ea.aux) +
+                             (tessera_ep_at(ea.batch_aux, ea.ldaux, b, ea.row0 + row, ea.col0 + tn * kBN) >> 5)
+                       : nullptr;
+  }
+}
+
 // Whether the fragment path's elements load nothing from global memory: every input the tree
 // reads is staged (C only where it is read), its mask words preloaded, its bias vectors staged.
 #ifdef TESSERA_EP_DT_STATIC
@@ -1577,28 +1612,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // null past M. (The launch takes this path only when rows, batches and the region
         // start on word boundaries.)
         unsigned* mask_rows[kMHalves];
-#pragma unroll
-        for (int h = 0; h < kMHalves; ++h) {
-          const int row = tm * kBM + (kPingPong ? 64 * h : 64 * cw) + tessera_acc_row(t, 2 * (lane & 1));
-          mask_rows[h] = kTesseraEpBits && row < p.m
-                             ? static_cast<unsigned*>(ea.aux) +
-                                   (tessera_ep_at(ea.batch_aux, ea.ldaux, b, ea.row0 + row, ea.col0 + tn * kBN) >> 5)
-                             : nullptr;
-        }
+        tessera_sm90_mask_rows(ea, p, mask_rows, b, tm, tn, cw, t, lane);
         // This tile's vector stage: written, then read by every warp of the warpgroup.
         float* vec_t = vec_s + (local & 1) * kVecBuf;
-        if (kVecLen > 0) {
-#pragma unroll
-          for (int i = 0; i < kVecPer; ++i) {
-            const int e = t + 128 * i;
-            if (e < kVecLen) {
-              const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
-              (void)a;
-              vec_t[e] = tessera_raw_to_f32(vec_in[i], e < kVecCols ? TESSERA_EP_DT_BIAS_COL : TESSERA_EP_DT_BIAS_ROW);
-            }
-          }
-          tessera_bar_sync(1 + cw, 128);
-        }
+        if (kVecLen > 0) tessera_sm90_write_vectors(tessera_ep_args, vec_t, vec_in, cw, t);
         // The tile's passes. `fixed` (a constant at each call, which is inlined): 0, each pass
         // block's case of tessera_ep_block_case decided at the block, with the bounds-checked
         // copy of the elements for blocks past D; else the case of every block of a tile that
