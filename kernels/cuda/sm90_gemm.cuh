@@ -77,9 +77,8 @@ static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue 
 static_assert(!kEpiTmaStore || !kEpiAux || kStoreBufs >= 2, "a TMA-store pass with aux fills two buffers");
 // A bf16 D keeps 8 significant bits: GELU (tanh) may then take tanh from the hardware's one
 // special-function operation (tanh.approx, error about 2^-11 of tanh: at most |x| 2^-12 in
-// D), as the sm80-class path does, instead of ex2 and rcp (two); that unit does 16 results a
-// clock per SM. Measured: GELU rows 1-2 points cheaper (docs/perf.md, session 9), and D then
-// matches cuBLASLt's GELU to about 1e-9. fp16 (11 bits) and fp32 outputs keep the exact form.
+// D), as the sm80-class path does, instead of ex2 and rcp (two special-function operations).
+// fp16 (11 bits) and fp32 outputs keep the exact form. (docs/design/008-gelu-tanh-approx.md)
 constexpr bool kEpiCoarse = kEpiOut == 0;
 // The plan stages a tile's bias exactly when the epilogue has one (tree kernels: neither).
 constexpr bool kStageBias = kBiasStage > 0;
@@ -219,8 +218,7 @@ __device__ __forceinline__ int tessera_sm90_sk_cut(const TesseraSm90Params& p, i
 // blockIdx.x + gridDim.x, ... below the stream-K tiles (in step with the other CTAs, as
 // without stream-K), then the parts of its stream-K run, the later tile's first (a part
 // without its tile's last k-tile, so every CTA stores its partial sum before it waits for
-// anyone's, and waits only for CTAs of lower index). (With the parts first, 4096³ split
-// ran at 0.943-0.944 of cuBLAS against 0.962-0.968 with them last: docs/perf.md, session 12.)
+// anyone's, and waits only for CTAs of lower index). (docs/design/002-stream-k-unit-order.md)
 __device__ __forceinline__ bool tessera_sm90_unit(const TesseraSm90Params& p, int total, int k_tiles, int u,
                                                   TesseraSm90Unit& w) {
   const int c = blockIdx.x;
@@ -457,10 +455,9 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
   if (blockIdx.x < end) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
   for (; tile < end; tile += tessera_nctaid_x(), ++local) {
     // The next tile's coordinates are worked out while this tile's first stage is in
-    // flight: decoding a tile (four integer divisions) takes this one thread about a
-    // thousand cycles, which, between the last load of a tile and the first of the next,
-    // left the ring short at every tile boundary (sm90_timeline: the ping-pong consumers'
-    // tensor cores idled about 1.2k cycles a tile).
+    // flight: decoding a tile (four integer divisions) on this one thread, between the last
+    // load of a tile and the first of the next, left the ring short at every tile boundary
+    // (docs/design/001-tile-decode-placement.md).
     int nb = 0, ntm = 0, ntn = 0;
     for (kt = 0; kt < k_tiles; ++kt) {
       const unsigned full = bars + 8 * stage;
@@ -789,10 +786,8 @@ __device__ __forceinline__ void tessera_sm90_stage_tile_pass(
 // are so aligned), zero past D. They are fetched into L2 at the top of the tile and loaded with
 // its second k-tile, split over the 4 lanes of a quad (which share their rows): lane l loads
 // passes l % 4, l % 4 + 4, ..., and a pass takes its two words from its lane of the quad.
-// (Loaded a pass ahead, their L2 latency
-// still showed: drelu's passes took 475 cycles against 117 for a plain tree, docs/perf.md,
-// session 11. Preloading a bias's values a pass ahead measured slower than loading them per
-// element; bias vectors are now staged per tile in shared memory.)
+// (Loaded a pass ahead instead, their L2 latency showed in every pass:
+// docs/design/004-tree-input-staging.md.)
 #ifdef TESSERA_EP_DT_STATIC
 constexpr bool kTesseraEpPre = true;
 #else
@@ -972,9 +967,8 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   constexpr int kSlotR = int(kTesseraEpStageC), kSlotX = int(kTesseraEpStageC) + int(kTesseraEpStageR);
   wb[0] = wb[1] = 0u;
   // The partial sums start from -0.0, the identity of fp32 addition (x + -0 = x for every x,
-  // where x + +0 is not x for x = -0), so that the compiler can drop each sum's first addition.
-  // (From +0.0, drelu_bgrad's pass took 63 FADD a thread where 15 add anything; -0.0 saved 0.3%
-  // of its launch, docs/perf.md, session 18.) The sums are the same: they end in the zeroed
+  // where x + +0 is not x for x = -0), so that the compiler can drop each sum's first addition
+  // (docs/design/005-column-sum-reduction.md). The sums are the same: they end in the zeroed
   // fp32 workspace, where +0 + -0 = +0.
 #pragma unroll
   for (int k = 0; k < kEpiRegs / 2; ++k) cs[k] = -0.0f;
@@ -1035,6 +1029,8 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
 // every lane with the same lane % 4 is the same column: halve the slots per exchange (lane
 // bits 4, 3, 2), each lane keeping the half its bit names, until one slot,
 // s = 4 bit4 + 2 bit3 + bit2, summed over the 8 lanes. Every lane of the warp takes part.
+// (Once per pass, not spread over the next pass's elements:
+// docs/design/005-column-sum-reduction.md.)
 __device__ __forceinline__ void tessera_sm90_reduce_cols(const TesseraEpArgs& ea,
                                                          const TesseraSm90Params& p,
                                                          float (&c)[kEpiRegs / 2], int cbx,
@@ -1061,8 +1057,9 @@ __device__ __forceinline__ void tessera_sm90_reduce_cols(const TesseraEpArgs& ea
 // An output bit mask's word of fragment pass (h, j) (mask_word: the row's word, held in
 // mask_held until the last pass of its group of kMaskGroup consecutive passes, which stores the
 // group's words together: four words in one 16-byte store where they are aligned and inside D,
-// else word by word). mask_rows[h]: the row's first word of the tile's columns, null past M;
-// the lanes with bit 1 clear store their row's words.
+// else word by word: a word a store is a sector of its own, docs/design/006-output-mask-stores.md).
+// mask_rows[h]: the row's first word of the tile's columns, null past M; the lanes with bit 1
+// clear store their row's words.
 template <int kMaskGroup>
 __device__ __forceinline__ void tessera_sm90_store_mask_word(unsigned (&mask_held)[kMaskGroup],
                                                              const unsigned& mask_word,
@@ -1413,8 +1410,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kBiasLen;
     // A tree epilogue's bias vectors, likewise (the fragment path): kVecPer values a thread,
     // loaded with the tile's first k-tile, written to buffer (local & 1) of vec_s after the
-    // mainloop, read after a barrier of the warpgroup. (Loaded per element, their L2 latency was most of a
-    // biased tree epilogue's time: docs/perf.md, session 11.)
+    // mainloop, read after a barrier of the warpgroup. (Loaded per element instead, their L2
+    // latency dominated a biased tree epilogue: docs/design/003-epilogue-vector-loads.md.)
 #ifdef TESSERA_EPILOGUE_TREE
     constexpr int kVecRows = kTesseraVecRows, kVecCols = kTesseraVecCols;
 #else
@@ -1432,12 +1429,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     auto unit_of = [&](int n, TesseraSm90Unit& w) { return tessera_sm90_unit_of(p, total, k_tiles, n, w); };
     auto decode = [&](int tile, int& b, int& tm, int& tn) { tessera_sm90_decode(p, tile, b, tm, tn); };
     // Cooperative: a tile's coordinates are decoded at the end of the previous tile's mainloop
-    // (the first tile's here): the four integer divisions take about 500 cycles, which at the
-    // top of the loop the timeline showed between every epilogue and the next mainloop.
-    // Ping-pong: at the top of the loop, before the turn wait, which they do not depend on and
-    // which lasts the other warpgroup's mainloop. (Decoded during the last k-tile instead,
-    // plain 4096^3 ran at 0.99-1.01 of cuBLAS against 1.02-1.04 here, docs/perf.md, session
-    // 14; why was not measured.)
+    // (the first tile's here): at the top of the loop, the four integer divisions stood
+    // between every epilogue and the next mainloop. Ping-pong: at the top of the loop, before
+    // the turn wait, which they do not depend on and which lasts the other warpgroup's
+    // mainloop (decoded during the last k-tile there, the plain GEMM ran slower).
+    // (docs/design/001-tile-decode-placement.md)
     const int n0 = kPingPong ? cw : 0;
     int nb = 0, ntm = 0, ntn = 0;
     // Whether unit n exists (then nb, ntm, ntn are its tile's coordinates): looked up ahead.
@@ -1465,23 +1461,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       const bool epi_unit = !kStreamK || w.ke == k_tiles;
 #ifdef TESSERA_EPILOGUE_TREE
       // The vector stage's values, as raw bits, converted after the mainloop (converted on
-      // arrival, the warp waited for the load). Ping-pong (kEarly below): loaded before the
-      // turn wait, which lasts the other warpgroup's mainloop. Else: with the first k-tile,
-      // after its wgmma are issued (at the top of the tile they held relu_aux_bias's first
-      // wgmma back: first-stage wait 1.36 against 0.91 kc). A load outstanding in the
-      // mainloop holds the next k-tile's wgmma back until it arrives: loaded with the first
-      // k-tile, ping-pong's mainloop took 35.5 kc a tile with a bias against 34.0 without,
-      // 34.1 loaded before the turn wait (sm90_timeline at 4096^3, docs/perf.md, session 16).
+      // arrival, the warp would wait for the load). A load outstanding in the mainloop holds
+      // the next k-tile's wgmma back until it arrives, so on ping-pong (kEarly below) they are
+      // loaded before the turn wait, which lasts the other warpgroup's mainloop; else with the
+      // first k-tile, after its wgmma are issued (at the top of the tile they held the first
+      // wgmma back). (docs/design/003-epilogue-vector-loads.md)
       unsigned vec_in[kVecPer];
       auto load_tile_vectors = [&] { tessera_sm90_load_vectors(tessera_ep_args, p, vec_in, b, tm, tn, cw, t); };
       // A bit-mask input's words of the tile (tessera_sm90_preload_tile), likewise: loaded
       // here where the vectors are; else fetched into L2 at the top of the tile and loaded
-      // with the second k-tile, after its wgmma. (Not where the epilogue stores a bit mask:
-      // relu_aux_bias with its vector loaded here, or right after the turn wait, took 228-232
-      // us a launch at 4096^3 against 203 with it in the first k-tile, and 8192 x 14336 x 4096
-      // cost 17-18% over the plain GEMM against 1-2%, docs/perf.md, session 16. Loaded here it
-      // takes about 3% fewer cycles on four shapes, but it ran at a lower clock: 1274 against
-      // 1415 MHz at 8192 x 14336 x 4096, session 18.)
+      // with the second k-tile, after its wgmma. Not where the epilogue stores a bit mask:
+      // there the early load takes fewer cycles but more time (the kernel runs at a lower
+      // clock), docs/design/003-epilogue-vector-loads.md.
       unsigned tile_words[kTesseraEpTileWords];
       constexpr bool kEarly = kPingPong && !kTesseraEpBits;
       if (kEarly) {
@@ -1493,9 +1484,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       TESSERA_TL(t == 0, wg, slot_tl, 1);
 #ifdef TESSERA_EPILOGUE_TREE
       // The tile's epilogue inputs, fetched while its mainloop runs, from the mainloop's first
-      // k-tiles after each one's wgmma are issued (at the top of the tile, the staged inputs'
-      // eight TMA issues of a 128 x 256 tile, ~150 cycles each, held the first wgmma back:
-      // sm90_timeline's first-stage wait was 2.3 kc a tile with dgelu against 0.8 plain).
+      // k-tiles after each one's wgmma are issued (issued at the top of the tile, the staged
+      // inputs' TMA issues held the first wgmma back: docs/design/004-tree-input-staging.md).
       // Staged inputs: pass q's blocks loaded (q < kInBufs) or fetched into L2 (the later
       // passes, which the epilogue loads two passes ahead), one pass per k-tile, by each
       // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
@@ -1512,9 +1502,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #ifdef TESSERA_EPILOGUE_TREE
       // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input
       // for every pass, fetched into L2 here, loaded with the second k-tile, after its wgmma.
-      // (Loaded from DRAM with the first k-tile, drelu's mainloop took 69.3 kc a tile against
-      // 65.5: the next k-tile's wgmma fence waits for the warp's outstanding loads. Loaded
-      // here, the trees with C staged spilled.)
+      // (Loaded from DRAM with the first k-tile, they held the next k-tile's wgmma back: its
+      // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
+      // spilled. docs/design/004-tree-input-staging.md)
       if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
 #endif
       // This unit's first k-tile is the g0-th the producer loaded (its kpos; whole tiles: n
@@ -1541,8 +1531,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         }
 #endif
         // Cooperative: the next tile's coordinates, while the last k-tile's wgmma run: the warp
-        // would wait for them next anyway. (During the first k-tile the decode held back the
-        // second k-tile's wgmma: ping-pong's mainloop took 3% longer.)
+        // would wait for them next anyway. (During the first k-tile the decode held the second
+        // k-tile's wgmma back.)
         if (!kPingPong && kt == w.ke - 1) {
           TesseraSm90Unit nw;
           more = unit_of(n + step, nw);
@@ -1574,8 +1564,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #pragma unroll
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
       }
-      // (The unit looked up again where its role and origin are needed. Kept from the top
-      // of the loop instead, it compiles differently; that was not measured.)
+      // (The unit is looked up again where its role and origin are needed, not kept live
+      // through the mainloop.)
       if (kStreamK) unit_of(n, w);
       if (kStreamK && w.role != 0) {
         if (w.role == 1) {
@@ -1619,9 +1609,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // The tile's passes. `fixed` (a constant at each call, which is inlined): 0, each pass
         // block's case of tessera_ep_block_case decided at the block, with the bounds-checked
         // copy of the elements for blocks past D; else the case of every block of a tile that
-        // lies inside D and fixes its select predicates throughout, compiled in alone. (A
-        // select's per-block dispatch among its cases' copies took its passes 760 cycles
-        // against 465-575 for either branch alone: sm90_timeline, docs/perf.md, session 14.)
+        // lies inside D and fixes its select predicates throughout, compiled in alone (a
+        // select's per-block dispatch among its cases' copies costs more than either branch
+        // alone: docs/design/007-select-case-per-tile.md).
 #if TESSERA_EP_SIDES > 0
         auto tile_passes = [&](const int fixed) {
 #else
@@ -1665,8 +1655,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             }
             // The pass's mask word (an output bit mask): gathered before the pass's stores, so
             // that the exchanges' latency overlaps the store pass, and stored after them (stored
-            // before, its global store held the pass's async-proxy fence back: write + fence 228
-            // cycles a pass against 202, sm90_timeline, relu_aux_bias). Lane
+            // before, its global store held the pass's async-proxy fence back:
+            // docs/design/006-output-mask-stores.md). Lane
             // bit 0 picks the row slot: one exchange gives each lane its slot's bits of the
             // lane pair, a second those of the quad; the lanes with bit 1 clear store the row's
             // word.
