@@ -1057,9 +1057,9 @@ __device__ __forceinline__ void tessera_sm90_reduce_cols(const TesseraEpArgs& ea
 // An output bit mask's word of fragment pass (h, j) (mask_word: the row's word, held in
 // mask_held until the last pass of its group of kMaskGroup consecutive passes, which stores the
 // group's words together: four words in one 16-byte store where they are aligned and inside D,
-// else word by word: a word a store is a sector of its own, docs/design/006-output-mask-stores.md).
-// mask_rows[h]: the row's first word of the tile's columns, null past M; the lanes with bit 1
-// clear store their row's words.
+// else word by word: a word a store is a sector of its own,
+// docs/design/006-output-mask-stores.md). mask_rows[h]: the row's first word of the tile's
+// columns, null past M; the lanes with bit 1 clear store their row's words.
 template <int kMaskGroup>
 __device__ __forceinline__ void tessera_sm90_store_mask_word(unsigned (&mask_held)[kMaskGroup],
                                                              const unsigned& mask_word,
