@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release test binaries and the tessera tool with the `cuda` feature and copies
 # them (the test binaries that need a GPU or NVRTC; the rest run here), with gpu-visit.sh, into .gpu/ (git-ignored) for one visit to the GPU host, where
-# `bash .gpu/gpu-visit.sh` runs everything. See ../shared/GPU.md. With OLD=REV it also builds
+# `bash .gpu/gpu-visit.sh` runs everything. See docs/gpu.md. With OLD=REV it also builds
 # the tessera tool of commit REV (in a worktree, its own target folder) as .gpu/tessera-old,
 # for gpu-exp.sh's interleaved comparison of two versions.
 set -euo pipefail
