@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Experiments for one GPU visit (gpu-visit.sh runs this with EXP=1); their logs go to $OUT. Each
-# visit; docs/perf.md records what each one measured.
+# Experiments for one GPU visit (gpu-visit.sh runs this with EXP=1); their logs go to $OUT.
+# What such experiments measured is in docs/design/, the method in docs/perf.md.
 set -u
 # AB=1 (with .gpu/tessera-old from gpu-pack.sh OLD=REV): this build and the old one, each
 # benchmark run alternately (new, old, new, old) so that both see the same machine states.

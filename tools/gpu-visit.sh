@@ -94,7 +94,7 @@ fi
 # NCU_METRICS=1: per tree of NCU_TREES (default relu_bias relu_aux_bias drelu_bgrad), one
 # production kernel (sm90_timeline --clock-only) at 4096^3 under ncu, clocks locked to base:
 # duration, cycles, instructions, global stores and their sectors, L2 write requests, DRAM
-# bytes (docs/perf.md, session 17, found relu_aux_bias's mask stores this way).
+# bytes (docs/design/006-output-mask-stores.md: relu_aux_bias's mask stores were found this way).
 if [ "${NCU_METRICS:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ] && [ -x ./sm90_timeline ]; then
   M=gpu__time_duration.sum,sm__cycles_elapsed.max,smsp__inst_executed.sum,smsp__inst_executed_op_global_st.sum
   M=$M,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,lts__t_requests_srcunit_tex_op_write.sum

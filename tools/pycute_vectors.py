@@ -233,7 +233,7 @@ DOC_COMPOSITION = [
     (((4, 8, 2), None), ((2, 2, 2), (2, 8, 1))), (((4, 8, 2), (2, 8, 1)), ((2, 2, 2), (1, 8, 2))),
     (((4, 8, 2), (2, 8, 1)), ((4, 2, 2), (2, 8, 1))), (((4, 6, 8), (1, 4, 7)), (6, 1)),
     (((4, 6, 8, 10), (2, 3, 5, 7)), (6, 12)),
-    # cute-semantics.md examples: extension of the last mode, admissibility failures
+    # docs/cute_semantics.md, pitfalls 4-5: extension of the last mode, admissibility failures
     (((4, 3, 1), (3, 1, 0)), (24, 1)), (((8, 8), (8, 1)), (2, 3)), (((23, 5), (2, 120)), (7, 3)),
     (((5, 3), (7, 1)), (7, 1)), (((4, 6, 8), (2, 3, 5)), (6, 1)), (((4, 6, 8), (2, 3, 5)), (6, 3)),
     (((6, 2), (1, 7)), ((3, 2), (2, 3))), (((10, 2), (16, 4)), ((5, 4), (1, 5))),
@@ -491,7 +491,8 @@ def gen_complement(rng):
     for spec, cot in DOC_CUTE_COMPLEMENT:
         l = mk(spec)
         out.append(case("complement", [lay(l), str(cot)], pc.complement, l, cot))
-    # cute-semantics.md: non-injective input (pycute gives a 0 extent), non-divisible chain
+    # docs/cute_semantics.md, pitfall 7: non-injective input (pycute gives a 0 extent),
+    # non-divisible chain
     for s, cot in [(((2, 2), (2, 3)), 19), (((4, 2), (1, 6)), 14), (((2, 2), (1, 1)), 8)]:
         l = mk(s)
         out.append(case("complement", [lay(l), str(cot)], pc.complement, l, cot))
@@ -605,7 +606,8 @@ def gen_product(rng, op, f):
     if op == "logical_product":
         for a, b in DOC_PRODUCT:
             out.append(case(op, [lay(mk(a)), tiler(mk(b))], f, mk(a), mk(b)))
-        # pycute 4.2.0.0 sends an integer right operand to logical_divide (cute-semantics 7.10)
+        # pycute 4.2.0.0 sends an integer right operand to logical_divide
+        # (docs/cute_semantics.md, pitfall 10)
         for a, n in [(((2, 5), (5, 1)), 4), ((3, 2), 4), ((3, 1), 4)]:
             out.append(case(op, [lay(mk(a)), str(n)], f, mk(a), n))
     while len(out) < CASES_PER_OP:

@@ -132,6 +132,39 @@ __device__ __forceinline__ void tessera_epilogue_pair(const TesseraGemmParams& p
   }
 }
 
+// This CTA's tile (tile_m, tile_n) in the raster: groups of kGroupM tile-rows walk N together
+// so that their A and B tiles stay in L2.
+__device__ __forceinline__ void tessera_cta_tile(const TesseraGemmParams& p, int& tile_m,
+                                                 int& tile_n) {
+  const int bid = blockIdx.x;
+  const int per_group = kGroupM * p.tiles_n;
+  const int first_m = (bid / per_group) * kGroupM;
+  const int rows = min(p.tiles_m - first_m, kGroupM);
+  tile_m = first_m + (bid % per_group) % rows;
+  tile_n = (bid % per_group) / rows;
+}
+
+// Every accumulator of a warp's tile set to zero.
+__device__ __forceinline__ void tessera_zero(float (&acc)[kMmaM][kMmaN][4]) {
+#pragma unroll
+  for (int i = 0; i < kMmaM; ++i)
+#pragma unroll
+    for (int j = 0; j < kMmaN; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+}
+
+// The shared-memory element offsets of this lane's ldmatrix rows at k-step 0 of atom 0 of
+// warp (warp_m, warp_n)'s A and B tiles.
+__device__ __forceinline__ void tessera_ldsm_lanes(int lane, int warp_m, int warp_n,
+                                                   unsigned& a_lane, unsigned& b_lane) {
+  int mn, k;
+  ldsm_a_coord(lane, mn, k);
+  a_lane = smem_a_offset(mn + warp_m * kWarpTileM, k);
+  ldsm_b_coord(lane, mn, k);
+  b_lane = smem_b_offset(mn + warp_n * kWarpTileN, k);
+}
+
 // With a tree epilogue its arguments are the second parameter: a launch's own copy, so launches
 // of one module on several streams cannot overwrite each other's arguments.
 extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const TesseraGemmParams p
@@ -148,17 +181,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
   int warp_m, warp_n;
   warp_coord(tid >> 5, warp_m, warp_n);
 
-  // CTA raster: groups of kGroupM tile-rows walk N together so that their A and B tiles
-  // stay in L2.
   int tile_m, tile_n;
-  {
-    const int bid = blockIdx.x;
-    const int per_group = kGroupM * p.tiles_n;
-    const int first_m = (bid / per_group) * kGroupM;
-    const int rows = min(p.tiles_m - first_m, kGroupM);
-    tile_m = first_m + (bid % per_group) % rows;
-    tile_n = (bid % per_group) / rows;
-  }
+  tessera_cta_tile(p, tile_m, tile_n);
   const long long batch = blockIdx.z;
   const tessera_b16* A = p.a + batch * p.batch_a;
   const tessera_b16* B = p.b + batch * p.batch_b;
@@ -195,21 +219,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
   // ldmatrix addresses: the plan guarantees offset(lane + step) = offset(lane) ^ offset(step)
   // for every warp, lane and (atom, k-step), so each address is one XOR with a constant.
   unsigned a_lane, b_lane;
-  {
-    int mn, k;
-    ldsm_a_coord(lane, mn, k);
-    a_lane = smem_a_offset(mn + warp_m * kWarpTileM, k);
-    ldsm_b_coord(lane, mn, k);
-    b_lane = smem_b_offset(mn + warp_n * kWarpTileN, k);
-  }
+  tessera_ldsm_lanes(lane, warp_m, warp_n, a_lane, b_lane);
 
   float acc[kMmaM][kMmaN][4];
-#pragma unroll
-  for (int i = 0; i < kMmaM; ++i)
-#pragma unroll
-    for (int j = 0; j < kMmaN; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+  tessera_zero(acc);
 
   unsigned af[2][kMmaM][4];
   unsigned bf[2][kMmaN][2];

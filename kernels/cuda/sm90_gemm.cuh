@@ -77,9 +77,8 @@ static_assert(kBN % kEpiCols == 0 && kEpiRegs * 128 == 64 * kEpiCols, "epilogue 
 static_assert(!kEpiTmaStore || !kEpiAux || kStoreBufs >= 2, "a TMA-store pass with aux fills two buffers");
 // A bf16 D keeps 8 significant bits: GELU (tanh) may then take tanh from the hardware's one
 // special-function operation (tanh.approx, error about 2^-11 of tanh: at most |x| 2^-12 in
-// D), as the sm80-class path does, instead of ex2 and rcp (two); that unit does 16 results a
-// clock per SM. Measured: GELU rows 1-2 points cheaper (docs/perf.md, session 9), and D then
-// matches cuBLASLt's GELU to about 1e-9. fp16 (11 bits) and fp32 outputs keep the exact form.
+// D), as the sm80-class path does, instead of ex2 and rcp (two special-function operations).
+// fp16 (11 bits) and fp32 outputs keep the exact form. (docs/design/008-gelu-tanh-approx.md)
 constexpr bool kEpiCoarse = kEpiOut == 0;
 // The plan stages a tile's bias exactly when the epilogue has one (tree kernels: neither).
 constexpr bool kStageBias = kBiasStage > 0;
@@ -174,6 +173,9 @@ static_assert(!kShareA || (kPartRowsA * kCluster == kBM && kPartBytesA % 1024 ==
 static_assert(!kShareB || (kPartRowsB * kCluster == kBN && kPartBytesB % 1024 == 0),
               "B splits into kCluster parts on the 1024-byte swizzle period");
 
+// The CTA's dynamic shared memory (the launch sizes it; the kernel carves it up).
+extern __shared__ unsigned char tessera_smem_raw[];
+
 // Tile `tile` of the persistent order -> (batch, tile row, tile column). Within a batch, tile
 // rows go in groups of group_m; a group is walked column by column, so consecutive tiles
 // (running at the same time on neighbouring SMs) share B columns and a few A rows in L2.
@@ -216,8 +218,7 @@ __device__ __forceinline__ int tessera_sm90_sk_cut(const TesseraSm90Params& p, i
 // blockIdx.x + gridDim.x, ... below the stream-K tiles (in step with the other CTAs, as
 // without stream-K), then the parts of its stream-K run, the later tile's first (a part
 // without its tile's last k-tile, so every CTA stores its partial sum before it waits for
-// anyone's, and waits only for CTAs of lower index). (With the parts first, 4096³ split
-// ran at 0.943-0.944 of cuBLAS against 0.962-0.968 with them last: docs/perf.md, session 12.)
+// anyone's, and waits only for CTAs of lower index). (docs/design/002-stream-k-unit-order.md)
 __device__ __forceinline__ bool tessera_sm90_unit(const TesseraSm90Params& p, int total, int k_tiles, int u,
                                                   TesseraSm90Unit& w) {
   const int c = blockIdx.x;
@@ -275,6 +276,98 @@ __device__ __forceinline__ void tessera_sm90_cta_tile(int tile, int rank,
   tessera_sm90_tile(tile, q, b, cm, cn);
   tm = kShareB ? cm * kCluster + rank : cm;
   tn = kShareA ? cn * kCluster + rank : cn;
+}
+
+// The n-th unit of a consumer's CTA (tessera_sm90_unit; with a cluster, the cluster's n-th
+// cluster tile, which both CTAs take together, whole); false past the last.
+__device__ __forceinline__ bool tessera_sm90_unit_of(const TesseraSm90Params& p, const int& total,
+                                                     const int& k_tiles, int n,
+                                                     TesseraSm90Unit& w) {
+#if TESSERA_SM90_CLUSTER > 1
+  w.tile = (int)(tessera_cluster_id_x() + n * tessera_cluster_count_x());
+  w.kb = 0;
+  w.ke = k_tiles;
+  w.role = 0;
+  w.t0 = 0;
+  w.kpos = (unsigned long long)n * k_tiles;
+  return w.tile < total;
+#else
+  return tessera_sm90_unit(p, total, k_tiles, n, w);
+#endif
+}
+
+// A unit's tile -> the (batch, tile row, tile column) this CTA works on.
+__device__ __forceinline__ void tessera_sm90_decode(const TesseraSm90Params& p, int tile, int& b,
+                                                    int& tm, int& tn) {
+#if TESSERA_SM90_CLUSTER > 1
+  tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
+#else
+  tessera_sm90_tile(tile, p, b, tm, tn);
+#endif
+}
+
+// A consumer's wgmma of one k-tile into acc, from the stage's A rows at a_addr and B at
+// b_addr, as one commit group. `accumulate`: add to acc (else the first k-step overwrites it).
+__device__ __forceinline__ void tessera_sm90_mma_ktile(float (&acc)[kMHalves][kBN / 2],
+                                                       unsigned a_addr, unsigned b_addr,
+                                                       bool accumulate) {
+  tessera_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kKSteps; ++kk) {
+#pragma unroll
+    for (int h = 0; h < kMHalves; ++h) {
+      tessera_wgmma(acc[h],
+                    tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA),
+                    tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
+                    (accumulate || kk > 0) ? 1 : 0);
+    }
+  }
+  tessera_wgmma_commit();
+}
+
+// Ping-pong: consumer warpgroup cw waits for its turn to start its local-th tile (the other
+// warpgroup passes it on when the last stage of its own tile has arrived; warpgroup 1 waits
+// from its first tile, warpgroup 0 from its second). A parity wait only tells the current
+// phase from the one before. This warpgroup's first stage of the tile is k_tiles stages past
+// the other's, possibly several phases ahead of a stage barrier; so it waits until the other
+// warpgroup has seen the last stage of its tile arrive: every stage barrier is then at most
+// one phase behind ours. The turn is passed on once per tile, by warp 0, but waited for by
+// every warp, and the warps of a warpgroup drift apart in the epilogue (each stores its own
+// rows); so all four wait for each other before warp 0 can pass this tile's turn on: until
+// then the other warpgroup cannot complete the barrier's next phase, which a warp still
+// behind would take for this one.
+__device__ __forceinline__ void tessera_sm90_wait_turn(unsigned turns, int cw, int local) {
+  if (cw == 1 || local > 0) {
+    tessera_mbar_wait(turns + 8 * cw, (unsigned)((cw == 1 ? local : local - 1) & 1));
+    tessera_bar_sync(1 + cw, 128);
+  }
+}
+
+// The fused epilogue's bias of tile (tm, tn) of batch b, this thread's kBiasPer values (of the
+// 128 threads') as raw bits: a column bias's values of the tile's kBN columns, or a row
+// bias's of the warpgroup's rows (all kBM with ping-pong); zero past D.
+template <int kBiasPer>
+__device__ __forceinline__ void tessera_sm90_load_bias(const TesseraSm90Params& p,
+                                                       unsigned (&bias_in)[kBiasPer], int b,
+                                                       int tm, int tn, int cw, int t) {
+#pragma unroll
+  for (int i = 0; i < kBiasPer; ++i) {
+    const int e = t + 128 * i;
+    const int g = kEpiBias == 2 ? tn * kBN + e : tm * kBM + (kPingPong ? e : 64 * cw + e);
+    const bool in = e < kBiasStage && g < (kEpiBias == 2 ? p.n : p.m);
+    bias_in[i] = in ? tessera_load_raw(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0u;
+  }
+}
+
+// This thread's bias values (tessera_sm90_load_bias) converted into the tile's bias stage.
+template <int kBiasPer>
+__device__ __forceinline__ void tessera_sm90_write_bias(float* bias_t,
+                                                        const unsigned (&bias_in)[kBiasPer],
+                                                        int t) {
+#pragma unroll
+  for (int i = 0; i < kBiasPer; ++i) {
+    if (t + 128 * i < kBiasStage) bias_t[t + 128 * i] = tessera_raw_to_f32(bias_in[i], kEpiOut);
+  }
 }
 
 // A consumer warp hands stage barrier `bar` (an `empty` barrier) back: to this CTA's producer,
@@ -338,6 +431,90 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
   }
 }
 #endif
+
+// The producer thread of a CTA without a cluster: the CTA's whole tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... in order, every k-tile of each, then (stream-K) the parts of its
+// run, into consecutive stages of the ring.
+__device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap& tma_a,
+                                                            const TesseraTmaMap& tma_b,
+                                                            const TesseraSm90Params& p,
+                                                            unsigned smem_a, unsigned smem_b,
+                                                            unsigned bars, int total,
+                                                            int k_tiles) {
+  // The whole tiles: blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
+  const int end = total - (kStreamK ? p.sk_tiles : 0);
+  // (The loop counters are declared ahead of the ring position: the order of declaration
+  // orders the compiled loops' registers, on which ptxas's allocation depends.)
+  int tile = blockIdx.x;
+  int kt;
+  int t0;
+  int local = 0;
+  unsigned phase = 0;
+  int stage = 0;
+  int b = 0, tm = 0, tn = 0;
+  if (blockIdx.x < end) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
+  for (; tile < end; tile += tessera_nctaid_x(), ++local) {
+    // The next tile's coordinates are worked out while this tile's first stage is in
+    // flight: decoding a tile (four integer divisions) on this one thread, between the last
+    // load of a tile and the first of the next, left the ring short at every tile boundary
+    // (docs/design/001-tile-decode-placement.md).
+    int nb = 0, ntm = 0, ntn = 0;
+    for (kt = 0; kt < k_tiles; ++kt) {
+      const unsigned full = bars + 8 * stage;
+      TESSERA_TL(kt == 0, 0, local, 0);
+      tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+      TESSERA_TL(kt == 0, 0, local, 1);
+      tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+      tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+      tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+      TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
+      if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    b = nb;
+    tm = ntm;
+    tn = ntn;
+  }
+  // Stream-K: then the parts of the CTA's run (tessera_sm90_unit), each part's k-tiles.
+  // (A separate loop: this thread has 24 registers, and the run's bounds kept live
+  // through the loop of whole tiles spilled.)
+  if (kStreamK && p.sk_tiles > 0) {
+    // (The parts' bounds as tessera_sm90_unit has them, with as few values live as may be.)
+    const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
+    const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
+    for (t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
+      tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
+      for (kt = max(g0, t0) - t0; kt < min(g1, t0 + k_tiles) - t0; ++kt) {
+        const unsigned full = bars + 8 * stage;
+        tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+        tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+        tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+        tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  }
+}
+
+// The producer warpgroup's thread 0: every k-tile of the CTA's (or cluster's) work, in the
+// order the consumers take it, into consecutive stages of the ring.
+__device__ __forceinline__ void tessera_sm90_produce(const TesseraTmaMap& tma_a,
+                                                     const TesseraTmaMap& tma_b,
+                                                     const TesseraSm90Params& p, unsigned smem_a,
+                                                     unsigned smem_b, unsigned bars, int total,
+                                                     int k_tiles) {
+#if TESSERA_SM90_CLUSTER > 1
+  tessera_sm90_produce_cluster(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
+#else
+  tessera_sm90_produce_single(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
+#endif
+}
 
 // Pre-activation of one element: alpha * acc + beta * C + bias. The epilogue's terms, its
 // activation and the output type are compile-time constants of the plan (kEpi*), so each
@@ -584,15 +761,33 @@ __device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
   }
 }
 
+// The staged inputs of pass q of a consumer's part of tile (tm, tn) of batch b, for this
+// warp's rows: loaded into the pass's buffers (q < kInBufs, completing the warp's barrier of
+// the buffer at in_bar + 8 slot) or fetched into L2 (later passes, which the epilogue loads
+// two passes ahead).
+__device__ __forceinline__ void tessera_sm90_stage_tile_pass(
+    int q, const TesseraTmaMap& tma_in_c, const TesseraTmaMap& tma_in_r,
+    const TesseraTmaMap& tma_in_x, const unsigned& in_base, const unsigned& in_bar, const int& b,
+    const int& tm, const int& tn, const int& cw, const int& t) {
+  int row0, cb;
+  tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
+  const int slot = q % kInBufs;
+  if (q < kInBufs) {
+    tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
+                                   in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
+                                   in_bar + 8 * slot, row0, cb, b, t / 32);
+  } else {
+    tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
+  }
+}
+
 // The aux_in mask words of the fragment path: for each pass, the words of this thread's 2
 // rows (bits cb .. cb + 31; the launch takes this path with a mask input only when the words
 // are so aligned), zero past D. They are fetched into L2 at the top of the tile and loaded with
 // its second k-tile, split over the 4 lanes of a quad (which share their rows): lane l loads
 // passes l % 4, l % 4 + 4, ..., and a pass takes its two words from its lane of the quad.
-// (Loaded a pass ahead, their L2 latency
-// still showed: drelu's passes took 475 cycles against 117 for a plain tree, docs/perf.md,
-// session 11. Preloading a bias's values a pass ahead measured slower than loading them per
-// element; bias vectors are now staged per tile in shared memory.)
+// (Loaded a pass ahead instead, their L2 latency showed in every pass:
+// docs/design/004-tree-input-staging.md.)
 #ifdef TESSERA_EP_DT_STATIC
 constexpr bool kTesseraEpPre = true;
 #else
@@ -653,6 +848,69 @@ __device__ __forceinline__ TesseraSm90PassPre tessera_sm90_pass_words(
 // reads (bias_col's kTesseraVecCols values first, then bias_row's).
 constexpr int kTesseraVecRows = kTesseraEpBiasRow ? kVecRowStage : 0;
 constexpr int kTesseraVecCols = kTesseraEpBiasCol ? kVecColStage : 0;
+// A tree epilogue's bias vectors of tile (tm, tn) of batch b, this thread's kVecPer values
+// (of the 128 threads') as raw bits: bias_col's kTesseraVecCols values of the tile's columns,
+// then bias_row's of the warpgroup's rows, zero past D.
+template <int kVecPer>
+__device__ __forceinline__ void tessera_sm90_load_vectors(const TesseraEpArgs& a,
+                                                          const TesseraSm90Params& p,
+                                                          unsigned (&vec_in)[kVecPer],
+                                                          const int& b, const int& tm,
+                                                          const int& tn, const int& cw,
+                                                          const int& t) {
+  constexpr int kVecLen = kTesseraVecRows + kTesseraVecCols;
+  if (kVecLen > 0) {
+#pragma unroll
+    for (int i = 0; i < kVecPer; ++i) {
+      const int e = t + 128 * i;
+      unsigned v = 0u;
+      if (e < kTesseraVecCols) {
+        const int col = tn * kBN + e;
+        if (col < p.n) v = tessera_load_raw(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
+      } else if (e < kVecLen) {
+        const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kTesseraVecCols);
+        if (row < p.m) v = tessera_load_raw(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
+      }
+      vec_in[i] = v;
+    }
+  }
+}
+
+// This thread's bias vector values (tessera_sm90_load_vectors) converted into the tile's
+// vector stage, which every warp of the warpgroup reads after the barrier here.
+template <int kVecPer>
+__device__ __forceinline__ void tessera_sm90_write_vectors(const TesseraEpArgs& a, float* vec_t,
+                                                           const unsigned (&vec_in)[kVecPer],
+                                                           int cw, int t) {
+  (void)a;  // (the type macros name it `a`)
+#pragma unroll
+  for (int i = 0; i < kVecPer; ++i) {
+    const int e = t + 128 * i;
+    if (e < kTesseraVecRows + kTesseraVecCols) {
+      vec_t[e] = tessera_raw_to_f32(vec_in[i], e < kTesseraVecCols ? TESSERA_EP_DT_BIAS_COL : TESSERA_EP_DT_BIAS_ROW);
+    }
+  }
+  tessera_bar_sync(1 + cw, 128);
+}
+
+// An output bit mask's rows of a consumer's part of tile (tm, tn) of batch b: per m64 half,
+// the first word of the tile's columns in the row of the slot lane bit 0 picks (the row this
+// lane stores, when lane bit 1 is clear); null past M. (The launch takes the fragment path
+// only when rows, batches and the region start on word boundaries.)
+__device__ __forceinline__ void tessera_sm90_mask_rows(const TesseraEpArgs& ea,
+                                                       const TesseraSm90Params& p,
+                                                       unsigned* (&mask_rows)[kMHalves], int b,
+                                                       int tm, int tn, int cw, int t, int lane) {
+#pragma unroll
+  for (int h = 0; h < kMHalves; ++h) {
+    const int row = tm * kBM + (kPingPong ? 64 * h : 64 * cw) + tessera_acc_row(t, 2 * (lane & 1));
+    mask_rows[h] = kTesseraEpBits && row < p.m
+                       ? static_cast<unsigned*>(ea.aux) +
+                             (tessera_ep_at(ea.batch_aux, ea.ldaux, b, ea.row0 + row, ea.col0 + tn * kBN) >> 5)
+                       : nullptr;
+  }
+}
+
 // Whether the fragment path's elements load nothing from global memory: every input the tree
 // reads is staged (C only where it is read), its mask words preloaded, its bias vectors staged.
 #ifdef TESSERA_EP_DT_STATIC
@@ -709,9 +967,8 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   constexpr int kSlotR = int(kTesseraEpStageC), kSlotX = int(kTesseraEpStageC) + int(kTesseraEpStageR);
   wb[0] = wb[1] = 0u;
   // The partial sums start from -0.0, the identity of fp32 addition (x + -0 = x for every x,
-  // where x + +0 is not x for x = -0), so that the compiler can drop each sum's first addition.
-  // (From +0.0, drelu_bgrad's pass took 63 FADD a thread where 15 add anything; -0.0 saved 0.3%
-  // of its launch, docs/perf.md, session 18.) The sums are the same: they end in the zeroed
+  // where x + +0 is not x for x = -0), so that the compiler can drop each sum's first addition
+  // (docs/design/005-column-sum-reduction.md). The sums are the same: they end in the zeroed
   // fp32 workspace, where +0 + -0 = +0.
 #pragma unroll
   for (int k = 0; k < kEpiRegs / 2; ++k) cs[k] = -0.0f;
@@ -767,6 +1024,76 @@ __device__ __forceinline__ void tessera_sm90_tree_frag(const TesseraEpArgs& a, T
   wb[1] <<= 2 * (t & 3);
 }
 
+// A fragment pass's column sums (c: the thread's column slots over its two rows; the pass's
+// columns start at cbx), reduced over the 8 lanes of each column and flushed. Column slot s of
+// every lane with the same lane % 4 is the same column: halve the slots per exchange (lane
+// bits 4, 3, 2), each lane keeping the half its bit names, until one slot,
+// s = 4 bit4 + 2 bit3 + bit2, summed over the 8 lanes. Every lane of the warp takes part.
+// (Once per pass, not spread over the next pass's elements:
+// docs/design/005-column-sum-reduction.md.)
+__device__ __forceinline__ void tessera_sm90_reduce_cols(const TesseraEpArgs& ea,
+                                                         const TesseraSm90Params& p,
+                                                         float (&c)[kEpiRegs / 2], int cbx,
+                                                         const int& b, const int& t,
+                                                         const int& lane) {
+  const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float give = b4 ? c[i] : c[i + 4];
+    c[i] = (b4 ? c[i + 4] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 16);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float give = b3 ? c[i] : c[i + 2];
+    c[i] = (b3 ? c[i + 2] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 8);
+  }
+  const float give = b2 ? c[0] : c[1];
+  const float sum = (b2 ? c[1] : c[0]) + __shfl_xor_sync(0xffffffffu, give, 4);
+  const int s = 4 * b4 + 2 * b3 + b2;
+  const int col = cbx + tessera_acc_col(t, 4 * (s / 2) + s % 2);
+  if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
+}
+
+// An output bit mask's word of fragment pass (h, j) (mask_word: the row's word, held in
+// mask_held until the last pass of its group of kMaskGroup consecutive passes, which stores the
+// group's words together: four words in one 16-byte store where they are aligned and inside D,
+// else word by word: a word a store is a sector of its own,
+// docs/design/006-output-mask-stores.md). mask_rows[h]: the row's first word of the tile's
+// columns, null past M; the lanes with bit 1 clear store their row's words.
+template <int kMaskGroup>
+__device__ __forceinline__ void tessera_sm90_store_mask_word(unsigned (&mask_held)[kMaskGroup],
+                                                             const unsigned& mask_word,
+                                                             unsigned* const (&mask_rows)[kMHalves],
+                                                             const int& h, const int& j,
+                                                             const int& cb, const int& lane,
+                                                             const TesseraSm90Params& p) {
+  mask_held[j % kMaskGroup] = mask_word;
+  if (j % kMaskGroup != kMaskGroup - 1) return;
+  const int c0 = cb - (kMaskGroup - 1) * kEpiCols;  // the group's first column
+  unsigned* wp = mask_rows[h];
+  if ((lane & 2) != 0 || wp == nullptr) return;
+  wp += j - (kMaskGroup - 1);
+  if (kMaskGroup == 4 && c0 + 4 * kEpiCols <= p.n &&
+      (reinterpret_cast<unsigned long long>(wp) & 15u) == 0) {
+    *reinterpret_cast<uint4*>(wp) = make_uint4(mask_held[0], mask_held[1 % kMaskGroup],
+                                               mask_held[2 % kMaskGroup], mask_held[3 % kMaskGroup]);
+    return;
+  }
+#pragma unroll
+  for (int g = 0; g < kMaskGroup; ++g) {
+    const int valid = min(32, p.n - (c0 + g * kEpiCols));
+    if (valid <= 0) break;
+    if (valid == 32) {
+      wp[g] = mask_held[g];
+    } else {
+      // The row's last, partial word: only its own bits.
+      const unsigned mask = (1u << valid) - 1u;
+      atomicAnd(wp + g, ~mask);
+      atomicOr(wp + g, mask_held[g] & mask);
+    }
+  }
+}
+
 // tessera_sm90_tree_frag for a block inside the launch, in case `sc` of tessera_ep_block_case.
 template <typename... Rest>
 __device__ __forceinline__ void tessera_sm90_tree_frag_inside(int sc, const TesseraEpArgs& a,
@@ -786,6 +1113,232 @@ __device__ __forceinline__ void tessera_sm90_tree_frag_inside(int sc, const Tess
 }
 #endif
 
+// The scratch path's fused epilogue, one pass: thread t's kIters column pairs v of the
+// 64 x kEpiCols block at launch-relative (row0, cb) of m64 half h and column block j
+// (bias_t: the tile's bias stage). `interior`: the block is inside D and pairs are aligned.
+template <int kIters, int kRowsPerIter>
+__device__ __forceinline__ void tessera_sm90_scratch_fused(const TesseraSm90Params& p, int b,
+                                                           int row0, int cb, int h, int j, int t,
+                                                           bool interior, const float* bias_t,
+                                                           const float2 (&v)[kIters]) {
+  // (A TMA-store plan comes here only for a D TMA cannot address: the general path.)
+  if (!kEpiTmaStore && interior) {
+    // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
+    // column-bias values per pass; every operand is loaded before the first store.
+    const int c = cb + 2 * (t % (kEpiCols / 2));
+    const int r = row0 + t / (kEpiCols / 2);
+    float x0[kIters], x1[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      x0[it] = p.alpha * v[it].x;
+      x1[it] = p.alpha * v[it].y;
+    }
+    if (kEpiReadC) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const long long ci = (long long)b * p.batch_c + (long long)(r + kRowsPerIter * it) * p.ldc + c;
+        x0[it] += p.beta * tessera_load(p.c, ci, kEpiOut);
+        x1[it] += p.beta * tessera_load(p.c, ci + 1, kEpiOut);
+      }
+    }
+    // The bias from the tile's stage (read after this pass's barriers).
+    if (kEpiBias == 2) {
+      const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + 2 * (t % (kEpiCols / 2)));
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        x0[it] += bc.x;
+        x1[it] += bc.y;
+      }
+    } else if (kEpiBias == 1) {
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const float br = bias_t[64 * h + t / (kEpiCols / 2) + kRowsPerIter * it];
+        x0[it] += br;
+        x1[it] += br;
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const long long row = r + kRowsPerIter * it;
+      if (kEpiAux) {
+        tessera_store2(p.aux, (long long)b * p.batch_aux + row * p.ldaux + c, x0[it], x1[it], kEpiOut);
+      }
+      tessera_store2(p.d, (long long)b * p.batch_d + row * p.ldd + c, tessera_activate(x0[it], kEpiAct, kEpiCoarse),
+                     tessera_activate(x1[it], kEpiAct, kEpiCoarse), kEpiOut);
+    }
+  } else {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int e = t + 128 * it;
+      tessera_sm90_store(p, b, row0 + e / (kEpiCols / 2), cb + 2 * (e % (kEpiCols / 2)),
+                         v[it].x, v[it].y);
+    }
+  }
+}
+
+#ifdef TESSERA_EPILOGUE_TREE
+// The scratch path's output bit mask of a pass, a word at a time (the caller checked the
+// words can be gathered: rows, batches and the region start on word boundaries), after the
+// elements (their operands dead): per iteration, each lane puts its pair's two bits
+// (pass_bits: bits 2 it, 2 it + 1 for iteration it) at bits 2 l, 2 l + 1 (l its lane in the
+// half-warp, whose 16 lanes hold the row's 32 columns in order), and two OR-reductions over
+// the warp, one per half-warp, give the two rows' words.
+template <int kIters, int kRowsPerIter>
+__device__ __forceinline__ void tessera_sm90_scratch_mask_words(const TesseraEpArgs& tessera_ep_args,
+                                                                const TesseraSm90Params& p, int b,
+                                                                int r, int cb, int t,
+                                                                unsigned pass_bits) {
+  static_assert(kEpiCols == 32, "a half-warp holds the 32 columns of a row");
+  const int valid = min(32, p.n - cb);
+  const bool low_half = (t % 32) < 16;
+  const int hl = t % 16;
+  // The word of row r, column cb; the next iteration's is kRowsPerIter rows down.
+  unsigned* w = static_cast<unsigned*>(tessera_ep_args.aux) +
+                (tessera_ep_at(tessera_ep_args.batch_aux, tessera_ep_args.ldaux, b,
+                               tessera_ep_args.row0 + r, tessera_ep_args.col0 + cb) >> 5);
+  const long long step = (long long)kRowsPerIter * (tessera_ep_args.ldaux >> 5);
+#pragma unroll
+  for (int it = 0; it < kIters; ++it, w += step) {
+    const unsigned mine = ((pass_bits >> (2 * it)) & 3u) << (2 * hl);
+    const unsigned w_low = __reduce_or_sync(0xffffffffu, low_half ? mine : 0u);
+    const unsigned w_high = __reduce_or_sync(0xffffffffu, low_half ? 0u : mine);
+    const int row = r + kRowsPerIter * it;
+    if (hl == 0 && row < p.m && valid > 0) {
+      const unsigned word = low_half ? w_low : w_high;
+      if (valid == 32) {
+        *w = word;
+      } else {
+        // The row's last, partial word: only its own bits.
+        const unsigned mask = (1u << valid) - 1u;
+        atomicAnd(w, ~mask);
+        atomicOr(w, word & mask);
+      }
+    }
+  }
+}
+#endif
+
+// Stream-K: the workspace slot of consumer warpgroup cw of CTA `cta`, its 64 x kBN partial
+// sums, thread t's registers 4q .. 4q + 3 at float4 (q 128 + t), so that a warp's accesses
+// are 512 contiguous bytes.
+__device__ __forceinline__ float4* tessera_sm90_sk_slot(const TesseraSm90Params& p, int cta,
+                                                        const int& cw) {
+  return reinterpret_cast<float4*>(p.sk_work) + ((long long)cta * kConsumers + cw) * (16 * kBN);
+}
+
+// Stream-K, a part without its tile's last k-tile: the warpgroup's partial sums stored to the
+// CTA's slot, then the CTA's flag raised (once every thread of the warpgroup has stored, by
+// its first thread, with release semantics at GPU scope). The tile's last part adds them in.
+__device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Params& p,
+                                                           const float (&acc)[kMHalves][kBN / 2],
+                                                           const int& cw, int t) {
+  float4* dst = tessera_sm90_sk_slot(p, blockIdx.x, cw);
+#pragma unroll
+  for (int q = 0; q < kBN / 8; ++q) {
+    __stcg(dst + q * 128 + t, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
+  }
+  tessera_bar_sync(1 + cw, 128);
+  if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
+}
+
+// Stream-K, unit w, the part with its tile's last k-tile: the parts of the CTAs before this
+// one whose runs reach into the tile added into acc (each stored its part first in its run,
+// so the waits are short), clearing each flag for the next launch.
+__device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Params& p,
+                                                          float (&acc)[kMHalves][kBN / 2],
+                                                          int k_tiles, const TesseraSm90Unit& w,
+                                                          const int& cw, int t) {
+  for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
+    if (t == 0) {
+      int* flag = p.sk_flags + c * kConsumers + cw;
+      while (tessera_flag_acquire(flag) == 0) __nanosleep(64);
+      *flag = 0;
+    }
+    tessera_bar_sync(1 + cw, 128);
+    const float4* src = tessera_sm90_sk_slot(p, c, cw);
+    // In chunks of kSkChunk loads, which bounds the registers they take beside the
+    // accumulators.
+#pragma unroll
+    for (int q0 = 0; q0 < kBN / 8; q0 += kSkChunk) {
+      float4 v[kSkChunk];
+#pragma unroll
+      for (int q = 0; q < kSkChunk; ++q) v[q] = __ldcg(src + (q0 + q) * 128 + t);
+#pragma unroll
+      for (int q = 0; q < kSkChunk; ++q) {
+        acc[0][4 * (q0 + q)] += v[q].x;
+        acc[0][4 * (q0 + q) + 1] += v[q].y;
+        acc[0][4 * (q0 + q) + 2] += v[q].z;
+        acc[0][4 * (q0 + q) + 3] += v[q].w;
+      }
+      asm volatile("" ::: "memory");
+    }
+  }
+}
+
+// The scratch path: fragment pass `pass`'s accumulators into the warpgroup's fp32 scratch
+// (64 x kEpiCols at pitch kEpiPitch), with compile-time register indices: one predicated block
+// per pass.
+__device__ __forceinline__ void tessera_sm90_scratch_put(float* scratch,
+                                                         const float (&acc)[kMHalves][kBN / 2],
+                                                         int pass, int t) {
+  constexpr int kPassesN = kBN / kEpiCols;
+#pragma unroll
+  for (int hh = 0; hh < kMHalves; ++hh) {
+#pragma unroll
+    for (int jj = 0; jj < kPassesN; ++jj) {
+      if (hh * kPassesN + jj == pass) {
+#pragma unroll
+        for (int i = jj * kEpiRegs; i < (jj + 1) * kEpiRegs; i += 2) {
+          const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - jj * kEpiCols;
+          *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[hh][i], acc[hh][i + 1]);
+        }
+      }
+    }
+  }
+}
+
+// With a cluster, a barrier of every thread of its CTAs (nothing without).
+__device__ __forceinline__ void tessera_sm90_cluster_barrier() {
+#if TESSERA_SM90_CLUSTER > 1
+  tessera_cluster_sync();
+#endif
+}
+
+// The pipeline's barriers, initialized by thread 0 and visible to every thread (and, with a
+// cluster, to the partner CTA) on return: per stage of the ring `full` (at bars + 8 s, one
+// arrival: the producer's, with the stage's transaction bytes) and `empty` (at
+// bars + 8 (kStages + s), one arrival per consumer warp that reads the stage); the ping-pong
+// turns (turns, turns + 8); a barrier per staged-input buffer of each consumer warp (in_bars).
+__device__ __forceinline__ void tessera_sm90_init_barriers(unsigned bars, unsigned turns,
+                                                           unsigned in_bars) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      tessera_mbar_init(bars + 8 * s, 1);
+      // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
+      // With a cluster, the consumer warps of every CTA of it.
+      tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4 * kCluster);
+    }
+    tessera_mbar_init(turns, 1);
+    tessera_mbar_init(turns + 8, 1);
+    for (int i = 0; i < kInBufs * kEpiWarps * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
+    tessera_fence_barrier_init();
+  }
+  __syncthreads();
+  // The partner's barriers are initialized (and visible) before anyone arrives on them or
+  // multicasts into this CTA.
+  tessera_sm90_cluster_barrier();
+}
+
+// The length of the persistent order: tiles of every batch, or with a cluster the cluster
+// tiles, which the clusters walk.
+__device__ __forceinline__ int tessera_sm90_total_tiles(const TesseraSm90Params& p) {
+#if TESSERA_SM90_CLUSTER > 1
+  return tessera_sm90_cluster_tiles_m(p) * tessera_sm90_cluster_tiles_n(p) * p.batch;
+#else
+  return p.tiles_m * p.tiles_n * p.batch;
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
     tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
                  const __grid_constant__ TesseraTmaMap tma_b,
@@ -800,7 +1353,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
                  , const TesseraEpArgs tessera_ep_args
 #endif
                  ) {
-  extern __shared__ unsigned char tessera_smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes and the wgmma descriptors carry no base
   // offset, so every stage starts on a 1024-byte boundary (the launch adds 1024 bytes of slack).
   const unsigned raw = tessera_smem_addr(tessera_smem_raw);
@@ -827,98 +1379,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   TESSERA_TL_CTA(threadIdx.x == 0, false);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      tessera_mbar_init(bars + 8 * s, 1);
-      // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
-      // With a cluster, the consumer warps of every CTA of it.
-      tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4 * kCluster);
-    }
-    tessera_mbar_init(turns, 1);
-    tessera_mbar_init(turns + 8, 1);
-    for (int i = 0; i < kInBufs * kEpiWarps * kConsumers; ++i) tessera_mbar_init(in_bars + 8 * i, 1);
-    tessera_fence_barrier_init();
-  }
-  __syncthreads();
-#if TESSERA_SM90_CLUSTER > 1
-  // The partner's barriers are initialized (and visible) before anyone arrives on them or
-  // multicasts into this CTA.
-  tessera_cluster_sync();
-#endif
-
+  tessera_sm90_init_barriers(bars, turns, in_bars);
   const int k_tiles = (p.k + kBK - 1) / kBK;
-#if TESSERA_SM90_CLUSTER > 1
-  // The persistent order of a cluster: cluster tiles, walked by the clusters.
-  const int total = tessera_sm90_cluster_tiles_m(p) * tessera_sm90_cluster_tiles_n(p) * p.batch;
-#else
-  const int total = p.tiles_m * p.tiles_n * p.batch;
-#endif
+  const int total = tessera_sm90_total_tiles(p);
 
   if (wg == 0) {
     // Producer warpgroup: the CTA's tiles blockIdx.x, blockIdx.x + gridDim.x, ... in order,
     // every k-tile of each, into consecutive stages of the ring.
     tessera_setmaxnreg_dec<kProducerRegs>();
-#if TESSERA_SM90_CLUSTER > 1
-    if (t == 0) tessera_sm90_produce_cluster(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
-#else
-    if (t == 0) {
-      int stage = 0;
-      unsigned phase = 0;
-      int local = 0;
-      int b = 0, tm = 0, tn = 0;
-      // The whole tiles: blockIdx.x, blockIdx.x + gridDim.x, ... below the stream-K tiles.
-      const int end = total - (kStreamK ? p.sk_tiles : 0);
-      if (blockIdx.x < end) tessera_sm90_tile(blockIdx.x, p, b, tm, tn);
-      for (int tile = blockIdx.x; tile < end; tile += tessera_nctaid_x(), ++local) {
-        // The next tile's coordinates are worked out while this tile's first stage is in
-        // flight: decoding a tile (four integer divisions) takes this one thread about a
-        // thousand cycles, which, between the last load of a tile and the first of the next,
-        // left the ring short at every tile boundary (sm90_timeline: the ping-pong consumers'
-        // tensor cores idled about 1.2k cycles a tile).
-        int nb = 0, ntm = 0, ntn = 0;
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          const unsigned full = bars + 8 * stage;
-          TESSERA_TL(kt == 0, 0, local, 0);
-          tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
-          TESSERA_TL(kt == 0, 0, local, 1);
-          tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
-          tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
-          tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
-          TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
-          if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-        b = nb;
-        tm = ntm;
-        tn = ntn;
-      }
-      // Stream-K: then the parts of the CTA's run (tessera_sm90_unit), each part's k-tiles.
-      // (A separate loop: this thread has 24 registers, and the run's bounds kept live
-      // through the loop of whole tiles spilled.)
-      if (kStreamK && p.sk_tiles > 0) {
-        // (The parts' bounds as tessera_sm90_unit has them, with as few values live as may be.)
-        const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
-        const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
-        for (int t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
-          tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
-          for (int kt = max(g0, t0) - t0; kt < min(g1, t0 + k_tiles) - t0; ++kt) {
-            const unsigned full = bars + 8 * stage;
-            tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
-            tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
-            tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
-            tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
-            if (++stage == kStages) {
-              stage = 0;
-              phase ^= 1;
-            }
-          }
-        }
-      }
-    }
-#endif
+    if (t == 0) tessera_sm90_produce(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
   } else {
     // Consumer warpgroup `cw`. Cooperative: rows [64 cw, 64 cw + 64) of every tile of the CTA.
     // Ping-pong: all kBM rows (kMHalves m64 halves) of every other tile of the CTA, so that one
@@ -941,8 +1410,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kBiasLen;
     // A tree epilogue's bias vectors, likewise (the fragment path): kVecPer values a thread,
     // loaded with the tile's first k-tile, written to buffer (local & 1) of vec_s after the
-    // mainloop, read after a barrier of the warpgroup. (Loaded per element, their L2 latency was most of a
-    // biased tree epilogue's time: docs/perf.md, session 11.)
+    // mainloop, read after a barrier of the warpgroup. (Loaded per element instead, their L2
+    // latency dominated a biased tree epilogue: docs/design/003-epilogue-vector-loads.md.)
 #ifdef TESSERA_EPILOGUE_TREE
     constexpr int kVecRows = kTesseraVecRows, kVecCols = kTesseraVecCols;
 #else
@@ -956,43 +1425,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     const int step = kPingPong ? 2 : 1;
     int local = 0;  // tiles this warpgroup has started
     int store_slot = 0;  // the TMA-store ring's next buffer (tessera_sm90_store_pass)
-    // The n-th tile of this CTA (with a cluster: the cluster's n-th cluster tile, which both
-    // CTAs take together) and its (batch, tile row, tile column).
-    auto tile_of = [&](int n) {
-#if TESSERA_SM90_CLUSTER > 1
-      return (int)(tessera_cluster_id_x() + n * tessera_cluster_count_x());
-#else
-      return (int)(blockIdx.x + n * gridDim.x);
-#endif
-    };
-    // The n-th unit of this CTA (tessera_sm90_unit; with a cluster, the n-th cluster tile).
-    auto unit_of = [&](int n, TesseraSm90Unit& w) {
-#if TESSERA_SM90_CLUSTER > 1
-      w.tile = tile_of(n);
-      w.kb = 0;
-      w.ke = k_tiles;
-      w.role = 0;
-      w.t0 = 0;
-      w.kpos = (unsigned long long)n * k_tiles;
-      return w.tile < total;
-#else
-      return tessera_sm90_unit(p, total, k_tiles, n, w);
-#endif
-    };
-    auto decode = [&](int tile, int& b, int& tm, int& tn) {
-#if TESSERA_SM90_CLUSTER > 1
-      tessera_sm90_cta_tile(tile, tessera_cluster_ctarank(), p, b, tm, tn);
-#else
-      tessera_sm90_tile(tile, p, b, tm, tn);
-#endif
-    };
+    // This CTA's n-th unit and a unit's tile coordinates (tessera_sm90_unit_of, _decode).
+    auto unit_of = [&](int n, TesseraSm90Unit& w) { return tessera_sm90_unit_of(p, total, k_tiles, n, w); };
+    auto decode = [&](int tile, int& b, int& tm, int& tn) { tessera_sm90_decode(p, tile, b, tm, tn); };
     // Cooperative: a tile's coordinates are decoded at the end of the previous tile's mainloop
-    // (the first tile's here): the four integer divisions take about 500 cycles, which at the
-    // top of the loop the timeline showed between every epilogue and the next mainloop.
-    // Ping-pong: at the top of the loop, before the turn wait, which they do not depend on and
-    // which lasts the other warpgroup's mainloop. (Decoded during the last k-tile instead,
-    // plain 4096^3 ran at 0.99-1.01 of cuBLAS against 1.02-1.04 here, docs/perf.md, session
-    // 14; why was not measured.)
+    // (the first tile's here): at the top of the loop, the four integer divisions stood
+    // between every epilogue and the next mainloop. Ping-pong: at the top of the loop, before
+    // the turn wait, which they do not depend on and which lasts the other warpgroup's
+    // mainloop (decoded during the last k-tile there, the plain GEMM ran slower).
+    // (docs/design/001-tile-decode-placement.md)
     const int n0 = kPingPong ? cw : 0;
     int nb = 0, ntm = 0, ntn = 0;
     // Whether unit n exists (then nb, ntm, ntn are its tile's coordinates): looked up ahead.
@@ -1020,40 +1461,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
       const bool epi_unit = !kStreamK || w.ke == k_tiles;
 #ifdef TESSERA_EPILOGUE_TREE
       // The vector stage's values, as raw bits, converted after the mainloop (converted on
-      // arrival, the warp waited for the load). Ping-pong (kEarly below): loaded before the
-      // turn wait, which lasts the other warpgroup's mainloop. Else: with the first k-tile,
-      // after its wgmma are issued (at the top of the tile they held relu_aux_bias's first
-      // wgmma back: first-stage wait 1.36 against 0.91 kc). A load outstanding in the
-      // mainloop holds the next k-tile's wgmma back until it arrives: loaded with the first
-      // k-tile, ping-pong's mainloop took 35.5 kc a tile with a bias against 34.0 without,
-      // 34.1 loaded before the turn wait (sm90_timeline at 4096^3, docs/perf.md, session 16).
+      // arrival, the warp would wait for the load). A load outstanding in the mainloop holds
+      // the next k-tile's wgmma back until it arrives, so on ping-pong (kEarly below) they are
+      // loaded before the turn wait, which lasts the other warpgroup's mainloop; else with the
+      // first k-tile, after its wgmma are issued (at the top of the tile they held the first
+      // wgmma back). (docs/design/003-epilogue-vector-loads.md)
       unsigned vec_in[kVecPer];
-      auto load_tile_vectors = [&] {
-        if (kVecLen > 0) {
-          const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
-#pragma unroll
-          for (int i = 0; i < kVecPer; ++i) {
-            const int e = t + 128 * i;
-            unsigned v = 0u;
-            if (e < kVecCols) {
-              const int col = tn * kBN + e;
-              if (col < p.n) v = tessera_load_raw(a.bias_col, b * a.batch_bias_col + a.col0 + col, TESSERA_EP_DT_BIAS_COL);
-            } else if (e < kVecLen) {
-              const int row = tm * kBM + (kPingPong ? 0 : 64 * cw) + (e - kVecCols);
-              if (row < p.m) v = tessera_load_raw(a.bias_row, b * a.batch_bias_row + a.row0 + row, TESSERA_EP_DT_BIAS_ROW);
-            }
-            vec_in[i] = v;
-          }
-        }
-      };
+      auto load_tile_vectors = [&] { tessera_sm90_load_vectors(tessera_ep_args, p, vec_in, b, tm, tn, cw, t); };
       // A bit-mask input's words of the tile (tessera_sm90_preload_tile), likewise: loaded
       // here where the vectors are; else fetched into L2 at the top of the tile and loaded
-      // with the second k-tile, after its wgmma. (Not where the epilogue stores a bit mask:
-      // relu_aux_bias with its vector loaded here, or right after the turn wait, took 228-232
-      // us a launch at 4096^3 against 203 with it in the first k-tile, and 8192 x 14336 x 4096
-      // cost 17-18% over the plain GEMM against 1-2%, docs/perf.md, session 16. Loaded here it
-      // takes about 3% fewer cycles on four shapes, but it ran at a lower clock: 1274 against
-      // 1415 MHz at 8192 x 14336 x 4096, session 18.)
+      // with the second k-tile, after its wgmma. Not where the epilogue stores a bit mask:
+      // there the early load takes fewer cycles but more time (the kernel runs at a lower
+      // clock), docs/design/003-epilogue-vector-loads.md.
       unsigned tile_words[kTesseraEpTileWords];
       constexpr bool kEarly = kPingPong && !kTesseraEpBits;
       if (kEarly) {
@@ -1061,61 +1480,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
       }
 #endif
-      if (kPingPong && (cw == 1 || local > 0)) {
-        // A parity wait only tells the current phase from the one before. This warpgroup's
-        // first stage of this tile is k_tiles stages past the other's, possibly several phases
-        // ahead of a stage barrier; so wait until the other warpgroup has seen the last stage
-        // of its tile arrive: every stage barrier is then at most one phase behind ours.
-        tessera_mbar_wait(turns + 8 * cw, (unsigned)((cw == 1 ? local : local - 1) & 1));
-        // The turn is passed on once per tile, by warp 0, but waited for by every warp; and the
-        // warps of a warpgroup drift apart in the epilogue (each stores its own rows). So all
-        // four wait here before warp 0 can pass this tile's turn on: until then the other
-        // warpgroup cannot complete this barrier's next phase, which a warp still behind would
-        // take for this one (a parity wait tells only the current phase from the one before).
-        tessera_bar_sync(1 + cw, 128);
-      }
+      if (kPingPong) tessera_sm90_wait_turn(turns, cw, local);
       TESSERA_TL(t == 0, wg, slot_tl, 1);
 #ifdef TESSERA_EPILOGUE_TREE
       // The tile's epilogue inputs, fetched while its mainloop runs, from the mainloop's first
-      // k-tiles after each one's wgmma are issued (at the top of the tile, the staged inputs'
-      // eight TMA issues of a 128 x 256 tile, ~150 cycles each, held the first wgmma back:
-      // sm90_timeline's first-stage wait was 2.3 kc a tile with dgelu against 0.8 plain).
+      // k-tiles after each one's wgmma are issued (issued at the top of the tile, the staged
+      // inputs' TMA issues held the first wgmma back: docs/design/004-tree-input-staging.md).
       // Staged inputs: pass q's blocks loaded (q < kInBufs) or fetched into L2 (the later
       // passes, which the epilogue loads two passes ahead), one pass per k-tile, by each
       // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
       const bool stage_in = kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0;
       auto stage_tile_pass = [&](int q) {
-        int row0, cb;
-        tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
-        const int slot = q % kInBufs;
-        if (q < kInBufs) {
-          tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
-                                         in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes,
-                                         in_bar + 8 * slot, row0, cb, b, t / 32);
-        } else {
-          tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
-        }
+        tessera_sm90_stage_tile_pass(q, tma_in_c, tma_in_r, tma_in_x, in_base, in_bar, b, tm, tn, cw, t);
       };
 #endif
 #ifndef TESSERA_EPILOGUE_TREE
       // (Raw bits, converted after the mainloop, as the tree path's vectors above.)
       unsigned bias_in[kBiasPer];
-      if (kStageBias) {
-#pragma unroll
-        for (int i = 0; i < kBiasPer; ++i) {
-          const int e = t + 128 * i;
-          const int g = kEpiBias == 2 ? tn * kBN + e : tm * kBM + (kPingPong ? e : 64 * cw + e);
-          const bool in = e < kBiasStage && g < (kEpiBias == 2 ? p.n : p.m);
-          bias_in[i] = in ? tessera_load_raw(p.bias, (long long)b * p.batch_bias + g, kEpiOut) : 0u;
-        }
-      }
+      if (kStageBias) tessera_sm90_load_bias(p, bias_in, b, tm, tn, cw, t);
 #endif
 #ifdef TESSERA_EPILOGUE_TREE
       // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input
       // for every pass, fetched into L2 here, loaded with the second k-tile, after its wgmma.
-      // (Loaded from DRAM with the first k-tile, drelu's mainloop took 69.3 kc a tile against
-      // 65.5: the next k-tile's wgmma fence waits for the warp's outstanding loads. Loaded
-      // here, the trees with C staged spilled.)
+      // (Loaded from DRAM with the first k-tile, they held the next k-tile's wgmma back: its
+      // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
+      // spilled. docs/design/004-tree-input-staging.md)
       if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
 #endif
       // This unit's first k-tile is the g0-th the producer loaded (its kpos; whole tiles: n
@@ -1131,18 +1520,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
         const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
         const unsigned b_addr = smem_b + stage * kStageBytesB;
-        tessera_wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kKSteps; ++kk) {
-#pragma unroll
-          for (int h = 0; h < kMHalves; ++h) {
-            tessera_wgmma(acc[h],
-                          tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA),
-                          tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
-                          (kt > w.kb || kk > 0) ? 1 : 0);
-          }
-        }
-        tessera_wgmma_commit();
+        tessera_sm90_mma_ktile(acc, a_addr, b_addr, kt > w.kb);
 #ifdef TESSERA_EPILOGUE_TREE
         // (Relative to the unit: a stream-K part with the tile's last k-tile starts inside K.)
         if (epi_unit) {
@@ -1153,8 +1531,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         }
 #endif
         // Cooperative: the next tile's coordinates, while the last k-tile's wgmma run: the warp
-        // would wait for them next anyway. (During the first k-tile the decode held back the
-        // second k-tile's wgmma: ping-pong's mainloop took 3% longer.)
+        // would wait for them next anyway. (During the first k-tile the decode held the second
+        // k-tile's wgmma back.)
         if (!kPingPong && kt == w.ke - 1) {
           TesseraSm90Unit nw;
           more = unit_of(n + step, nw);
@@ -1186,58 +1564,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #pragma unroll
         for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
       }
-      // (The unit looked up again where its role and origin are needed. Kept from the top
-      // of the loop instead, it compiles differently; that was not measured.)
+      // (The unit is looked up again where its role and origin are needed, not kept live
+      // through the mainloop.)
       if (kStreamK) unit_of(n, w);
       if (kStreamK && w.role != 0) {
-        // Stream-K. This warpgroup's slot of the workspace: its 64 x kBN partial sums, thread
-        // t's registers 4q .. 4q + 3 at float4 (q 128 + t), so that a warp's accesses are 512
-        // contiguous bytes.
-        auto slot = [&](int cta) {
-          return reinterpret_cast<float4*>(p.sk_work) + ((long long)cta * kConsumers + cw) * (16 * kBN);
-        };
         if (w.role == 1) {
-          // A part without the tile's last k-tile: store it, then raise the CTA's flag (once
-          // every thread of the warpgroup has stored, by its first thread, with release
-          // semantics at GPU scope). The tile's last part adds it in.
-          float4* dst = slot(blockIdx.x);
-#pragma unroll
-          for (int q = 0; q < kBN / 8; ++q) {
-            __stcg(dst + q * 128 + t, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
-          }
-          tessera_bar_sync(1 + cw, 128);
-          if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
+          tessera_sm90_sk_store_part(p, acc, cw, t);
           --local;  // no epilogue
           continue;
         }
-        // The tile's last part: add the parts of the CTAs before this one whose runs reach
-        // into the tile (each stored its part first in its run, so the waits are short),
-        // clearing each flag for the next launch.
-        for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
-          if (t == 0) {
-            int* flag = p.sk_flags + c * kConsumers + cw;
-            while (tessera_flag_acquire(flag) == 0) __nanosleep(64);
-            *flag = 0;
-          }
-          tessera_bar_sync(1 + cw, 128);
-          const float4* src = slot(c);
-          // In chunks of kSkChunk loads, which bounds the registers they take beside the
-          // accumulators.
-#pragma unroll
-          for (int q0 = 0; q0 < kBN / 8; q0 += kSkChunk) {
-            float4 v[kSkChunk];
-#pragma unroll
-            for (int q = 0; q < kSkChunk; ++q) v[q] = __ldcg(src + (q0 + q) * 128 + t);
-#pragma unroll
-            for (int q = 0; q < kSkChunk; ++q) {
-              acc[0][4 * (q0 + q)] += v[q].x;
-              acc[0][4 * (q0 + q) + 1] += v[q].y;
-              acc[0][4 * (q0 + q) + 2] += v[q].z;
-              acc[0][4 * (q0 + q) + 3] += v[q].w;
-            }
-            asm volatile("" ::: "memory");
-          }
-        }
+        tessera_sm90_sk_add_parts(p, acc, k_tiles, w, cw, t);
       }
 
 #ifdef TESSERA_EPILOGUE_TREE
@@ -1266,59 +1602,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         // null past M. (The launch takes this path only when rows, batches and the region
         // start on word boundaries.)
         unsigned* mask_rows[kMHalves];
-#pragma unroll
-        for (int h = 0; h < kMHalves; ++h) {
-          const int row = tm * kBM + (kPingPong ? 64 * h : 64 * cw) + tessera_acc_row(t, 2 * (lane & 1));
-          mask_rows[h] = kTesseraEpBits && row < p.m
-                             ? static_cast<unsigned*>(ea.aux) +
-                                   (tessera_ep_at(ea.batch_aux, ea.ldaux, b, ea.row0 + row, ea.col0 + tn * kBN) >> 5)
-                             : nullptr;
-        }
+        tessera_sm90_mask_rows(ea, p, mask_rows, b, tm, tn, cw, t, lane);
         // This tile's vector stage: written, then read by every warp of the warpgroup.
         float* vec_t = vec_s + (local & 1) * kVecBuf;
-        if (kVecLen > 0) {
-#pragma unroll
-          for (int i = 0; i < kVecPer; ++i) {
-            const int e = t + 128 * i;
-            if (e < kVecLen) {
-              const TesseraEpArgs& a = tessera_ep_args;  // (the type macros name it `a`)
-              (void)a;
-              vec_t[e] = tessera_raw_to_f32(vec_in[i], e < kVecCols ? TESSERA_EP_DT_BIAS_COL : TESSERA_EP_DT_BIAS_ROW);
-            }
-          }
-          tessera_bar_sync(1 + cw, 128);
-        }
-        // A pass's column sums (c: the thread's column slots over its two rows), reduced over
-        // the 8 lanes of each column and flushed. Column slot s of every lane with the same
-        // lane % 4 is the same column: halve the slots per exchange (lane bits 4, 3, 2), each
-        // lane keeping the half its bit names, until one slot, s = 4 bit4 + 2 bit3 + bit2,
-        // summed over the 8 lanes. Every lane of the warp takes part. (Spread over the next
-        // pass's elements instead, drelu_bgrad's passes took 549 cycles against 610, but
-        // dgelu_bgrad's 3900 against 1330: sm90_timeline.)
-        auto reduce_cols = [&](float (&c)[kPairs], int cbx) {
-          const int b4 = (lane >> 4) & 1, b3 = (lane >> 3) & 1, b2 = (lane >> 2) & 1;
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float give = b4 ? c[i] : c[i + 4];
-            c[i] = (b4 ? c[i + 4] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 16);
-          }
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const float give = b3 ? c[i] : c[i + 2];
-            c[i] = (b3 ? c[i + 2] : c[i]) + __shfl_xor_sync(0xffffffffu, give, 8);
-          }
-          const float give = b2 ? c[0] : c[1];
-          const float sum = (b2 ? c[1] : c[0]) + __shfl_xor_sync(0xffffffffu, give, 4);
-          const int s = 4 * b4 + 2 * b3 + b2;
-          const int col = cbx + tessera_acc_col(t, 4 * (s / 2) + s % 2);
-          if (col < p.n) tessera_ep_flush_col(ea, b, col, sum);
-        };
+        if (kVecLen > 0) tessera_sm90_write_vectors(tessera_ep_args, vec_t, vec_in, cw, t);
         // The tile's passes. `fixed` (a constant at each call, which is inlined): 0, each pass
         // block's case of tessera_ep_block_case decided at the block, with the bounds-checked
         // copy of the elements for blocks past D; else the case of every block of a tile that
-        // lies inside D and fixes its select predicates throughout, compiled in alone. (A
-        // select's per-block dispatch among its cases' copies took its passes 760 cycles
-        // against 465-575 for either branch alone: sm90_timeline, docs/perf.md, session 14.)
+        // lies inside D and fixes its select predicates throughout, compiled in alone (a
+        // select's per-block dispatch among its cases' copies costs more than either branch
+        // alone: docs/design/007-select-case-per-tile.md).
 #if TESSERA_EP_SIDES > 0
         auto tile_passes = [&](const int fixed) {
 #else
@@ -1362,8 +1655,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             }
             // The pass's mask word (an output bit mask): gathered before the pass's stores, so
             // that the exchanges' latency overlaps the store pass, and stored after them (stored
-            // before, its global store held the pass's async-proxy fence back: write + fence 228
-            // cycles a pass against 202, sm90_timeline, relu_aux_bias). Lane
+            // before, its global store held the pass's async-proxy fence back:
+            // docs/design/006-output-mask-stores.md). Lane
             // bit 0 picks the row slot: one exchange gives each lane its slot's bits of the
             // lane pair, a second those of the quad; the lanes with bit 1 clear store the row's
             // word.
@@ -1373,37 +1666,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
               mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
               mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
             }
-            // The group's words (the last pass of a group stores them): four words in one
-            // 16-byte store where they are aligned and inside D, else word by word. (A store a
-            // word, each a sector of its own, added one L2 write request per 32 elements:
-            // relu_aux_bias 228 against relu_bias 218 us at 4096^3, ncu, docs/perf.md, session 17.)
-            auto store_mask_word = [&] {
-              mask_held[j % kMaskGroup] = mask_word;
-              if (j % kMaskGroup != kMaskGroup - 1) return;
-              const int c0 = cb - (kMaskGroup - 1) * kEpiCols;  // the group's first column
-              unsigned* wp = mask_rows[h];
-              if ((lane & 2) != 0 || wp == nullptr) return;
-              wp += j - (kMaskGroup - 1);
-              if (kMaskGroup == 4 && c0 + 4 * kEpiCols <= p.n &&
-                  (reinterpret_cast<unsigned long long>(wp) & 15u) == 0) {
-                *reinterpret_cast<uint4*>(wp) = make_uint4(mask_held[0], mask_held[1 % kMaskGroup],
-                                                           mask_held[2 % kMaskGroup], mask_held[3 % kMaskGroup]);
-                return;
-              }
-#pragma unroll
-              for (int g = 0; g < kMaskGroup; ++g) {
-                const int valid = min(32, p.n - (c0 + g * kEpiCols));
-                if (valid <= 0) break;
-                if (valid == 32) {
-                  wp[g] = mask_held[g];
-                } else {
-                  // The row's last, partial word: only its own bits.
-                  const unsigned mask = (1u << valid) - 1u;
-                  atomicAnd(wp + g, ~mask);
-                  atomicOr(wp + g, mask_held[g] & mask);
-                }
-              }
-            };
             tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
               // The warp has read its rows of this pass's staged inputs: they take those of
               // pass + kInBufs.
@@ -1415,9 +1677,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
                                                in_bar + 8 * slot, r1, c1, b, w);
               }
             });
-            if (kTesseraEpBits) store_mask_word();
+            if (kTesseraEpBits) tessera_sm90_store_mask_word(mask_held, mask_word, mask_rows, h, j, cb, lane, p);
             const int b0 = lane & 1;
-            if (kTesseraEpColSum) reduce_cols(cs, cb);
+            if (kTesseraEpColSum) tessera_sm90_reduce_cols(ea, p, cs, cb, b, t, lane);
             if (kTesseraEpRowSum && j == kPassesN - 1) {
               // The tile's row sums (all its passes of these rows): lane bit 0 picks the slot.
               float sum = (b0 ? rs[1] : rs[0]) + __shfl_xor_sync(0xffffffffu, b0 ? rs[0] : rs[1], 1);
@@ -1455,12 +1717,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
 #ifndef TESSERA_EPILOGUE_TREE
       // This tile's bias buffer (read after the epilogue's first barrier).
       float* bias_t = bias_s + (local & 1) * kBiasLen;
-      if (kStageBias) {
-#pragma unroll
-        for (int i = 0; i < kBiasPer; ++i) {
-          if (t + 128 * i < kBiasStage) bias_t[t + 128 * i] = tessera_raw_to_f32(bias_in[i], kEpiOut);
-        }
-      }
+      if (kStageBias) tessera_sm90_write_bias(bias_t, bias_in, t);
       if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
         // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block is finished
         // in registers (the fragment's own rows and columns) and packed in the output type,
@@ -1539,19 +1796,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
         const int h = pass / kPassesN;
         const int j = pass % kPassesN;
         const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
-#pragma unroll
-        for (int hh = 0; hh < kMHalves; ++hh) {
-#pragma unroll
-          for (int jj = 0; jj < kPassesN; ++jj) {
-            if (hh * kPassesN + jj == pass) {
-#pragma unroll
-              for (int i = jj * kEpiRegs; i < (jj + 1) * kEpiRegs; i += 2) {
-                const int o = tessera_acc_row(t, i) * kEpiPitch + tessera_acc_col(t, i) - jj * kEpiCols;
-                *reinterpret_cast<float2*>(scratch + o) = make_float2(acc[hh][i], acc[hh][i + 1]);
-              }
-            }
-          }
-        }
+        tessera_sm90_scratch_put(scratch, acc, pass, t);
         tessera_bar_sync(1 + cw, 128);
         // The whole 64 x kEpiCols block is inside D and pairs are aligned: no predicates.
         const int cb = col0 + j * kEpiCols;
@@ -1600,37 +1845,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
             tessera_sm90_tree_iterations<false, kIters, kRowsPerIter, 0>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
           }
           if (kTesseraEpBits && cta.word_bits) {
-            // After the elements (their operands dead): per iteration, each lane puts its
-            // pair's two bits at bits 2 l, 2 l + 1 (l its lane in the half-warp, whose 16 lanes
-            // hold the row's 32 columns in order), and two OR-reductions over the warp, one per
-            // half-warp, give the two rows' words.
-            static_assert(kEpiCols == 32, "a half-warp holds the 32 columns of a row");
-            const int valid = min(32, p.n - cb);
-            const bool low_half = (t % 32) < 16;
-            const int hl = t % 16;
-            // The word of row r, column cb; the next iteration's is kRowsPerIter rows down.
-            unsigned* w = static_cast<unsigned*>(tessera_ep_args.aux) +
-                          (tessera_ep_at(tessera_ep_args.batch_aux, tessera_ep_args.ldaux, b,
-                                         tessera_ep_args.row0 + r, tessera_ep_args.col0 + cb) >> 5);
-            const long long step = (long long)kRowsPerIter * (tessera_ep_args.ldaux >> 5);
-#pragma unroll
-            for (int it = 0; it < kIters; ++it, w += step) {
-              const unsigned mine = ((pass_bits >> (2 * it)) & 3u) << (2 * hl);
-              const unsigned w_low = __reduce_or_sync(0xffffffffu, low_half ? mine : 0u);
-              const unsigned w_high = __reduce_or_sync(0xffffffffu, low_half ? 0u : mine);
-              const int row = r + kRowsPerIter * it;
-              if (hl == 0 && row < p.m && valid > 0) {
-                const unsigned word = low_half ? w_low : w_high;
-                if (valid == 32) {
-                  *w = word;
-                } else {
-                  // The row's last, partial word: only its own bits.
-                  const unsigned mask = (1u << valid) - 1u;
-                  atomicAnd(w, ~mask);
-                  atomicOr(w, word & mask);
-                }
-              }
-            }
+            tessera_sm90_scratch_mask_words<kIters, kRowsPerIter>(tessera_ep_args, p, b, r, cb, t, pass_bits);
           }
           if (kTesseraEpColSum) {
             static_assert(kEpiCols == 32, "a warp holds two rows of a pass");
@@ -1643,59 +1858,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
           }
         }
 #else
-        // (A TMA-store plan comes here only for a D TMA cannot address: the general path.)
-        if (!kEpiTmaStore && interior) {
-          // Thread t covers the column pair 2 (t % 16) of rows t / 16 + 8 it: one pair of
-          // column-bias values per pass; every operand is loaded before the first store.
-          const int c = cb + 2 * (t % (kEpiCols / 2));
-          const int r = row0 + t / (kEpiCols / 2);
-          float x0[kIters], x1[kIters];
-#pragma unroll
-          for (int it = 0; it < kIters; ++it) {
-            x0[it] = p.alpha * v[it].x;
-            x1[it] = p.alpha * v[it].y;
-          }
-          if (kEpiReadC) {
-#pragma unroll
-            for (int it = 0; it < kIters; ++it) {
-              const long long ci = (long long)b * p.batch_c + (long long)(r + kRowsPerIter * it) * p.ldc + c;
-              x0[it] += p.beta * tessera_load(p.c, ci, kEpiOut);
-              x1[it] += p.beta * tessera_load(p.c, ci + 1, kEpiOut);
-            }
-          }
-          // The bias from the tile's stage (read after this pass's barriers).
-          if (kEpiBias == 2) {
-            const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + 2 * (t % (kEpiCols / 2)));
-#pragma unroll
-            for (int it = 0; it < kIters; ++it) {
-              x0[it] += bc.x;
-              x1[it] += bc.y;
-            }
-          } else if (kEpiBias == 1) {
-#pragma unroll
-            for (int it = 0; it < kIters; ++it) {
-              const float br = bias_t[64 * h + t / (kEpiCols / 2) + kRowsPerIter * it];
-              x0[it] += br;
-              x1[it] += br;
-            }
-          }
-#pragma unroll
-          for (int it = 0; it < kIters; ++it) {
-            const long long row = r + kRowsPerIter * it;
-            if (kEpiAux) {
-              tessera_store2(p.aux, (long long)b * p.batch_aux + row * p.ldaux + c, x0[it], x1[it], kEpiOut);
-            }
-            tessera_store2(p.d, (long long)b * p.batch_d + row * p.ldd + c, tessera_activate(x0[it], kEpiAct, kEpiCoarse),
-                           tessera_activate(x1[it], kEpiAct, kEpiCoarse), kEpiOut);
-          }
-        } else {
-#pragma unroll
-          for (int it = 0; it < kIters; ++it) {
-            const int e = t + 128 * it;
-            tessera_sm90_store(p, b, row0 + e / (kEpiCols / 2), cb + 2 * (e % (kEpiCols / 2)),
-                               v[it].x, v[it].y);
-          }
-        }
+        tessera_sm90_scratch_fused<kIters, kRowsPerIter>(p, b, row0, cb, h, j, t, interior, bias_t, v);
 #endif
       }
     }
@@ -1706,7 +1869,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   TESSERA_TL_CTA(wg > 0 && t == 0, true);
   // No CTA of a cluster leaves while its partner may still multicast into its shared memory or
   // arrive on its barriers: all of that happens before the partner arrives here.
-#if TESSERA_SM90_CLUSTER > 1
-  tessera_cluster_sync();
-#endif
+  tessera_sm90_cluster_barrier();
 }

@@ -194,8 +194,8 @@ __device__ __forceinline__ unsigned tessera_mapa(unsigned addr, int rank) {
 // The default semantics (release at CTA scope): the only accesses a consumer makes to a stage
 // are wgmma reads, complete once wgmma.wait_group returns, so the arrival has nothing to
 // publish to the other CTA. A `.release.cluster` arrive makes ptxas put a cluster-wide memory
-// fence before every arrival; ncu measured that fence as the kernel's main stall (half the
-// throughput of the pair).
+// fence before every arrival, which the profiler showed as the pair's main stall
+// (docs/design/010-cluster-pairs.md).
 __device__ __forceinline__ void tessera_mbar_arrive_cluster(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }

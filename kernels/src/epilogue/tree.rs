@@ -560,6 +560,37 @@ impl std::ops::Neg for Expr {
     }
 }
 
+impl From<Leaf> for Expr {
+    fn from(l: Leaf) -> Expr {
+        Expr::Leaf(l)
+    }
+}
+
+impl Expr {
+    /// An integer constant (usable as a value, or compared with a coordinate).
+    pub fn int(v: i64) -> Expr {
+        Expr::Leaf(Leaf::Int(v))
+    }
+
+    /// A floating-point constant.
+    pub fn num(v: f64) -> Expr {
+        Expr::Leaf(Leaf::Const(v))
+    }
+
+    /// `select(pred, a, b)`: `a` where the coordinate predicate `pred` holds, else `b`.
+    ///
+    /// ```
+    /// use tessera_kernels::epilogue::{Coord, Expr, Leaf};
+    /// let acc = || Expr::from(Leaf::Acc);
+    /// let row = Expr::from(Leaf::Coord(Coord::Row));
+    /// let e = Expr::select(row.lt(Expr::int(100)), acc().sigmoid(), acc().tanh());
+    /// assert_eq!(e.to_string(), "select(row < 100, sigmoid(acc), tanh(acc))");
+    /// ```
+    pub fn select(pred: Expr, a: Expr, b: Expr) -> Expr {
+        Expr::Select(Box::new(pred), Box::new(a), Box::new(b))
+    }
+}
+
 /// Leaf constructors, for building trees in code: `relu(alpha() * acc() + bias_col())` reads
 /// as its text form.
 pub mod build {
