@@ -27,5 +27,7 @@ pub mod tutorial {
     pub mod ch05_hopper {}
     #[doc = include_str!("../docs/06_epilogues.md")]
     pub mod ch06_epilogues {}
+    #[doc = include_str!("../docs/07_calling_tessera.md")]
+    pub mod ch07_calling_tessera {}
     pub use tessera_swizzle::tutorial as ch03_swizzles;
 }
