@@ -34,6 +34,7 @@ pub mod atoms;
 mod bank;
 #[doc(hidden)]
 pub mod check;
+mod equal;
 mod error;
 mod extent;
 mod f2;
@@ -45,8 +46,9 @@ pub use any::{is_bijective, is_injective, AnyLayout};
 pub use bank::{
     bank_conflicts, vectorization, BankConflicts, Vectorization, BANKS, WAVEFRONT_BYTES,
 };
+pub use equal::equal;
 pub use error::{Result, SwizzleError, ENUMERATION_LIMIT};
-pub use f2::F2Map;
+pub use f2::{is_linear, F2Map};
 pub use swizzle::{make_swizzle, Swizzle, MAX_SWIZZLE_BITS};
 pub use swizzled::SwizzledLayout;
 
