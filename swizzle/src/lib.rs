@@ -41,6 +41,7 @@ mod f2;
 pub mod picture;
 mod swizzle;
 mod swizzled;
+mod synthesis;
 
 pub use any::{is_bijective, is_injective, AnyLayout};
 pub use bank::{
@@ -51,6 +52,10 @@ pub use error::{Result, SwizzleError, ENUMERATION_LIMIT};
 pub use f2::{is_linear, F2Map};
 pub use swizzle::{make_swizzle, Swizzle, MAX_SWIZZLE_BITS};
 pub use swizzled::SwizzledLayout;
+pub use synthesis::{
+    best_swizzle, best_swizzle_among, best_xor_swizzle, swizzle_family, wavefront_schedule,
+    AccessCell, SwizzleChoice, XorSwizzleChoice,
+};
 
 /// Chapter 3 of the tessera tutorial: swizzles (from `docs/03_swizzles.md`; every example is
 /// a doctest).
