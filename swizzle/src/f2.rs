@@ -141,7 +141,7 @@ impl F2Map {
         if !self.is_bijective() {
             return Err(SwizzleError::inadmissible(
                 "f2_inverse",
-                self.to_string(),
+                self.to_line(),
                 "the map is not a bijection onto an aligned block",
             ));
         }
@@ -161,7 +161,7 @@ impl F2Map {
             let Some(p) = (col..n).find(|&r| (rows[r].0 >> col) & 1 == 1) else {
                 return Err(SwizzleError::inadmissible(
                     "f2_inverse",
-                    self.to_string(),
+                    self.to_line(),
                     "singular bit matrix",
                 ));
             };
