@@ -20,7 +20,10 @@
 //!   `cosize_inner` (the C++ value); [`AnyLayout`]: plain or swizzled, for tools.
 //! - [`algebra`]: the layout algebra on swizzled layouts, forwarded as CuTe does, plus
 //!   inverses, up/downcast, slicing with decay, `max_common_vector`.
-//! - [`bank_conflicts`], [`vectorization`], [`is_bijective`], [`F2Map`]: analyses.
+//! - [`bank_conflicts`], [`vectorization`], [`is_bijective`], [`F2Map`], [`is_linear`],
+//!   [`equal`]: analyses.
+//! - [`best_swizzle`], [`best_xor_swizzle`], [`wavefront_schedule`]: swizzle synthesis and the
+//!   wavefront each accessed element takes.
 //! - [`atoms`]: the standard shared-memory atoms; [`picture`]: text grids and SVG.
 //!
 //! The chapter [`tutorial`] explains swizzles, bank conflicts and the cosize pitfall, with
