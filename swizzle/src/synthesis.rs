@@ -416,10 +416,13 @@ impl PartialMap {
         (x, acc)
     }
 
-    /// Sets `A(x) = a` for an `x` outside the span of the pivots.
+    /// Sets `A(x) = a` for an `x` outside the span of the pivots (inside it, `A(x)` is
+    /// already fixed and nothing changes).
     fn define(&mut self, x: u64, a: u64) {
         let (r, acc) = self.reduce(x);
-        debug_assert!(r != 0);
+        if r == 0 {
+            return;
+        }
         self.pivots.push((r, a ^ acc));
         self.pivots
             .sort_by_key(|&(h, _)| std::cmp::Reverse(h.leading_zeros() ^ 63));
