@@ -113,13 +113,7 @@ fn resolve(op: &'static str, a: &Layout, smem: &Layout) -> Result<Access> {
 }
 
 fn tile(op: &'static str, smem: &Layout, ctx: impl Fn() -> String) -> Result<Tile> {
-    if !layout_is_injective(op, smem)? {
-        return Err(SwizzleError::inadmissible(
-            op,
-            ctx(),
-            format!("the tile {smem} is not injective (two coordinates share an offset)"),
-        ));
-    }
+    // The cheap checks first: the injectivity test may enumerate the tile.
     let (lo, hi) = smem.image_bounds();
     if lo < 0 {
         return Err(SwizzleError::inadmissible(
@@ -129,6 +123,13 @@ fn tile(op: &'static str, smem: &Layout, ctx: impl Fn() -> String) -> Result<Til
         ));
     }
     check_enumerable(op, hi as u128 + 1, &ctx)?;
+    if !layout_is_injective(op, smem)? {
+        return Err(SwizzleError::inadmissible(
+            op,
+            ctx(),
+            format!("the tile {smem} is not injective (two coordinates share an offset)"),
+        ));
+    }
     let bits = 64 - (hi as u64).leading_zeros();
     let compact = (hi + 1 == smem.size()).then_some(smem.size());
     let mut image = Vec::new();
@@ -349,21 +350,17 @@ fn search(
 ) -> Result<SwizzleChoice> {
     let ctx = || operands(accesses, smem, elem_bytes);
     check_elem_bytes(op, elem_bytes, ctx)?;
-    let tile = tile(op, smem, ctx)?;
     let acc = accesses
         .iter()
         .map(|a| resolve(op, a, smem))
         .collect::<Result<Vec<_>>>()?;
+    let tile = tile(op, smem, ctx)?;
     let widths: Vec<i64> = acc
         .iter()
         .map(|a| vector(a, elem_bytes, |i| a.offs[i as usize]))
         .collect();
     let mut best: Option<SwizzleChoice> = None;
     for &sw in candidates {
-        let top = (sw.base() + sw.bits() + sw.shift().abs()) as u32;
-        if !tile.preserved_by(top, |x| sw.apply(x)) {
-            continue;
-        }
         let vector_elems: Vec<i64> = acc
             .iter()
             .map(|a| vector(a, elem_bytes, |i| sw.apply(a.offs[i as usize])))
@@ -376,7 +373,11 @@ fn search(
             .map(|a| count(a, elem_bytes, |i| sw.apply(a.offs[i as usize])))
             .collect();
         let total: i64 = conflicts.iter().map(|c| c.wavefronts).sum();
-        if best.as_ref().map_or(true, |b| total < b.wavefronts()) {
+        // The image check walks the tile, so it runs only for a candidate that would win.
+        let top = (sw.base() + sw.bits() + sw.shift().abs()) as u32;
+        if best.as_ref().map_or(true, |b| total < b.wavefronts())
+            && tile.preserved_by(top, |x| sw.apply(x))
+        {
             best = Some(SwizzleChoice {
                 swizzle: sw,
                 conflicts,

@@ -363,3 +363,50 @@ fn general_xor_map_beats_every_swizzle() {
     let mapped: Vec<i64> = offs.iter().map(|&o| x.map.apply(o)).collect();
     assert_eq!(ref_wavefronts(&mapped, lanes, 2), 1);
 }
+
+/// A layout with 1 to 3 modes whose extents and strides range over small and extreme values.
+fn wild_layout() -> impl Strategy<Value = Layout> {
+    let ext = prop_oneof![1i64..=40, Just(1i64 << 9), Just(1i64 << 31)];
+    let stride = prop_oneof![
+        -70i64..=70,
+        Just(i64::MAX / 4),
+        Just(i64::MIN / 4),
+        Just(1i64 << 40)
+    ];
+    prop::collection::vec((ext, stride), 1..=3).prop_filter_map("a valid layout", |m| {
+        Layout::new(
+            tessera_layout::IntTuple::flat(m.iter().map(|x| x.0)),
+            tessera_layout::IntTuple::flat(m.iter().map(|x| x.1)),
+        )
+        .ok()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+    /// Whatever the operands, the new operations return a value or an error.
+    #[test]
+    fn no_panics_on_wild_operands(
+        a in wild_layout(),
+        s in wild_layout(),
+        bytes in prop::sample::select(vec![0i64, 1, 2, 3, 4, 8, 16, 1 << 21]),
+        sw in (0i64..=3, 0i64..=40, 0i64..=3, any::<bool>()),
+        offset in prop_oneof![-5i64..5, Just(i64::MAX - 3), Just(i64::MIN + 3)],
+    ) {
+        let (b, m, extra, neg) = sw;
+        let swz = Swizzle::new(b, m, if neg { -(b + extra) } else { b + extra }).unwrap();
+        let _ = best_swizzle(std::slice::from_ref(&a), &s, bytes);
+        let _ = best_xor_swizzle(std::slice::from_ref(&a), &s, bytes);
+        let tile = AnyLayout::from(SwizzledLayout::new(swz, offset, s.clone()));
+        let _ = wavefront_schedule(&a, &tile, bytes);
+        let _ = tessera_swizzle::equal(&tile, &a);
+        let _ = tessera_swizzle::equal(&tile, &AnyLayout::from(SwizzledLayout::new(swz, 0, a.clone())));
+        let _ = tessera_swizzle::is_linear(&tile);
+        if let Ok(f) = tessera_swizzle::F2Map::of(&tile) {
+            let _ = f.compose(&f);
+            let _ = f.inverse();
+            let _ = f.to_line();
+        }
+        let _ = tessera_swizzle::picture::print_access(&tile, &a, bytes);
+    }
+}
