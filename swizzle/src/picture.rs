@@ -8,7 +8,7 @@ use tessera_layout::{num_digits, print_grid, IntTuple, Layout};
 use crate::any::AnyLayout;
 use crate::bank::{BankConflicts, BANKS, WAVEFRONT_BYTES};
 use crate::error::{Result, SwizzleError, ENUMERATION_LIMIT};
-use crate::synthesis::{wavefront_schedule, AccessCell};
+use crate::synthesis::{relabel, wavefront_schedule, AccessCell};
 
 /// The largest number of grid cells a picture draws.
 pub const MAX_CELLS: i64 = 1 << 16;
@@ -371,7 +371,7 @@ fn access_grid(
 ) -> Result<AccessGrid> {
     check_picture_bytes(op, l, elem_bytes)?;
     let (rows, cols) = grid_dims(op, l)?;
-    let cells = wavefront_schedule(access, l, elem_bytes)?;
+    let cells = wavefront_schedule(access, l, elem_bytes).map_err(|e| relabel(e, op))?;
     let mut hits = vec![None; (rows * cols) as usize];
     for c in &cells {
         // A coordinate index of a rank-2 shape is m + rows * n.

@@ -609,6 +609,32 @@ fn synthesize_phase(a_map: &mut PartialMap, units: &[u64], bb: u32, bank_mask: u
     }
 }
 
+/// `e` as an error of `op`, for an operation that reports what a helper it calls refused.
+pub(crate) fn relabel(e: SwizzleError, op: &'static str) -> SwizzleError {
+    match e {
+        SwizzleError::Inadmissible {
+            operands, reason, ..
+        } => SwizzleError::Inadmissible {
+            op,
+            operands,
+            reason,
+        },
+        SwizzleError::TooLarge {
+            operands,
+            needed,
+            limit,
+            ..
+        } => SwizzleError::TooLarge {
+            op,
+            operands,
+            needed,
+            limit,
+        },
+        SwizzleError::Overflow { operands, .. } => SwizzleError::Overflow { op, operands },
+        e => e,
+    }
+}
+
 /// Where each element of an access goes: its lane and value, coordinate index, offset, the
 /// 4-byte bank of its first byte and the wavefront that serves it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
