@@ -9,7 +9,7 @@
 //! 8 rows x 16 bytes of one wgmma core matrix (8 lanes, 16 bytes each) and 8 lanes of 16
 //! bytes along one 128-byte row, and the candidates are the swizzle modes the TMA unit has.
 
-use tessera::kernels::sm90::{Sm90Options, Sm90Plan};
+use tessera::kernels::plan::{Sm90Options, Sm90Plan};
 use tessera::kernels::{Arch, DType, GemmPlan, GemmProblem, Major, PlanOptions};
 use tessera::layout::{composition, Layout};
 use tessera::swizzle::algebra::composition as sw_composition;
