@@ -522,6 +522,66 @@ fn bank_conflicts_counts() {
     fails("bank_conflicts(64:1, 4)", 1, "bank_conflicts"); // more lanes than a warp
 }
 
+/// Functions as a whole, the F2 view and swizzle synthesis; answers derived by hand from the
+/// definitions (offsets, bit columns, bank words).
+#[test]
+fn equality_f2_and_synthesis() {
+    // 3:1 and (3,1):(1,4) both give 0,1,2; (2,2):(1,3) gives 0,1,3,4
+    ok("equal((3,1):(1,4), 3:1)", "true");
+    ok("equal(4:1, (2,2):(1,3))", "false");
+    ok("equal(4:1, 8:1)", "false");
+    ok("canonical(((2,2),3):((1,2),4))", "12:1");
+    ok("canonical((1,1):(7,9))", "1:0");
+    // Sw<1,0,1> maps 0,1,2,3 to 0,1,3,2 either way
+    ok("equal(Sw<1,0,1> o 4:1, Sw<1,0,1> o (2,2):(1,2))", "true");
+    ok("equal(Sw<1,0,1> o 4:1, 4:1)", "false");
+    fails("canonical(Sw<1,0,1> o 4:1)", 1, "canonical");
+    fails(
+        "equal(Sw<1,0,1> o (3,8388608):(1,3), Sw<1,0,2> o (3,8388608):(1,3))",
+        1,
+        "equal",
+    );
+    // index bit 0 -> offset 2 -> Sw(2) = 3; index bit 1 -> 1
+    ok("f2(Sw<1,0,1> o (2,2):(2,1))", "[01;11]");
+    ok("eval(f2(Sw<1,0,1> o (2,2):(2,1)), 1)", "3");
+    ok("is_bijective(f2(Sw<1,0,1> o (2,2):(2,1)))", "true");
+    ok("is_injective(f2((2,2):(1,0)))", "false");
+    // an offset of 4 with index bit 0 at offset 1: one column 001, translation 100
+    ok("f2(Sw<0,0,0> o 4 o 2:1)", "[0;0;1] ^ 100");
+    ok("is_linear(Sw<3,4,3> o (8,64):(64,1))", "true");
+    ok("is_linear(3:1)", "false");
+    fails("f2(3:1)", 1, "f2");
+    // Sw<1,4,3> o Sw<1,5,2> (different shifts): both read bit 7; the inner one writes bit 5,
+    // the outer bit 4, so index bit 7 goes to offset bits 7, 5 and 4, every other bit to itself
+    ok(
+        "composition(f2(Sw<1,4,3>,9), f2(Sw<1,5,2>,9))",
+        "[100000000;010000000;001000000;010100000;010010000;000001000;000000100;000000010;000000001]",
+    );
+    ok(
+        "composition(right_inverse(f2(Sw<1,0,1> o (2,2):(2,1))), f2(Sw<1,0,1> o (2,2):(2,1)))",
+        "[10;01]",
+    );
+    fails("right_inverse(f2(4:2))", 1, "right_inverse");
+    fails("composition(f2(2:1), f2(2:2))", 1, "composition");
+    // 8 lanes read a 16-byte chunk down 8 rows of 128 bytes: 8/1 plain, 1/1 swizzled
+    ok("bank_conflicts((8,8):(64,1), 2)", "8/1");
+    ok(
+        "best_swizzle((8,8):(1,8), (8,64):(64,1), 2)",
+        "Sw<3,3,3> o 0 o (8,64):(64,1)",
+    );
+    ok(
+        "bank_conflicts(composition(best_swizzle((8,8):(1,8), (8,64):(64,1), 2), (8,8):(1,8)), 2)",
+        "1/1",
+    );
+    // the 16x32 fp32 transpose: store a row, read column pairs
+    ok(
+        "best_swizzle(32:16, 32:1, (16,32):(32,1), 4)",
+        "Sw<4,1,4> o 0 o (16,32):(32,1)",
+    );
+    fails("best_swizzle(64:1, (8,64):(64,1), 2)", 1, "best_swizzle");
+    fails("best_swizzle((8,64):(64,1), 2)", 1, "best_swizzle");
+}
+
 /// One sample call per function name, with its hand-derived answer: adding a name to the
 /// language without a case here fails this test.
 #[test]
@@ -598,6 +658,18 @@ fn every_function_is_dispatched() {
         ("bank_conflicts", "bank_conflicts((8,8):(64,1),2)=8/1"),
         ("is_bijective", "is_bijective((2,3):(3,1))=true"),
         ("is_injective", "is_injective((2,2):(1,1))=false"),
+        ("equal", "equal((3,1):(1,4),3:1)=true"),
+        ("canonical", "canonical((2,3,2):(0,0,5))=(6,2):(0,5)"),
+        ("f2", "f2(Sw<1,0,1> o (2,2):(2,1))=[01;11]"),
+        ("is_linear", "is_linear(4:3)=false"),
+        (
+            "best_swizzle",
+            "best_swizzle((8,8):(1,8),(8,64):(64,1),2)=Sw<3,3,3> o 0 o (8,64):(64,1)",
+        ),
+        (
+            "best_xor_swizzle",
+            "best_xor_swizzle((8,8):(1,8),(8,64):(64,1),2)=[100000000;010000000;001000000;100100000;010010000;001001000;000000100;000000010;000000001]",
+        ),
     ];
     for (name, _) in FUNCTIONS {
         let Some((_, case)) = cases.iter().find(|(n, _)| n == name) else {

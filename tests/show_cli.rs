@@ -187,3 +187,100 @@ fn bank_group_colours_show_the_swizzle() {
     let o = tessera(&["show", "(4,2):(2,1)", "--tile", "(2,4)", "--banks", "2"]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+#[test]
+fn banks_text_gives_each_cells_bank() {
+    // 4-byte elements, rows of 8: offset 8r + n is in bank 8r + n (mod 32)
+    let o = tessera(&["show", "(4,8):(8,1)", "--banks", "4"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    let banks = text
+        .split_once("(4,8):(8,1), 4-byte elements: 4-byte bank of each cell\n")
+        .expect("the bank grid follows the offset grid")
+        .1;
+    assert!(
+        banks.contains(" 3  | 24 | 25 | 26 | 27 | 28 | 29 | 30 | 31 |"),
+        "{text}"
+    );
+    // 2-byte elements: two per bank; row 1 of 64 halves starts again at bank 0
+    let o = tessera(&["show", "(2,64):(64,1)", "--banks", "2"]);
+    let text = stdout(&o);
+    let banks = text.split_once("bank of each cell\n").unwrap().1;
+    let row1: Vec<&str> = banks
+        .lines()
+        .nth(4)
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(&row1[1..5], ["0", "0", "1", "1"], "{text}");
+    assert_eq!(row1[64], "31");
+    insta::assert_snapshot!(
+        "banks_grid_4x8_fp32",
+        stdout(&tessera(&["show", "(4,8):(8,1)", "--banks", "4"]))
+    );
+}
+
+#[test]
+fn access_by_wavefront_before_and_after_the_synthesized_swizzle() {
+    // 8 rows of 8 floats (32 bytes): rows r and r + 4 start in the same banks, so 8 lanes
+    // reading 16 bytes each down the first 4 columns take 2 wavefronts. XOR-ing row bit 2
+    // (offset bit 5) into offset bit 2 (Sw<1,2,3>) moves rows 4-7 to banks 4-7, 12-15, ...
+    let path = temp_svg("access.svg");
+    let o = tessera(&[
+        "show",
+        "(8,8):(8,1)",
+        "--banks",
+        "4",
+        "--access",
+        "(8,4):(1,8)",
+        "--best",
+        "--svg",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "(8,8):(8,1), 4-byte elements, access (8,4):(1,8): 2 wavefronts (ideal 1)"
+        ),
+        "{first}"
+    );
+    assert!(first.ends_with("Sw<1,2,3> o 0 o (8,8):(8,1), 4-byte elements, access (8,4):(1,8): 1 wavefront (ideal 1)"), "{first}");
+    // before: row 4 waits for wavefront 1 in banks 0-3; after: wavefront 0, banks 4-7
+    let row4 = text.lines().find(|l| l.starts_with(" 4  |")).unwrap();
+    assert!(
+        row4.starts_with(" 4  |  w1/b0 |  w1/b1 |  w1/b2 |  w1/b3 |"),
+        "{row4}"
+    );
+    assert!(
+        row4.contains("|    4  |  w0/b4 |  w0/b5 |  w0/b6 |  w0/b7 |"),
+        "{row4}"
+    );
+    assert!(text.contains("before:\nwavefront 0: T0 (0,0)x4 banks 0-3; T1 (1,0)x4 banks 8-11; T2 (2,0)x4 banks 16-19; T3 (3,0)x4 banks 24-27\nwavefront 1: T4 (4,0)x4 banks 0-3;"), "{text}");
+    let svg = std::fs::read_to_string(&path).expect("svg written");
+    // two panels of 64 cells, and the background
+    assert_eq!(svg.matches("<rect ").count(), 2 * 64 + 1);
+    assert_eq!(svg.matches(">w1 T4<").count(), 4); // 4 floats of lane 4 in wavefront 1, before
+    assert_eq!(svg.matches(">w0 T4<").count(), 4); // and in wavefront 0, after
+    insta::assert_snapshot!("access_compare_8x8_fp32", text);
+    insta::assert_snapshot!("access_compare_8x8_fp32_svg", svg);
+}
+
+#[test]
+fn access_without_banks_is_a_usage_error() {
+    let o = tessera(&["show", "(8,8):(8,1)", "--access", "8:1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = tessera(&["show", "(8,8):(8,1)", "--banks", "4", "--best"]);
+    assert_eq!(o.status.code(), Some(2));
+    // an access that leaves the tile
+    let o = tessera(&["show", "(8,8):(8,1)", "--banks", "4", "--access", "8:10"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: show: "));
+}

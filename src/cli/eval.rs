@@ -19,7 +19,8 @@ composition(A,B), complement(L,24), logical_divide(L,<4,8>), eval(L,5), offsets(
 Spaces are allowed between tokens.
 
 Output: one line; layouts in CuTe notation without spaces, integers in decimal, tuples
-(1,(1,2)), lists [0,1,2], booleans true/false.
+(1,(1,2)), lists [0,1,2], booleans true/false, F2 maps as their bit matrix [ROW;ROW;...]
+(rows from the top offset bit, digits from the top index bit; `^ BITS`: a translation).
 
 Errors: a line `error: OPERATION: MESSAGE`. With one expression it is printed on standard
 output (so the output is always one line) and also on standard error, unless both are the

@@ -4,7 +4,11 @@
 //! layout; `--svg FILE` also writes the grid as an SVG picture. With `--tile (M,N)` the
 //! layout is read as a thread/value layout (mode 0 threads, mode 1 values) into a
 //! column-major `M x N` tile, and the picture shows which `T#/V#` owns each tile cell. With
-//! `--banks BYTES` the SVG cells of a memory layout are coloured by 16-byte bank group.
+//! `--banks BYTES` the text adds the 4-byte bank of each cell and the SVG cells of a memory
+//! layout are coloured by 16-byte bank group and labelled with their bank. With `--access A`
+//! (one warp instruction's `(lane, value) -> coordinate` layout) the pictures show the cells
+//! it reaches grouped by wavefront; `--best` puts beside them the same access through the
+//! swizzle `best_swizzle` synthesizes for it.
 
 use std::process::ExitCode;
 
@@ -25,6 +29,49 @@ pub struct ShowArgs {
     /// Colour the SVG cells by 16-byte bank group, for elements of this many bytes.
     #[arg(long, value_name = "BYTES")]
     pub banks: Option<i64>,
+    /// With --banks: one warp instruction's access, `(lane, value) -> coordinate index` of
+    /// the layout (mode 0 the lanes); its cells are shown by wavefront.
+    #[arg(long, value_name = "LAYOUT", requires = "banks")]
+    pub access: Option<String>,
+    /// With --access: also show the access through the synthesized swizzle (best_swizzle of
+    /// the layout's unswizzled part), side by side.
+    #[arg(long, requires = "access")]
+    pub best: bool,
+}
+
+/// The text and SVG of `--banks` with an access (and `--best`): the access picture of the
+/// layout, and beside it that of the layout under the synthesized swizzle.
+pub fn render_access(
+    layout: &str,
+    banks: i64,
+    access: &str,
+    best: bool,
+    svg: bool,
+) -> Result<(String, Option<String>), String> {
+    let l: AnyLayout = layout.parse().map_err(|e| format!("{e}"))?;
+    let a: tessera_layout::Layout = access.parse().map_err(|e| format!("{e}"))?;
+    let err = |e: tessera_swizzle::SwizzleError| e.to_string();
+    if !best {
+        let before = picture::print_access(&l, &a, banks).map_err(err)?;
+        let pic = svg
+            .then(|| picture::svg_access(&l, &a, banks))
+            .transpose()
+            .map_err(err)?;
+        return Ok((before, pic));
+    }
+    let choice =
+        tessera_swizzle::best_swizzle(std::slice::from_ref(&a), l.inner(), banks).map_err(err)?;
+    let after = AnyLayout::from(tessera_swizzle::SwizzledLayout::new(
+        choice.swizzle,
+        0,
+        l.inner().clone(),
+    ));
+    let text = picture::print_access_compare(&l, &after, &a, banks).map_err(err)?;
+    let pic = svg
+        .then(|| picture::svg_access_compare(&l, &after, &a, banks))
+        .transpose()
+        .map_err(err)?;
+    Ok((text, pic))
 }
 
 /// The text and SVG `tessera show` produces for its arguments (the SVG only if asked).
@@ -37,7 +84,10 @@ pub fn render(
     let l: AnyLayout = layout.parse().map_err(|e| format!("{e}"))?;
     match tile {
         None => {
-            let text = picture::print_layout(&l).map_err(|e| e.to_string())?;
+            let mut text = picture::print_layout(&l).map_err(|e| e.to_string())?;
+            if let Some(b) = banks {
+                text.push_str(&picture::print_banks(&l, b).map_err(|e| e.to_string())?);
+            }
             let pic = svg
                 .then(|| match banks {
                     Some(b) => picture::svg_layout_banks(&l, b),
@@ -65,12 +115,16 @@ pub fn run(args: ShowArgs) -> ExitCode {
         eprintln!("error: show: --banks colours a memory layout; it does not apply with --tile");
         return ExitCode::from(1);
     }
-    match render(
-        &args.layout,
-        args.tile.as_deref(),
-        args.banks,
-        args.svg.is_some(),
-    ) {
+    let rendered = match (&args.access, args.banks) {
+        (Some(a), Some(b)) => render_access(&args.layout, b, a, args.best, args.svg.is_some()),
+        _ => render(
+            &args.layout,
+            args.tile.as_deref(),
+            args.banks,
+            args.svg.is_some(),
+        ),
+    };
+    match rendered {
         Ok((text, pic)) => {
             print!("{text}");
             if let (Some(path), Some(pic)) = (&args.svg, pic) {

@@ -8,6 +8,8 @@ use super::tuple;
 use super::value::{self, Value};
 use super::Error;
 
+mod analysis;
+
 /// The functions of the language and how each is called (`L` a layout, `T` a tiler, `S` a
 /// shape, `i` an integer, `[...]` optional).
 pub const FUNCTIONS: &[(&str, &str)] = &[
@@ -87,6 +89,27 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("bank_conflicts", "bank_conflicts(L, elem_bytes)"),
     ("is_bijective", "is_bijective(L)"),
     ("is_injective", "is_injective(L)"),
+    ("equal", "equal(A, B)  (the same function on [0, size))"),
+    (
+        "canonical",
+        "canonical(L)  (the unique normal form of L's function)",
+    ),
+    (
+        "f2",
+        "f2(L) | f2(Sw, bits)  (the bit matrix over GF(2), rows from the top offset bit)",
+    ),
+    (
+        "is_linear",
+        "is_linear(L)  (XOR-linear: L(i ^ j) == L(i) ^ L(j))",
+    ),
+    (
+        "best_swizzle",
+        "best_swizzle(access, ..., smem, elem_bytes)  (the fewest bank-conflict wavefronts)",
+    ),
+    (
+        "best_xor_swizzle",
+        "best_xor_swizzle(access, ..., smem, elem_bytes)  (the same over all XOR-linear maps)",
+    ),
 ];
 
 /// The most offsets `offsets(L)` lists; larger layouts are an error rather than a line of
@@ -272,6 +295,7 @@ impl Args {
 
 fn call(name: &'static str, a: Args) -> Result<Value, Error> {
     match name {
+        _ if analysis::takes(name, &a) => analysis::call(name, a),
         "size" | "rank" | "depth" | "shape" | "stride" | "cosize" | "coshape" => structure(a),
         "get" => {
             a.count(2, usize::MAX)?;

@@ -51,6 +51,16 @@
 //!   forwards to the inner layout (`get select take group flatten coalesce filter
 //!   filter_zeros composition complement` the divides and products, `tile_to_shape`) and
 //!   `right_inverse`, `left_inverse`, `upcast`, `downcast`.
+//! - functions as a whole: `equal(A, B)` (the same function on `[0, size)`, plain or
+//!   swizzled), `canonical(L)` (the unique normal form of a plain layout's function);
+//! - the F2 view: `f2(L)` (the bit matrix of an XOR-linear layout), `f2(Sw, bits)` (a swizzle
+//!   on `[0, 2^bits)`), `is_linear(L)`; on F2 maps `composition(F, G)` (any two, also of
+//!   swizzles with different shifts), `right_inverse`/`left_inverse`, `eval(F, i)`,
+//!   `is_bijective`, `is_injective`, `is_linear`;
+//! - swizzle synthesis: `best_swizzle(access, ..., smem, elem_bytes)` (the swizzled tile
+//!   `Sw o 0 o smem` whose `Sw<B,M,S>` takes the fewest bank-conflict wavefronts for the
+//!   accesses, `(lane, value) -> coordinate` layouts, keeping their vector widths) and
+//!   `best_xor_swizzle(...)` (the same over XOR-linear maps: an F2 map).
 //!
 //! Where a layout is expected, an int tuple stands for its column-major layout (`(4,8)` is
 //! `(4,8):(1,4)`), except as the second operand of `composition`, the divides and the
@@ -60,7 +70,9 @@
 //!
 //! Layouts in CuTe notation with no spaces (`(4,8):(1,4)`), integers in decimal, int tuples
 //! `(1,(1,2))`, tilers `<3:3,_,4:1>`, lists `[0,1,2]`, booleans `true`/`false`, swizzles
-//! `Sw<3,4,3>`, swizzled layouts `Sw<3,4,3> o 0 o (8,64):(64,1)`.
+//! `Sw<3,4,3>`, swizzled layouts `Sw<3,4,3> o 0 o (8,64):(64,1)`, F2 maps as their bit
+//! matrix `[ROW;ROW;...]` (one row per offset bit from the highest, one digit per index bit
+//! from the highest), followed by `^ BITS` when the map has a translation.
 //!
 //! # Errors
 //!
@@ -84,6 +96,9 @@
 //! assert_eq!(show("eval(Sw<3,4,3>, 128)"), "144");
 //! assert_eq!(show("cosize(Sw<1,0,1> o 3:1)"), "4"); // the image is {0,1,3}
 //! assert_eq!(show("bank_conflicts((8,8):(64,1), 2)"), "8/1");
+//! assert_eq!(show("equal((3,1):(1,4), 3:1)"), "true");
+//! assert_eq!(show("f2(Sw<1,0,1> o (2,2):(2,1))"), "[01;11]");
+//! assert_eq!(show("best_swizzle((8,8):(1,8), (8,64):(64,1), 2)"), "Sw<3,3,3> o 0 o (8,64):(64,1)");
 //! ```
 
 mod eval;

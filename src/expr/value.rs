@@ -3,7 +3,7 @@
 use std::fmt;
 
 use tessera_layout::{IntTuple, Layout, Tiler};
-use tessera_swizzle::{Swizzle, SwizzledLayout};
+use tessera_swizzle::{F2Map, Swizzle, SwizzledLayout};
 
 use super::Error;
 
@@ -30,6 +30,9 @@ pub enum Value {
     Bool(bool),
     /// Two integers printed `a/b` (the wavefronts of an access and the ideal count).
     Ratio(i64, i64),
+    /// An affine map over bits, printed as its bit matrix `[ROW;ROW;...]` (rows from the top
+    /// offset bit, digits from the top index bit), then `^ BITS` for a non-zero translation.
+    F2Map(F2Map),
 }
 
 impl Value {
@@ -45,6 +48,7 @@ impl Value {
             Value::List(_) => "a list",
             Value::Bool(_) => "a boolean",
             Value::Ratio(..) => "a ratio",
+            Value::F2Map(_) => "an F2 map",
         }
     }
 
@@ -74,6 +78,7 @@ impl fmt::Display for Value {
             }
             Value::Bool(b) => write!(f, "{b}"),
             Value::Ratio(a, b) => write!(f, "{a}/{b}"),
+            Value::F2Map(m) => f.write_str(&m.to_line()),
         }
     }
 }

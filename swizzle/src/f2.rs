@@ -50,20 +50,8 @@ impl F2Map {
                 format!("the size {size} is not a power of two"),
             ));
         }
-        let sw = l.swizzle();
-        if let Some(terms) = bit_terms(&l) {
-            let mut used = l.offset();
-            let disjoint = terms.iter().all(|&t| {
-                let ok = used & t == 0;
-                used |= t;
-                ok
-            });
-            if disjoint {
-                return Ok(F2Map {
-                    columns: terms.iter().map(|&t| sw.apply(t)).collect(),
-                    translation: sw.apply(l.offset()),
-                });
-            }
+        if let Some(f) = structural_f2(&l) {
+            return Ok(f);
         }
         if size as u64 > ENUMERATION_LIMIT {
             return Err(SwizzleError::TooLarge {
@@ -153,7 +141,7 @@ impl F2Map {
         if !self.is_bijective() {
             return Err(SwizzleError::inadmissible(
                 "f2_inverse",
-                self.to_string(),
+                self.to_line(),
                 "the map is not a bijection onto an aligned block",
             ));
         }
@@ -173,7 +161,7 @@ impl F2Map {
             let Some(p) = (col..n).find(|&r| (rows[r].0 >> col) & 1 == 1) else {
                 return Err(SwizzleError::inadmissible(
                     "f2_inverse",
-                    self.to_string(),
+                    self.to_line(),
                     "singular bit matrix",
                 ));
             };
@@ -198,6 +186,28 @@ impl F2Map {
         inv.translation = inv.apply(self.translation & low);
         Ok(inv)
     }
+}
+
+/// The F2 map of `l` when its structure shows it: a power-of-two size, and the offsets of the
+/// index bits (`stride * 2^j`) and the layout's offset have pairwise disjoint bits, so that
+/// `OFFSET + L(i)` is `OFFSET ^ XOR { stride * 2^j : bit j of i }` and the swizzle, linear
+/// over XOR, distributes over it. `None` says nothing about linearity.
+pub(crate) fn structural_f2(l: &AnyLayout) -> Option<F2Map> {
+    if l.size().count_ones() != 1 {
+        return None;
+    }
+    let terms = bit_terms(l)?;
+    let mut used = l.offset();
+    let disjoint = terms.iter().all(|&t| {
+        let ok = used & t == 0;
+        used |= t;
+        ok
+    });
+    let sw = l.swizzle();
+    disjoint.then(|| F2Map {
+        columns: terms.iter().map(|&t| sw.apply(t)).collect(),
+        translation: sw.apply(l.offset()),
+    })
 }
 
 /// `stride * 2^j` for every bit `j` of every flat mode, if every extent is a power of two.
@@ -239,5 +249,203 @@ impl fmt::Display for F2Map {
             writeln!(f, " | {t}")?;
         }
         Ok(())
+    }
+}
+
+/// Building, composing and printing general XOR-linear maps.
+impl F2Map {
+    /// The map `i ↦ translation ^ XOR { columns[k] : bit k of i }` on `[0, 2^columns.len())`.
+    ///
+    /// Errors: `Inadmissible` for more than 62 columns (the domain must fit in an `i64`).
+    ///
+    /// ```
+    /// use tessera_swizzle::F2Map;
+    /// let f = F2Map::new(vec![2, 1], 0).unwrap(); // swaps the two bits
+    /// assert_eq!(f.apply(1), 2);
+    /// assert_eq!(f.apply(3), 3);
+    /// ```
+    pub fn new(columns: Vec<i64>, translation: i64) -> Result<F2Map> {
+        if columns.len() > 62 {
+            return Err(SwizzleError::inadmissible(
+                "f2_map",
+                format!("{} columns", columns.len()),
+                "an F2 map has at most 62 input bits",
+            ));
+        }
+        Ok(F2Map {
+            columns,
+            translation,
+        })
+    }
+
+    /// The identity on `[0, 2^bits)`; `bits` is capped at 62.
+    pub fn identity(bits: u32) -> F2Map {
+        F2Map {
+            columns: (0..bits.min(62)).map(|k| 1i64 << k).collect(),
+            translation: 0,
+        }
+    }
+
+    /// The swizzle `sw` restricted to `[0, 2^bits)`, as a linear map (`bits` capped at 62).
+    /// Unlike CuTe, which composes two swizzles only when their shifts are equal, any two such
+    /// maps compose ([`compose`](Self::compose)).
+    ///
+    /// ```
+    /// use tessera_swizzle::{F2Map, Swizzle};
+    /// let sw: Swizzle = "Sw<3,4,3>".parse().unwrap();
+    /// let f = F2Map::of_swizzle(&sw, 10);
+    /// assert!((0..1024).all(|x| f.apply(x) == sw.apply(x)));
+    /// ```
+    pub fn of_swizzle(sw: &crate::Swizzle, bits: u32) -> F2Map {
+        F2Map {
+            columns: (0..bits.min(62)).map(|k| sw.apply(1i64 << k)).collect(),
+            translation: 0,
+        }
+    }
+
+    /// `self ∘ inner`: `i ↦ self(inner(i))`, on inner's domain.
+    ///
+    /// Both are affine, `self(x) = t ^ M x` and `inner(i) = u ^ N i`, so the composite is
+    /// `(t ^ M u) ^ (M N) i`: its columns are `M` applied to inner's columns and its
+    /// translation is `self(u)`.
+    ///
+    /// Post-condition: `r.apply(i) == self.apply(inner.apply(i))` for every `i` in inner's
+    /// domain.
+    ///
+    /// Errors: `Inadmissible` if an offset inner reaches lies outside self's domain
+    /// `[0, 2^self.in_bits())` (then `self(inner(i))` is not defined).
+    ///
+    /// ```
+    /// use tessera_swizzle::{F2Map, Swizzle};
+    /// // two swizzles with different shifts: no single Sw<B,M,S>, but a linear map
+    /// let a = F2Map::of_swizzle(&"Sw<1,4,3>".parse::<Swizzle>().unwrap(), 10);
+    /// let b = F2Map::of_swizzle(&"Sw<1,5,2>".parse::<Swizzle>().unwrap(), 10);
+    /// let ab = a.compose(&b).unwrap();
+    /// assert!((0..1024).all(|x| ab.apply(x) == a.apply(b.apply(x))));
+    /// assert_eq!(ab.inverse().unwrap().compose(&ab).unwrap(), F2Map::identity(10));
+    /// ```
+    #[doc(alias = "composition")]
+    pub fn compose(&self, inner: &F2Map) -> Result<F2Map> {
+        let n = self.in_bits();
+        let outside = |x: i64| x < 0 || (n < 63 && x >> n != 0);
+        if let Some(&x) = inner
+            .columns
+            .iter()
+            .chain(std::iter::once(&inner.translation))
+            .find(|&&x| outside(x))
+        {
+            return Err(SwizzleError::inadmissible(
+                "composition",
+                format!("{} o {}", self.to_line(), inner.to_line()),
+                format!("the inner map reaches {x}, outside the outer map's domain [0, 2^{n})"),
+            ));
+        }
+        let t = self.translation;
+        Ok(F2Map {
+            columns: inner.columns.iter().map(|&c| self.apply(c) ^ t).collect(),
+            translation: self.apply(inner.translation),
+        })
+    }
+
+    /// Whether the map is linear (`f(i ^ j) == f(i) ^ f(j)`), i.e. its translation is 0.
+    pub fn is_linear(&self) -> bool {
+        self.translation == 0
+    }
+
+    /// The number of output bits shown by [`rows`](Self::rows): at least the input bits, and
+    /// enough for every column and the translation (a negative value has all 64).
+    pub fn out_bits(&self) -> u32 {
+        self.columns
+            .iter()
+            .chain(std::iter::once(&self.translation))
+            .map(|&c| 64 - (c as u64).leading_zeros())
+            .max()
+            .unwrap_or(0)
+            .max(self.in_bits())
+            .max(1)
+    }
+
+    /// The bit matrix over GF(2), one string per output bit from the highest to bit 0; each
+    /// string has one digit per input bit, from the highest to bit 0: the digit of output bit
+    /// `r` and input bit `k` is bit `r` of column `k`, so bit `r` of `apply(i)` is the parity
+    /// of the digits of row `r` where `i` has a 1, XOR bit `r` of the translation.
+    ///
+    /// ```
+    /// use tessera_swizzle::{AnyLayout, F2Map};
+    /// let l: AnyLayout = "Sw<1,0,1> o (2,2):(2,1)".parse().unwrap();
+    /// // index bit 0 -> offset 2 -> Sw(2) = 3; index bit 1 -> offset 1
+    /// assert_eq!(F2Map::of(&l).unwrap().rows(), ["01", "11"]);
+    /// ```
+    pub fn rows(&self) -> Vec<String> {
+        (0..self.out_bits())
+            .rev()
+            .map(|r| {
+                self.columns
+                    .iter()
+                    .rev()
+                    .map(|&c| if (c >> r) & 1 == 1 { '1' } else { '0' })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The one-line text form: the rows of [`rows`](Self::rows) as `[r;r;...]`, then, for an
+    /// affine map, `^ ` and the translation's bits (`[01;11]`, `[1;1] ^ 10`).
+    pub fn to_line(&self) -> String {
+        let mut s = format!("[{}]", self.rows().join(";"));
+        if self.translation != 0 {
+            let n = self.out_bits();
+            s.push_str(" ^ ");
+            s.extend((0..n).rev().map(|r| {
+                if (self.translation >> r) & 1 == 1 {
+                    '1'
+                } else {
+                    '0'
+                }
+            }));
+        }
+        s
+    }
+}
+
+/// Whether `l` (plain or swizzled) is linear over F2: a power-of-two size and
+/// `l(i ^ j) == l(i) ^ l(j)` for all indices (an affine map with `l(0) == 0`). `Sw o 0 o L`
+/// with power-of-two extents and strides on disjoint bits is; a carry (`4:3`) or an
+/// offset that the swizzle does not cancel makes it not.
+///
+/// Errors: `TooLarge` when the structure does not decide it and the size is above
+/// [`ENUMERATION_LIMIT`]; `Overflow` as [`SwizzledLayout::offsets`](crate::SwizzledLayout::offsets).
+///
+/// ```
+/// use tessera_swizzle::{is_linear, AnyLayout};
+/// let p = |s: &str| s.parse::<AnyLayout>().unwrap();
+/// assert!(is_linear(&p("Sw<3,4,3> o (8,64):(64,1)")).unwrap());
+/// assert!(!is_linear(&p("4:3")).unwrap()); // 1 + 2 -> 9, but 3 ^ 6 = 5
+/// assert!(!is_linear(&p("3:1")).unwrap()); // not a power of two
+/// assert!(!is_linear(&p("Sw<3,4,3> o 16 o (8,64):(64,1)")).unwrap()); // l(0) = 16
+/// ```
+pub fn is_linear<L: Clone + Into<AnyLayout>>(l: &L) -> Result<bool> {
+    let l: AnyLayout = l.clone().into();
+    if l.size().count_ones() != 1 {
+        return Ok(false);
+    }
+    match F2Map::of(&l) {
+        Ok(f) => Ok(f.is_linear()),
+        Err(SwizzleError::Inadmissible { .. }) => Ok(false),
+        Err(SwizzleError::TooLarge {
+            operands,
+            needed,
+            limit,
+            ..
+        }) => Err(SwizzleError::TooLarge {
+            op: "is_linear",
+            operands,
+            needed,
+            limit,
+        }),
+        Err(SwizzleError::Overflow { operands, .. }) => {
+            Err(SwizzleError::overflow("is_linear", operands))
+        }
+        Err(e) => Err(e),
     }
 }

@@ -3,10 +3,12 @@
 
 use std::fmt::Write;
 
-use tessera_layout::{num_digits, print_grid, IntTuple};
+use tessera_layout::{num_digits, print_grid, IntTuple, Layout};
 
 use crate::any::AnyLayout;
+use crate::bank::{BankConflicts, BANKS, WAVEFRONT_BYTES};
 use crate::error::{Result, SwizzleError, ENUMERATION_LIMIT};
+use crate::synthesis::{relabel, wavefront_schedule, AccessCell};
 
 /// The largest number of grid cells a picture draws.
 pub const MAX_CELLS: i64 = 1 << 16;
@@ -259,8 +261,10 @@ pub fn svg_layout<L: Clone + Into<AnyLayout>>(l: &L) -> Result<String> {
 
 /// An SVG picture of a shared-memory layout of `elem_bytes`-byte elements: the grid of
 /// [`svg_layout`], each cell coloured by the 16-byte bank group its offset falls in
-/// (`offset * elem_bytes / 16 mod 8`, i.e. banks `4g..4g+3`). In a conflict-free tile for
-/// 16-byte reads down a column, the 8 rows of every column have 8 different colours.
+/// (`offset * elem_bytes / 16 mod 8`, i.e. banks `4g..4g+3`) and labelled with its offset
+/// and, below, the 4-byte bank of its first byte (`b` and `offset * elem_bytes / 4 mod 32`).
+/// In a conflict-free tile for 16-byte reads down a column, the 8 rows of every column have
+/// 8 different colours.
 ///
 /// Errors: as [`svg_layout`]; `Inadmissible` if `elem_bytes` is not in `1..=16`.
 pub fn svg_layout_banks<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> Result<String> {
@@ -277,14 +281,14 @@ pub fn svg_layout_banks<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> R
     let digits = num_digits(lo).max(num_digits(hi)) as i64 + i64::from(lo < 0);
     let cw = (8 * digits + 12).max(28);
     let title = format!("{l}, {elem_bytes}-byte elements, coloured by 16-byte bank group");
-    grid_svg(&title, rows, cols, cw, 24, |m, n| {
+    grid_svg(&title, rows, cols, cw, 34, |m, n| {
         let v = at(&l, m, n)?;
         let group = (i128::from(v) * i128::from(elem_bytes))
             .div_euclid(16)
             .rem_euclid(8);
         Ok((
             THREAD_COLOURS[group as usize].to_string(),
-            vec![v.to_string()],
+            vec![v.to_string(), format!("b{}", bank_of(v, elem_bytes))],
         ))
     })
 }
@@ -305,4 +309,344 @@ pub fn svg_tv_layout<L: Clone + Into<AnyLayout>>(tv: &L, tile: &IntTuple) -> Res
             None => ("#ffffff".to_string(), vec![]),
         })
     })
+}
+
+/// The 4-byte bank of the first byte of element `offset`: `offset * elem_bytes / 4 mod 32`.
+fn bank_of(offset: i64, elem_bytes: i64) -> i64 {
+    (i128::from(offset) * i128::from(elem_bytes))
+        .div_euclid(4)
+        .rem_euclid(i128::from(BANKS)) as i64
+}
+
+fn check_picture_bytes(op: &'static str, l: &AnyLayout, elem_bytes: i64) -> Result<()> {
+    if (1..=16).contains(&elem_bytes) {
+        Ok(())
+    } else {
+        Err(SwizzleError::inadmissible(
+            op,
+            format!("{l}, {elem_bytes}"),
+            "the element size must be 1 to 16 bytes",
+        ))
+    }
+}
+
+/// The text grid of the 4-byte bank of each cell of a rank-2 shared-memory layout of
+/// `elem_bytes`-byte elements (`offset * elem_bytes / 4 mod 32`), under the title
+/// `L, N-byte elements: 4-byte bank of each cell`.
+///
+/// ```
+/// use tessera_swizzle::{picture::print_banks, AnyLayout};
+/// let l: AnyLayout = "(2,4):(4,1)".parse().unwrap();
+/// let grid = print_banks(&l, 8).unwrap(); // 8-byte elements: two banks each
+/// assert!(grid.contains(" 0  |  0 |  2 |  4 |  6 |"), "{grid}");
+/// assert!(grid.contains(" 1  |  8 | 10 | 12 | 14 |"), "{grid}");
+/// ```
+pub fn print_banks<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> Result<String> {
+    const OP: &str = "print_banks";
+    let l: AnyLayout = l.clone().into();
+    check_picture_bytes(OP, &l, elem_bytes)?;
+    let (rows, cols) = grid_dims(OP, &l)?;
+    let title = format!("{l}, {elem_bytes}-byte elements: 4-byte bank of each cell");
+    print_grid(&title, rows, cols, BANKS - 1, |m, n| {
+        at(&l, m, n).map(|v| bank_of(v, elem_bytes).to_string())
+    })
+}
+
+/// Where one warp access lands in a rank-2 layout: the schedule of
+/// [`wavefront_schedule`] placed on the layout's cells.
+struct AccessGrid {
+    rows: i64,
+    cols: i64,
+    /// Per cell, `(wavefront, lane)` of the first access element that reaches it.
+    hits: Vec<Option<(i64, i64)>>,
+    cells: Vec<AccessCell>,
+    conflicts: BankConflicts,
+}
+
+fn access_grid(
+    op: &'static str,
+    l: &AnyLayout,
+    access: &Layout,
+    elem_bytes: i64,
+) -> Result<AccessGrid> {
+    check_picture_bytes(op, l, elem_bytes)?;
+    let (rows, cols) = grid_dims(op, l)?;
+    let cells = wavefront_schedule(access, l, elem_bytes).map_err(|e| relabel(e, op))?;
+    let mut hits = vec![None; (rows * cols) as usize];
+    for c in &cells {
+        // A coordinate index of a rank-2 shape is m + rows * n.
+        let slot = &mut hits[c.coord as usize];
+        if slot.is_none() {
+            *slot = Some((c.wavefront, c.lane));
+        }
+    }
+    let wavefronts = cells.iter().map(|c| c.wavefront + 1).max().unwrap_or(0);
+    let total = cells.len() as i64 * elem_bytes;
+    Ok(AccessGrid {
+        rows,
+        cols,
+        hits,
+        conflicts: BankConflicts {
+            wavefronts,
+            ideal: ((total + WAVEFRONT_BYTES - 1) / WAVEFRONT_BYTES).max(1),
+        },
+        cells,
+    })
+}
+
+/// `0-3,8,12-13`: sorted distinct integers as ranges.
+fn ranges(mut xs: Vec<i64>) -> String {
+    xs.sort_unstable();
+    xs.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < xs.len() {
+        let mut j = i;
+        while j + 1 < xs.len() && xs[j + 1] == xs[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            xs[i].to_string()
+        } else {
+            format!("{}-{}", xs[i], xs[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// The text picture of one warp access (`access`: `(lane, value) -> coordinate index` of
+/// `l`, mode 0 the lanes) through a rank-2 shared-memory layout `l` of `elem_bytes`-byte
+/// elements: a title with the wavefronts and the ideal (as [`bank_conflicts`](crate::bank_conflicts)
+/// counts them), the grid with each accessed cell labelled `wW/bB` (served in wavefront `W`
+/// from 4-byte bank `B`; `.` for cells the access does not reach), then one line per
+/// wavefront: which lanes it serves, their cells and banks. Two cells in one wavefront never
+/// share a bank unless they share a word; a bank that must serve two words shows up as the
+/// same `bB` in two wavefronts.
+///
+/// ```
+/// use tessera_layout::Layout;
+/// use tessera_swizzle::{picture::print_access, AnyLayout};
+/// // 8 lanes read 16 bytes each down column chunk 0 of 8 rows of 128 bytes: all in banks 0-3
+/// let tile: AnyLayout = "(8,32):(32,1)".parse().unwrap();
+/// let read: Layout = "(8,4):(1,8)".parse().unwrap();
+/// let text = print_access(&tile, &read, 4).unwrap();
+/// assert!(text.lines().next().unwrap().ends_with("8 wavefronts (ideal 1)"));
+/// assert!(text.contains("wavefront 7: T7 (7,0)x4 banks 0-3"), "{text}");
+/// ```
+pub fn print_access<L: Clone + Into<AnyLayout>>(
+    l: &L,
+    access: &Layout,
+    elem_bytes: i64,
+) -> Result<String> {
+    let l: AnyLayout = l.clone().into();
+    let g = access_grid("print_access", &l, access, elem_bytes)?;
+    let title = format!(
+        "{l}, {elem_bytes}-byte elements, access {access}: {} wavefront{} (ideal {})",
+        g.conflicts.wavefronts,
+        if g.conflicts.wavefronts == 1 { "" } else { "s" },
+        g.conflicts.ideal
+    );
+    let mut out = print_grid(&title, g.rows, g.cols, 0, |m, n| {
+        Ok::<_, SwizzleError>(match g.hits[(m + g.rows * n) as usize] {
+            Some((w, _)) => {
+                let v = at(&l, m, n)?;
+                format!("w{w}/b{}", bank_of(v, elem_bytes))
+            }
+            None => ".".to_string(),
+        })
+    })?;
+    for w in 0..g.conflicts.wavefronts {
+        let mut parts: Vec<String> = Vec::new();
+        let mut lanes: Vec<i64> = g
+            .cells
+            .iter()
+            .filter(|c| c.wavefront == w)
+            .map(|c| c.lane)
+            .collect();
+        lanes.dedup();
+        lanes.sort_unstable();
+        lanes.dedup();
+        for t in lanes {
+            let mine: Vec<&AccessCell> = g
+                .cells
+                .iter()
+                .filter(|c| c.wavefront == w && c.lane == t)
+                .collect();
+            let first = mine[0].coord;
+            let banks = ranges(mine.iter().map(|c| c.bank).collect());
+            let count = if mine.len() > 1 {
+                format!("x{}", mine.len())
+            } else {
+                String::new()
+            };
+            parts.push(format!(
+                "T{t} ({},{}){count} banks {banks}",
+                first % g.rows,
+                first / g.rows
+            ));
+        }
+        let _ = writeln!(out, "wavefront {w}: {}", parts.join("; "));
+    }
+    Ok(out)
+}
+
+/// Two text pictures side by side, `left` padded to its widest line, then three spaces.
+pub fn side_by_side(left: &str, right: &str) -> String {
+    let width = left.lines().map(|x| x.chars().count()).max().unwrap_or(0);
+    let (a, b): (Vec<&str>, Vec<&str>) = (left.lines().collect(), right.lines().collect());
+    let mut out = String::new();
+    for k in 0..a.len().max(b.len()) {
+        let x = a.get(k).copied().unwrap_or("");
+        let y = b.get(k).copied().unwrap_or("");
+        let pad = width - x.chars().count();
+        let line = format!("{x}{}   {y}", " ".repeat(pad));
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// [`print_access`] of the same access through two layouts (before and after a swizzle, say):
+/// the two grids side by side, then the wavefront lines of each, `before` first.
+///
+/// ```
+/// use tessera_layout::Layout;
+/// use tessera_swizzle::{picture::print_access_compare, AnyLayout};
+/// let before: AnyLayout = "(8,8):(8,1)".parse().unwrap();
+/// let after: AnyLayout = "Sw<1,2,3> o (8,8):(8,1)".parse().unwrap();
+/// let read: Layout = "(8,4):(1,8)".parse().unwrap();
+/// let text = print_access_compare(&before, &after, &read, 4).unwrap();
+/// assert!(text.lines().next().unwrap().contains("2 wavefronts (ideal 1)"));
+/// assert!(text.lines().next().unwrap().ends_with("1 wavefront (ideal 1)"));
+/// assert!(text.contains("after:\nwavefront 0: T0 (0,0)x4 banks 0-3;"));
+/// ```
+pub fn print_access_compare<A, B>(
+    before: &A,
+    after: &B,
+    access: &Layout,
+    elem_bytes: i64,
+) -> Result<String>
+where
+    A: Clone + Into<AnyLayout>,
+    B: Clone + Into<AnyLayout>,
+{
+    let split = |text: String| -> (String, String) {
+        match text.find("\nwavefront ") {
+            Some(k) => (text[..=k].to_string(), text[k + 1..].to_string()),
+            None => (text, String::new()),
+        }
+    };
+    let (grid_a, waves_a) = split(print_access(before, access, elem_bytes)?);
+    let (grid_b, waves_b) = split(print_access(after, access, elem_bytes)?);
+    Ok(format!(
+        "{}before:\n{waves_a}after:\n{waves_b}",
+        side_by_side(&grid_a, &grid_b)
+    ))
+}
+
+/// One grid of a multi-panel SVG: a subtitle and per cell `(fill, lines)`, row by row.
+struct Panel {
+    subtitle: String,
+    rows: i64,
+    cols: i64,
+    cells: Vec<(String, Vec<String>)>,
+}
+
+/// Panels side by side under one title, cells `cw x ch`.
+fn panels_svg(title: &str, panels: &[Panel], cw: i64, ch: i64) -> String {
+    const GAP: i64 = 24;
+    let top = TOP + 18;
+    let widths: Vec<i64> = panels.iter().map(|p| LEFT + p.cols * cw + 8).collect();
+    let width = (widths.iter().sum::<i64>() + GAP * (panels.len() as i64 - 1))
+        .max(8 * title.chars().count() as i64 + 8);
+    let height = top + panels.iter().map(|p| p.rows).max().unwrap_or(0) * ch + 8;
+    let mut svg = Svg::new(width, height, title);
+    let mut x0 = 0;
+    for (p, w) in panels.iter().zip(&widths) {
+        let _ = writeln!(
+            svg.out,
+            "<text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>",
+            x0 + 4,
+            TOP - 6,
+            esc(&p.subtitle)
+        );
+        for n in 0..p.cols {
+            svg.label(x0 + LEFT + n * cw + cw / 2, top - 6, &n.to_string());
+        }
+        for m in 0..p.rows {
+            svg.label(x0 + LEFT / 2, top + m * ch + ch / 2 + 4, &m.to_string());
+            for n in 0..p.cols {
+                let (fill, lines) = &p.cells[(m * p.cols + n) as usize];
+                svg.cell(x0 + LEFT + n * cw, top + m * ch, cw, ch, fill, lines);
+            }
+        }
+        x0 += w + GAP;
+    }
+    svg.finish()
+}
+
+fn access_panel(l: &AnyLayout, access: &Layout, elem_bytes: i64) -> Result<Panel> {
+    let g = access_grid("svg_access", l, access, elem_bytes)?;
+    let mut cells = Vec::with_capacity((g.rows * g.cols) as usize);
+    for m in 0..g.rows {
+        for n in 0..g.cols {
+            let v = at(l, m, n)?;
+            let bank = format!("b{}", bank_of(v, elem_bytes));
+            cells.push(match g.hits[(m + g.rows * n) as usize] {
+                Some((w, t)) => (
+                    THREAD_COLOURS[w.rem_euclid(16) as usize].to_string(),
+                    vec![v.to_string(), bank, format!("w{w} T{t}")],
+                ),
+                None => ("#ffffff".to_string(), vec![v.to_string(), bank]),
+            });
+        }
+    }
+    Ok(Panel {
+        subtitle: format!(
+            "{l}: {} wavefront{} (ideal {})",
+            g.conflicts.wavefronts,
+            if g.conflicts.wavefronts == 1 { "" } else { "s" },
+            g.conflicts.ideal
+        ),
+        rows: g.rows,
+        cols: g.cols,
+        cells,
+    })
+}
+
+/// An SVG picture of one warp access through a rank-2 shared-memory layout (see
+/// [`print_access`]): every cell labelled with its offset and 4-byte bank; the cells the
+/// access reaches coloured by wavefront and labelled `wW TT` (wavefront, lane).
+pub fn svg_access<L: Clone + Into<AnyLayout>>(
+    l: &L,
+    access: &Layout,
+    elem_bytes: i64,
+) -> Result<String> {
+    let l: AnyLayout = l.clone().into();
+    let p = access_panel(&l, access, elem_bytes)?;
+    let title = format!("access {access}, {elem_bytes}-byte elements, by wavefront");
+    Ok(panels_svg(&title, &[p], 56, 46))
+}
+
+/// [`svg_access`] of the same access through two layouts side by side (before and after a
+/// swizzle, say), under one title.
+pub fn svg_access_compare<A, B>(
+    before: &A,
+    after: &B,
+    access: &Layout,
+    elem_bytes: i64,
+) -> Result<String>
+where
+    A: Clone + Into<AnyLayout>,
+    B: Clone + Into<AnyLayout>,
+{
+    let (a, b): (AnyLayout, AnyLayout) = (before.clone().into(), after.clone().into());
+    let panels = [
+        access_panel(&a, access, elem_bytes)?,
+        access_panel(&b, access, elem_bytes)?,
+    ];
+    let title =
+        format!("access {access}, {elem_bytes}-byte elements, by wavefront: before | after");
+    Ok(panels_svg(&title, &panels, 56, 46))
 }

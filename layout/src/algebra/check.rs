@@ -673,3 +673,26 @@ pub fn make_layout_like(l: &Layout, r: &Layout) -> Verdict {
     }
     ordered_by(r, &l.stride().leaves())
 }
+
+/// `canonical`: `R` is the canonical form (`1:0`, or flat with every extent at least 2 and no
+/// adjacent modes `s0:d0, s1:(s0*d0)`), and `R(i) == L(i)` for every `i < size(L)`.
+pub fn canonical(l: &Layout, r: &Layout) -> Verdict {
+    ensure(r.depth() <= 1, || format!("{r} has depth {}", r.depth()))?;
+    let (s, d) = (r.shape().leaves(), r.stride().leaves());
+    if r.size() == 1 {
+        ensure(r.to_string() == "1:0", || format!("{r} is not 1:0"))?;
+    } else {
+        ensure(s.iter().all(|&x| x >= 2), || {
+            format!("{r} has an extent-1 mode")
+        })?;
+        for k in 1..s.len() {
+            ensure(s[k - 1].checked_mul(d[k - 1]) != Some(d[k]), || {
+                format!("modes {} and {k} of {r} merge", k - 1)
+            })?;
+        }
+        ensure(r.is_int() == (s.len() == 1), || {
+            format!("{r}: one mode must be an integral layout")
+        })?;
+    }
+    same_function(l, r)
+}
