@@ -96,7 +96,7 @@ use std::fmt;
 use tessera_layout::LayoutError;
 use tessera_swizzle::SwizzleError;
 
-pub use eval::FUNCTIONS;
+pub use eval::{call_function, FUNCTIONS};
 pub use parse::{parse, Expr};
 pub use value::Value;
 
