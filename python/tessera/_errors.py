@@ -106,3 +106,22 @@ class ArgumentError(LayoutError, TypeError):
 class InternalError(LayoutError):
     """A bug in tessera: the Rust code panicked. The session goes on; please report it with
     the message."""
+
+
+# The classes are `tessera.LayoutError`, ... to their users (tracebacks, pickling); this
+# module is where they are written down.
+for _cls in (
+    LayoutError,
+    ParseError,
+    MismatchError,
+    BadShapeError,
+    IntegerOverflowError,
+    OutOfRangeError,
+    InadmissibleError,
+    BadSwizzleError,
+    TooLargeError,
+    ArgumentError,
+    InternalError,
+):
+    _cls.__module__ = "tessera"
+del _cls
