@@ -8,7 +8,7 @@ use tessera::expr::{self, Value};
 use tessera::swizzle::{AnyLayout, ENUMERATION_LIMIT};
 
 use crate::convert::{value, value_to_py};
-use crate::errors::{guard, OrRaise, Raise};
+use crate::errors::{guard, Attr, OrRaise, Raise};
 use crate::pictures::any_layout;
 
 /// Calls the function `name` on values already converted.
@@ -77,6 +77,9 @@ pub(crate) fn functionally_equal(
                     a.size()
                 ),
             )
+            .operands(&format!("{a}, {b}"))
+            .attr("needed", Attr::Big(a.size() as u128))
+            .attr("limit", Attr::Big(u128::from(ENUMERATION_LIMIT)))
             .into_pyerr(py));
         }
         py.detach(|| same_offsets(&a, &b)).or_raise(py)

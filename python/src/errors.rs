@@ -47,12 +47,12 @@ impl Raise {
         }
     }
 
-    fn operands(mut self, operands: &str) -> Raise {
+    pub(crate) fn operands(mut self, operands: &str) -> Raise {
         self.operands = Some(operands.to_string());
         self
     }
 
-    fn attr(mut self, name: &'static str, value: Attr) -> Raise {
+    pub(crate) fn attr(mut self, name: &'static str, value: Attr) -> Raise {
         self.attrs.push((name, value));
         self
     }
