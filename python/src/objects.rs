@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use pyo3::basic::CompareOp;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyList, PyString, PyTuple};
 use tessera::expr::Value;
 use tessera::layout::{algebra::Tiler, IntTuple, Layout};
 use tessera::swizzle::{AnyLayout, Swizzle, SwizzledLayout};
@@ -31,17 +31,12 @@ fn hash_of<T: Hash>(v: &T) -> u64 {
 /// `NotImplemented`, so Python falls back to identity (and `Layout == ComposedLayout` is
 /// `False`).
 fn compare<T: PartialEq>(py: Python<'_>, a: &T, b: Option<&T>, op: CompareOp) -> Py<PyAny> {
-    match (b, op) {
-        (Some(b), CompareOp::Eq) => (a == b).into_pyobject(py).map_or_else(
-            |_| py.NotImplemented(),
-            |v| v.to_owned().into_any().unbind(),
-        ),
-        (Some(b), CompareOp::Ne) => (a != b).into_pyobject(py).map_or_else(
-            |_| py.NotImplemented(),
-            |v| v.to_owned().into_any().unbind(),
-        ),
-        _ => py.NotImplemented(),
-    }
+    let answer = match (b, op) {
+        (Some(b), CompareOp::Eq) => a == b,
+        (Some(b), CompareOp::Ne) => a != b,
+        _ => return py.NotImplemented(),
+    };
+    PyBool::new(py, answer).to_owned().into_any().unbind()
 }
 
 /// A coordinate from `L(...)`'s arguments: one argument is an index or a coordinate, several
