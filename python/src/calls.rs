@@ -121,3 +121,12 @@ pub(crate) fn int_tuple_relation(
         }
     })
 }
+
+/// Panics inside the guard every entry point uses, so the tests can check that a panic
+/// reaches Python as `tessera.InternalError` and the interpreter goes on.
+#[pyfunction]
+pub(crate) fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
+    guard(py, "_panic_for_tests", || -> PyResult<()> {
+        panic!("deliberate panic")
+    })
+}

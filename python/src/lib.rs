@@ -31,6 +31,7 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::functionally_equal, m)?)?;
     m.add_function(wrap_pyfunction!(calls::int_tuple_relation, m)?)?;
     m.add_function(wrap_pyfunction!(pictures::layout_grid, m)?)?;
+    m.add_function(wrap_pyfunction!(calls::_panic_for_tests, m)?)?;
     m.add("FUNCTIONS", calls::functions())?;
     m.add("ENUMERATION_LIMIT", tessera::swizzle::ENUMERATION_LIMIT)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -285,3 +285,12 @@ def test_exceptions_are_tessera_names():
     assert issubclass(tessera.ArgumentError, TypeError)
     for name in ("ParseError", "InadmissibleError", "TooLargeError", "InternalError"):
         assert issubclass(getattr(tessera, name), tessera.LayoutError)
+
+
+def test_a_panic_is_an_internal_error_not_a_crash():
+    from tessera import _tessera
+
+    e = raises(tessera.InternalError, _tessera._panic_for_tests)
+    assert "deliberate panic" in str(e) and e.op == "_panic_for_tests"
+    # The interpreter and the module go on working.
+    assert tl.size(Layout((2, 3))) == 6
