@@ -293,6 +293,34 @@ impl Args {
     }
 }
 
+/// Calls the function `name` of the language on values already evaluated: what
+/// `name(args...)` evaluates to. This is the entry point for callers that hold values
+/// rather than text (the Python bindings), so they dispatch exactly as `tessera eval` does.
+///
+/// Errors: a `name` that is not one of [`FUNCTIONS`] is an error of the operation `call`
+/// (not a syntax error: there is no text); otherwise the function's own errors.
+///
+/// ```
+/// use tessera::expr::{call_function, Value};
+/// let l = Value::Layout("(6,2):(8,2)".parse().unwrap());
+/// let b = Value::Layout("(4,3):(3,1)".parse().unwrap());
+/// let r = call_function("composition", vec![l, b]).unwrap();
+/// assert_eq!(r.to_string(), "((2,2),3):((24,2),8)");
+/// assert!(call_function("no_such_function", vec![]).is_err());
+/// ```
+pub fn call_function(name: &str, args: Vec<Value>) -> Result<Value, Error> {
+    let Some(&(known, _)) = FUNCTIONS.iter().find(|(f, _)| *f == name) else {
+        return Err(Error::call("call", format!("unknown function `{name}`")));
+    };
+    call(
+        known,
+        Args {
+            op: known,
+            vals: args,
+        },
+    )
+}
+
 fn call(name: &'static str, a: Args) -> Result<Value, Error> {
     match name {
         _ if analysis::takes(name, &a) => analysis::call(name, a),

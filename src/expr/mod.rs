@@ -1,7 +1,8 @@
 //! The expression language of `tessera eval`: a calculator for the layout algebra.
 //!
 //! An expression is a literal or a call `name(arg, ...)`; arguments are expressions, so calls
-//! nest. [`evaluate`] parses and evaluates one expression; [`Value`]'s `Display` is the text
+//! nest. [`evaluate`] parses and evaluates one expression; [`call_function`] calls one function
+//! on values already made (what the Python package does); [`Value`]'s `Display` is the text
 //! `tessera eval` prints.
 //!
 //! # Literals
@@ -111,7 +112,7 @@ use std::fmt;
 use tessera_layout::LayoutError;
 use tessera_swizzle::SwizzleError;
 
-pub use eval::FUNCTIONS;
+pub use eval::{call_function, FUNCTIONS};
 pub use parse::{parse, Expr};
 pub use value::Value;
 
