@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .gpu && mkdir -p .gpu/tests
 cargo build --release --features cuda --bin tessera
-cargo build --release --features cuda -p tessera-kernels --example sm90_timeline --example launch_overhead
+cargo build --release -p tessera-kernels --features bench --example sm90_timeline --example launch_overhead
+cargo build --release --features cuda --example mlp
 cargo test --release --workspace --features cuda --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, sys, shutil
@@ -19,7 +20,7 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"] and gpu:
         shutil.copy(m["executable"], ".gpu/tests/" + m["target"]["name"])
 '
-cp target/release/tessera target/release/examples/sm90_timeline target/release/examples/launch_overhead tools/gpu-visit.sh tools/gpu-exp.sh .gpu/
+cp target/release/tessera target/release/examples/sm90_timeline target/release/examples/launch_overhead target/release/examples/mlp tools/gpu-visit.sh tools/gpu-exp.sh .gpu/
 if [ -n "${OLD:-}" ]; then
   rm -rf target/old-src && git worktree prune
   git worktree add --detach target/old-src "$OLD" >/dev/null

@@ -36,6 +36,7 @@ if [ "${API:-1}" = 1 ] && [ -x ./launch_overhead ]; then
   for i in 1 2; do
     echo "## process $i"; TESSERA_CACHE_DIR=/tmp/tessera-cache timeout 120 ./launch_overhead
   done > "$OUT/api.log" 2>&1
+  [ -x ./mlp ] && { echo "## examples/mlp"; timeout 120 ./mlp; } >> "$OUT/api.log" 2>&1
 fi
 # SAN=1: compute-sanitizer memcheck and racecheck on end-to-end runs of each kernel family
 # (small shapes with edge tiles: the sanitizers slow kernels a hundredfold).
