@@ -466,7 +466,9 @@ impl Plan {
                 let mut p = problem;
                 p.epilogue = e;
                 let gp = plan_path(&p, arch, path)?;
+                // The plain GEMM (no epilogue terms) is the flag kernel's own ping-pong plan.
                 let pingpong = matches!(gp, GemmPath::Hopper(_))
+                    && !e.is_plain()
                     && crate::epilogue::cuda::tree_takes_pingpong(&problem, &tree, path.sm90);
                 if pingpong {
                     why_epilogue = "generated tree epilogue: the tree takes the plain GEMM's ping-pong schedule, where the generated code loads its vectors early".into();
