@@ -13,7 +13,10 @@ use pyo3::prelude::*;
 
 mod calls;
 mod convert;
+mod epilogue;
 mod errors;
+#[cfg(feature = "cuda")]
+mod gpu;
 mod objects;
 mod pictures;
 
@@ -32,6 +35,15 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::int_tuple_relation, m)?)?;
     m.add_function(wrap_pyfunction!(pictures::layout_grid, m)?)?;
     m.add_function(wrap_pyfunction!(calls::_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(epilogue::describe_epilogue, m)?)?;
+    m.add_function(wrap_pyfunction!(epilogue::evaluate_epilogue, m)?)?;
+    #[cfg(feature = "cuda")]
+    {
+        m.add_class::<gpu::PyGemm>()?;
+        m.add_class::<gpu::PyFusedGemmEpilogue>()?;
+        m.add_class::<gpu::PyFusedGemmEpilogueGrad>()?;
+    }
+    m.add("CUDA", cfg!(feature = "cuda"))?;
     m.add("FUNCTIONS", calls::functions())?;
     m.add("ENUMERATION_LIMIT", tessera::swizzle::ENUMERATION_LIMIT)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
