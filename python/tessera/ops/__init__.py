@@ -83,11 +83,9 @@ def describe_epilogue(epilogue: str) -> dict:
 
 
 def _plain(t: Any, torch_mod: ModuleType) -> bool:
-    """A tensor the eager launch may read the address of: a real tensor (not a fake, meta or
-    functional one, nor another subclass) on a CUDA device."""
-    return t is None or (
-        (type(t) is torch_mod.Tensor or type(t) is torch_mod.nn.Parameter) and t.is_cuda
-    )
+    """A tensor the eager call may read the address of: a real tensor (not a fake, meta or
+    functional one, nor another subclass)."""
+    return t is None or type(t) is torch_mod.Tensor or type(t) is torch_mod.nn.Parameter
 
 
 def gemm(

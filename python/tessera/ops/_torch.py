@@ -113,6 +113,21 @@ def _inputs(op: str, desc: Dict[str, Any], given: Dict[str, Optional[Tensor]], b
     return out
 
 
+def _check_input_shape(op: str, p: Problem, name: str, t: Tensor) -> None:
+    """An epilogue input has its shape over D (or one shared by every batch)."""
+    kw = {"bias_col": "bias", "aux_in_bits": "aux_in"}.get(name, name)
+    if name in ("bias_row", "bias_col"):
+        n = p.m if name == "bias_row" else p.n
+        ok = [(n,)] + ([(p.batch, n)] if p.batch else [])
+    else:
+        full = p.mask_shape() if name == "aux_in_bits" else p.d_shape()
+        ok = [tuple(full), tuple(full[-2:])]
+    if tuple(t.shape) not in ok:
+        want = " or ".join(str(s) for s in dict.fromkeys(ok))
+        what = " (a bit mask's int32 words, rows of D's storage order)" if name == "aux_in_bits" else ""
+        raise ValueError(f"{op}: argument '{kw}' has shape {tuple(t.shape)}, expected {want}{what}")
+
+
 def _operand(p: Problem, name: str, kw: str, t: Tensor, op: str) -> tuple:
     """A tensor as the native launch takes it."""
     dt = dtype_name(t)
@@ -158,6 +173,15 @@ def gemm_launch(
     for name, t in outs.items():
         if t is not None and name not in extra:
             raise ValueError(f"{op}: argument '{name}' is given but the epilogue `{desc['text']}` does not write it")
+    for name, shape, dt in specs:
+        t = outs.get(name)
+        if t is not None and (tuple(t.shape) != tuple(shape) or t.dtype != TORCH_DTYPES[dt]):
+            raise ValueError(
+                f"{op}: argument '{name}' has shape {tuple(t.shape)} and dtype {t.dtype}, "
+                f"expected {tuple(shape)} and {TORCH_DTYPES[dt]}"
+            )
+    for name, t in inputs.items():
+        _check_input_shape(op, p, name, t)
     if p.m == 0 or p.n == 0:
         return [_alloc(outs.get(n), s, d, a.device, zero=True) for n, s, d in specs]
     if not cuda:
@@ -190,13 +214,17 @@ def gemm_launch(
     return tensors
 
 
+def check_output(op: str, name: str, given: Tensor, made: Tensor) -> None:
+    """An output the caller gave has the shape and type of the one the op made."""
+    if given.shape != made.shape or given.dtype != made.dtype:
+        raise ValueError(
+            f"{op}: argument '{name}' has shape {tuple(given.shape)} and dtype {given.dtype}, "
+            f"expected {tuple(made.shape)} and {made.dtype}"
+        )
+
+
 def _alloc(given: Optional[Tensor], shape, dtype: str, device, zero: bool = False) -> Tensor:
     if given is not None:
-        if tuple(given.shape) != tuple(shape) or given.dtype != TORCH_DTYPES[dtype]:
-            raise ValueError(
-                f"gemm: an output given has shape {tuple(given.shape)} and dtype {given.dtype}, "
-                f"expected {tuple(shape)} and {TORCH_DTYPES[dtype]}"
-            )
         if zero:
             given.zero_()
         return given
