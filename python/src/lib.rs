@@ -28,6 +28,7 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<objects::PyComposedLayout>()?;
     m.add_class::<objects::PyTiler>()?;
     m.add_class::<objects::PyBankConflicts>()?;
+    m.add_class::<objects::PyF2Map>()?;
     m.add_class::<pictures::PyTvLayout>()?;
     m.add_function(wrap_pyfunction!(calls::call, m)?)?;
     m.add_function(wrap_pyfunction!(calls::evaluate, m)?)?;
