@@ -142,7 +142,7 @@ struct Raw {
 /// Elements from element 0 that `shape`/`strides` (non-negative strides) reach: one past the
 /// largest offset, 0 for an empty tensor.
 fn span(shape: &[i64], strides: &[i64]) -> Option<usize> {
-    if shape.iter().any(|&e| e == 0) {
+    if shape.contains(&0) {
         return Some(0);
     }
     let mut last: i64 = 0;
