@@ -51,12 +51,18 @@ def torch() -> ModuleType:
     return _torch
 
 
+_T: Optional[ModuleType] = None
+
+
 def _ops() -> ModuleType:
     """The PyTorch half (`_torch`): imported, and the custom ops registered, once."""
-    torch()
-    from . import _torch
+    global _T
+    if _T is None:
+        torch()
+        from . import _torch
 
-    return _torch
+        _T = _torch
+    return _T
 
 
 def current_stream(device_index: int) -> int:
@@ -80,12 +86,6 @@ def describe_epilogue(epilogue: str) -> dict:
     from ._gemm import describe
 
     return dict(describe(epilogue))
-
-
-def _plain(t: Any, torch_mod: ModuleType) -> bool:
-    """A tensor the eager call may read the address of: a real tensor (not a fake, meta or
-    functional one, nor another subclass)."""
-    return t is None or type(t) is torch_mod.Tensor or type(t) is torch_mod.nn.Parameter
 
 
 def gemm(
@@ -123,24 +123,20 @@ def gemm(
     nn.Linear followed by GELU is ``gemm(x, w.t(), "gelu(acc + bias_col)", bias=b)``: ``w.t()``
     is a column-major view (no copy), which the Hopper kernel loads directly.
     """
-    T = _ops()
-    tm = T.torch
-    given = {"c": c, "residual": residual, "aux_in": aux_in, "bias_row": bias_row, "bias_col": bias}
-    outs = {"out": out, "aux": aux, "bgrad_row": bgrad_row, "bgrad_col": bgrad_col, "sum_k_a": sum_k_a, "sum_k_b": sum_k_b}
-    tensors = (a, b, c, residual, aux_in, bias_row, bias, out, aux, bgrad_row, bgrad_col, sum_k_a, sum_k_b)
-    eager = not tm.compiler.is_compiling() and all(_plain(t, tm) for t in tensors)
-    if eager and tm.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors[:7]):
-        eager = False
-    if eager:
-        results = T.gemm_launch(a, b, epilogue, given, alpha, beta, out_dtype, outs)
-    else:
-        results = tm.ops.tessera.gemm(a, b, epilogue, c, residual, aux_in, bias_row, bias, float(alpha), float(beta), out_dtype)
-        if any(t is not None for t in outs.values()):
+    T = _T or _ops()
+    ins = (a, b, c, residual, aux_in, bias_row, bias)
+    outs = (out, aux, bgrad_row, bgrad_col, sum_k_a, sum_k_b)
+    results = None if T.is_compiling() else T.gemm_eager(ins, outs, epilogue, alpha, beta, out_dtype)
+    if results is None:
+        results = T.torch.ops.tessera.gemm(a, b, epilogue, c, residual, aux_in, bias_row, bias, float(alpha), float(beta), out_dtype)
+        if any(t is not None for t in outs):
             results = list(results)
+            given = dict(zip(T.OUT_SLOTS, outs))
             for i, name in enumerate(T.output_names(epilogue)):
-                if outs[name] is not None:
-                    outs[name].copy_(results[i])
-                    results[i] = outs[name]
+                if given[name] is not None:
+                    T.check_output("gemm", name, given[name], results[i])
+                    given[name].copy_(results[i])
+                    results[i] = given[name]
     return results[0] if len(results) == 1 else tuple(results)
 
 

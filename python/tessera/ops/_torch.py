@@ -41,6 +41,9 @@ TORCH_DTYPES = {
 }
 
 
+is_compiling = torch.compiler.is_compiling
+
+
 def dtype_name(t: Tensor) -> str:
     return DTYPE_NAMES.get(t.dtype, str(t.dtype).replace("torch.", ""))
 
@@ -149,6 +152,132 @@ def _operand(p: Problem, name: str, kw: str, t: Tensor, op: str) -> tuple:
     return _gemm.matrix(p, t.data_ptr(), dt, t.shape, t.stride())
 
 
+#: Slots of the epilogue's inputs and of the outputs in the calls below.
+IN_SLOTS = ("a", "b", "c", "residual", "aux_in", "bias_row", "bias_col")
+OUT_SLOTS = ("out", "aux", "bgrad_row", "bgrad_col", "sum_k_a", "sum_k_b")
+
+
+def _contiguous(shape: Sequence[int]) -> Tuple[int, ...]:
+    strides, acc = [], 1
+    for e in reversed(shape):
+        strides.append(acc)
+        acc *= max(e, 1)
+    return tuple(reversed(strides))
+
+
+class Call:
+    """One kind of eager ``gemm`` call, checked and planned once: what to allocate and how
+    to hand each tensor to the compiled ``Gemm``. Calling it with the tensors (of the shapes,
+    strides, types and device it was planned for) allocates the outputs not given and
+    launches; the library checks every operand again at each launch."""
+
+    __slots__ = ("g", "index", "device", "alloc", "pos", "kw", "present", "zero", "reference")
+
+    def __call__(self, ins: Sequence[Optional[Tensor]], outs: Sequence[Optional[Tensor]]) -> List[Tensor]:
+        made = list(outs)
+        for j, shape, dt in self.alloc:
+            made[j] = (torch.zeros if self.zero else torch.empty)(shape, dtype=dt, device=self.device)
+        if self.zero:
+            for j in self.present:
+                if outs[j] is not None:
+                    outs[j].zero_()
+            return [made[j] for j in self.present]
+        if self.reference is not None:
+            return self.reference(ins, made)
+        tensors = (ins, made)
+        pos = [(tensors[src][j].data_ptr(),) + rest for src, j, rest in self.pos]
+        kw = {name: (tensors[src][j].data_ptr(),) + rest for name, src, j, rest in self.kw}
+        self.g.launch(current_stream(self.index), *pos, **kw)
+        return [made[j] for j in self.present]
+
+
+def plan_call(
+    op: str,
+    ins: Sequence[Optional[Tensor]],
+    outs: Sequence[Optional[Tensor]],
+    epilogue: str,
+    alpha: float,
+    beta: float,
+    out_dtype: Optional[torch.dtype],
+) -> Call:
+    """Checks one call (every refusal a ``ValueError`` naming the argument) and plans it:
+    finds or builds the ``Gemm`` on CUDA, the float64 reference on the CPU."""
+    a, b = ins[0], ins[1]
+    desc = describe(epilogue)
+    out = outs[0]
+    p = _problem(op, a, b, out_dtype, out)
+    given = dict(zip(IN_SLOTS[2:], ins[2:]))
+    inputs = _inputs(op, desc, given, beta)
+    named = [("a", a), ("b", b)] + list(inputs.items()) + [(n, t) for n, t in zip(OUT_SLOTS, outs)]
+    cuda, index = _device(op, named)
+    specs = output_specs(p, desc)
+    written = {name for name, _, _ in specs}
+    for name, t in zip(OUT_SLOTS, outs):
+        if t is not None and name not in written:
+            raise ValueError(f"{op}: argument '{name}' is given but the epilogue `{desc['text']}` does not write it")
+    slot = {n: j for j, n in enumerate(OUT_SLOTS)}
+    for name, shape, dt in specs:
+        t = outs[slot[name]]
+        if t is not None and (tuple(t.shape) != tuple(shape) or t.dtype != TORCH_DTYPES[dt]):
+            raise ValueError(
+                f"{op}: argument '{name}' has shape {tuple(t.shape)} and dtype {t.dtype}, "
+                f"expected {tuple(shape)} and {TORCH_DTYPES[dt]}"
+            )
+    for name, t in inputs.items():
+        _check_input_shape(op, p, name, t)
+    call = Call()
+    call.device, call.index = a.device, index
+    call.present = [slot[name] for name, _, _ in specs]
+    call.alloc = [(slot[name], tuple(shape), TORCH_DTYPES[dt]) for name, shape, dt in specs if outs[slot[name]] is None]
+    call.zero = p.m == 0 or p.n == 0
+    call.reference = None
+    call.g = None
+    if call.zero:
+        return call
+    if not cuda:
+        def reference(ins_, made):
+            given_ = dict(zip(IN_SLOTS[2:], ins_[2:]))
+            inputs_ = {("aux_in_bits" if (k == "aux_in" and "aux_in_bits" in inputs) else k): v
+                       for k, v in given_.items() if v is not None}
+            results = _reference.gemm(p, ins_[0], ins_[1], desc["text"], inputs_, alpha, beta)
+            for j, r in zip(call.present, results):
+                made[j].copy_(r)
+            return [made[j] for j in call.present]
+
+        call.reference = reference
+        return call
+    call.g = _gemm.compiled(index, p, desc["text"], float(alpha), float(beta))
+    in_slot = {n: j for j, n in enumerate(IN_SLOTS)}
+
+    def recipe(name, kw, t, shape, dt):
+        """The operand without its pointer: what `_operand` gives, from the tensor given or
+        from the shape of the one that will be allocated (contiguous)."""
+        if t is not None:
+            return _operand(p, name, kw, t, op)[1:]
+        strides = _contiguous(shape)
+        if name == "aux_bits":
+            return _gemm.mask(p, 0, shape, strides)[1:]
+        if name in ("bgrad_row", "bgrad_col", "sum_k_a", "sum_k_b"):
+            return _gemm.vector(p, 0, dt, shape, strides)[1:]
+        return _gemm.matrix(p, 0, dt, shape, strides)[1:]
+
+    call.pos = [
+        (0, 0, _gemm.matrix(p, 0, p.dtype, a.shape, a.stride())[1:]),
+        (0, 1, _gemm.matrix(p, 0, p.dtype, b.shape, b.stride())[1:]),
+        (1, 0, recipe("out", "out", out, p.d_shape(), p.out_dtype)),
+    ]
+    call.kw = []
+    for name, t in inputs.items():
+        kw = {"bias_col": "bias", "aux_in_bits": "aux_in"}.get(name, name)
+        base = "aux_in" if name == "aux_in_bits" else name
+        call.kw.append((base, 0, in_slot[base], _operand(p, name, kw, t, op)[1:]))
+    for name, shape, dt in specs[1:]:
+        j = slot[name]
+        kind = "aux_bits" if dt == "words" else name
+        call.kw.append((name, 1, j, recipe(kind, name, outs[j], shape, dt)))
+    return call
+
+
 def gemm_launch(
     a: Tensor,
     b: Tensor,
@@ -160,58 +289,58 @@ def gemm_launch(
     outs: Dict[str, Optional[Tensor]],
     op: str = "gemm",
 ) -> List[Tensor]:
-    """The eager call: checks, finds (or builds) the ``Gemm``, allocates the outputs not
-    given, launches on the current stream and returns D and the other outputs."""
-    desc = describe(epilogue)
-    out = outs.get("out")
-    p = _problem(op, a, b, out_dtype, out)
-    inputs = _inputs(op, desc, given, beta)
-    named = [("a", a), ("b", b)] + [(k, v) for k, v in inputs.items()] + [(k, v) for k, v in outs.items()]
-    cuda, index = _device(op, named)
-    specs = output_specs(p, desc)
-    extra = {name for name, _, _ in specs}
-    for name, t in outs.items():
-        if t is not None and name not in extra:
-            raise ValueError(f"{op}: argument '{name}' is given but the epilogue `{desc['text']}` does not write it")
-    for name, shape, dt in specs:
-        t = outs.get(name)
-        if t is not None and (tuple(t.shape) != tuple(shape) or t.dtype != TORCH_DTYPES[dt]):
-            raise ValueError(
-                f"{op}: argument '{name}' has shape {tuple(t.shape)} and dtype {t.dtype}, "
-                f"expected {tuple(shape)} and {TORCH_DTYPES[dt]}"
-            )
-    for name, t in inputs.items():
-        _check_input_shape(op, p, name, t)
-    if p.m == 0 or p.n == 0:
-        return [_alloc(outs.get(n), s, d, a.device, zero=True) for n, s, d in specs]
-    if not cuda:
-        results = _reference.gemm(p, a, b, desc["text"], inputs, alpha, beta)
-        for (name, _, _), r in zip(specs, results):
-            if outs.get(name) is not None:
-                outs[name].copy_(r)
-        return [outs.get(name) if outs.get(name) is not None else r for (name, _, _), r in zip(specs, results)]
-    g = _gemm.compiled(index, p, desc["text"], float(alpha), float(beta))
-    tensors = [_alloc(outs.get(n), s, d, a.device) for n, s, d in specs]
-    ops = {}
-    for name, t in inputs.items():
-        kw = {"bias_col": "bias"}.get(name, name)
-        ops["aux_in" if name == "aux_in_bits" else name] = _operand(p, name, kw, t, op)
-    for (name, shape, dtype), t in zip(specs[1:], tensors[1:]):
-        if dtype == "words":
-            ops[name] = _operand(p, "aux_bits", name, t, op)
-        elif name == "aux":
-            ops[name] = _operand(p, "aux", name, t, op)
+    """One call (inside the ops: on plain tensors), checked and planned at the first call
+    of its kind, launched: D and the epilogue's other outputs."""
+    ins = (a, b) + tuple(given.get(n) for n in IN_SLOTS[2:])
+    outs_ = tuple(outs.get(n) for n in OUT_SLOTS)
+    r = gemm_eager(ins, outs_, epilogue, alpha, beta, out_dtype, op=op, inside=True)
+    if r is None:
+        r = plan_call(op, ins, outs_, epilogue, alpha, beta, out_dtype)(ins, outs_)
+    return r
+
+
+_CALLS: Dict[tuple, Call] = {}
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def gemm_eager(
+    ins: Sequence[Optional[Tensor]],
+    outs: Sequence[Optional[Tensor]],
+    epilogue: str,
+    alpha: float,
+    beta: float,
+    out_dtype,
+    op: str = "gemm",
+    inside: bool = False,
+) -> Optional[List[Tensor]]:
+    """The eager path of ``tessera.ops.gemm``: the call planned for these tensors' shapes,
+    strides, types and devices (planned at its first use), or ``None`` where the call must
+    go through the dispatcher (a tensor subclass such as a fake tensor, gradients needed).
+    ``inside``: called from an op's implementation, where autograd is already handled."""
+    key = [op, epilogue, alpha, beta, out_dtype]
+    grad = not inside and torch.is_grad_enabled()
+    for t in ins:
+        if t is None:
+            key.append(None)
+        elif type(t) not in _PLAIN or (grad and t.requires_grad):
+            return None
         else:
-            ops[name] = _gemm.vector(p, t.data_ptr(), "fp32", t.shape, t.stride())
-    d = tensors[0]
-    g.launch(
-        current_stream(index),
-        _gemm.matrix(p, a.data_ptr(), p.dtype, a.shape, a.stride()),
-        _gemm.matrix(p, b.data_ptr(), p.dtype, b.shape, b.stride()),
-        _gemm.matrix(p, d.data_ptr(), p.out_dtype, d.shape, d.stride()),
-        **ops,
-    )
-    return tensors
+            key.append((t.shape, t.stride(), t.dtype, t.device))
+    for t in outs:
+        if t is None:
+            key.append(None)
+        elif type(t) not in _PLAIN:
+            return None
+        else:
+            key.append((t.shape, t.stride(), t.dtype, t.device))
+    key = tuple(key)
+    call = _CALLS.get(key)
+    if call is None:
+        call = plan_call(op, ins, outs, epilogue, alpha, beta, out_dtype)
+        if len(_CALLS) > 4096:
+            _CALLS.clear()
+        _CALLS[key] = call
+    return call(ins, outs)
 
 
 def check_output(op: str, name: str, given: Tensor, made: Tensor) -> None:
