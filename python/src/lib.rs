@@ -6,8 +6,13 @@
 //! facade crate. Methods of the classes (`L(i)`, `L.size()`, parsing, printing, pictures)
 //! call the layout and swizzle crates directly.
 //!
+//! `tessera.ops` uses [`epilogue`] (what an epilogue reads and writes, and its float64
+//! reference, with no GPU) and, with the `cuda` feature, [`gpu`]: the kernels' library
+//! (`Gemm`, `FusedGemmEpilogue`, `FusedGemmEpilogueGrad`) on raw device pointers and the
+//! caller's stream.
+//!
 //! No Rust error and no panic crosses into Python as anything but an exception of
-//! `tessera._errors` ([`errors`]).
+//! `tessera._errors` ([`errors`]) or a `ValueError` naming the argument.
 
 use pyo3::prelude::*;
 
