@@ -134,6 +134,8 @@ def test_bit_masks_are_words_in_bits():
         (lambda a, b: ops.gemm(a, b, "acc + beta * c", c=torch.zeros(64, 48)), "argument 'c' is given but the epilogue `acc + beta * c` does not read it with beta = 0"),
         (lambda a, b: ops.gemm(a, b, out=torch.empty(48, 64)), "argument 'out' has shape (48, 64), expected (64, 48)"),
         (lambda a, b: ops.gemm(a, b, "relu(acc +"), "argument 'epilogue'"),
+        (lambda a, b: ops.gemm(a, b, "acc + bias_col", bias=torch.zeros(48)), "argument 'bias' has dtype torch.float32, expected torch.bfloat16"),
+        (lambda a, b: ops.gemm(a, b, "acc + residual", residual=torch.zeros(48, 64).bfloat16()), "argument 'residual' has shape (48, 64), expected (64, 48)"),
     ],
 )
 def test_refusals_name_the_argument(call, message):
@@ -200,8 +202,8 @@ def test_gemm_epilogues_against_torch(device):
     dt = torch.bfloat16
     a = rand(2, m, k, device=device, seed=4)
     b = rand(k, n, device=device, scale=k**-0.5, seed=5)  # shared by both batches, row-major
-    res = rand(2, m, n, device=device, seed=6)
-    brow = rand(m, device=device, seed=7)
+    res = rand(2, m, n, dtype=torch.float32, device=device, seed=6)  # the output's type
+    brow = rand(m, dtype=torch.float32, device=device, seed=7)
     acc = a.double() @ b.double()
     # Residual and a per-row bias, batched, fp32 out.
     got = ops.gemm(a, b, "relu(acc + bias_row) + residual", bias_row=brow, residual=res, out_dtype=torch.float32)
@@ -228,11 +230,15 @@ def test_gemm_out_and_aux_are_written_in_place(device):
     b = rand(n, k, device=device, seed=9).t()
     out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
     aux = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
-    d, x = ops.gemm(a, b, "gelu(aux(acc))", out=out, aux=aux)
-    assert d is out and x is aux
+    bcol = torch.full((n,), float("nan"), dtype=torch.float32, device=device)
+    d, x, s = ops.gemm(a, b, "bgrad_col(gelu(aux(acc)))", out=out, aux=aux, bgrad_col=bcol)
+    assert d is out and x is aux and s is bcol
     acc = a.double() @ b.double()
     close(out, F.gelu(acc))
     close(aux, acc)
+    close(bcol, F.gelu(acc).sum(0), torch.bfloat16)
+    with pytest.raises(ValueError, match="argument 'bgrad_col' has shape"):
+        ops.gemm(a, b, "bgrad_col(acc)", bgrad_col=bcol[:-1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,9 +446,10 @@ def test_kernel_operand_checks_raise_value_errors_naming_the_argument():
     cuda_or_skip()
     a = rand(64, 32, device="cuda")
     b = rand(48, 32, device="cuda").t()
-    bias = torch.zeros(48, dtype=torch.float32, device="cuda")
-    with pytest.raises(ValueError, match="argument 'bias'.*holds fp32, the Gemm needs bf16"):
-        ops.gemm(a, b, "acc + bias_col", bias=bias)
+    # Every other column: D is row-major, so the residual's column stride must be 1.
+    strided = torch.zeros(64, 96, dtype=torch.bfloat16, device="cuda")[:, ::2]
+    with pytest.raises(ValueError, match="argument 'residual'.*column stride must be 1, not 2"):
+        ops.gemm(a, b, "acc + residual", residual=strided)
     # An expanded residual has rows that overlap: stride 0.
     res = torch.zeros(48, dtype=torch.bfloat16, device="cuda").expand(64, 48)
     with pytest.raises(ValueError, match="argument 'residual'"):

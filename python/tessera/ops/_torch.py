@@ -129,6 +129,9 @@ def _check_input_shape(op: str, p: Problem, name: str, t: Tensor) -> None:
         want = " or ".join(str(s) for s in dict.fromkeys(ok))
         what = " (a bit mask's int32 words, rows of D's storage order)" if name == "aux_in_bits" else ""
         raise ValueError(f"{op}: argument '{kw}' has shape {tuple(t.shape)}, expected {want}{what}")
+    dt = torch.int32 if name == "aux_in_bits" else TORCH_DTYPES[p.out_dtype]
+    if t.dtype != dt:
+        raise ValueError(f"{op}: argument '{kw}' has dtype {t.dtype}, expected {dt} (the output's type)" if name != "aux_in_bits" else f"{op}: argument '{kw}' has dtype {t.dtype}: a bit mask is int32 words")
 
 
 def _operand(p: Problem, name: str, kw: str, t: Tensor, op: str) -> tuple:
@@ -250,15 +253,17 @@ def plan_call(
     in_slot = {n: j for j, n in enumerate(IN_SLOTS)}
 
     def recipe(name, kw, t, shape, dt):
-        """The operand without its pointer: what `_operand` gives, from the tensor given or
-        from the shape of the one that will be allocated (contiguous)."""
+        """The operand without its pointer: from the tensor given, or from the shape of the
+        one that will be allocated (contiguous)."""
+        if name in ("bgrad_row", "bgrad_col", "sum_k_a", "sum_k_b"):
+            if t is not None:
+                return _gemm.vector(p, 0, dtype_name(t), t.shape, t.stride())[1:]
+            return _gemm.vector(p, 0, dt, shape, _contiguous(shape))[1:]
         if t is not None:
             return _operand(p, name, kw, t, op)[1:]
         strides = _contiguous(shape)
         if name == "aux_bits":
             return _gemm.mask(p, 0, shape, strides)[1:]
-        if name in ("bgrad_row", "bgrad_col", "sum_k_a", "sum_k_b"):
-            return _gemm.vector(p, 0, dt, shape, strides)[1:]
         return _gemm.matrix(p, 0, dt, shape, strides)[1:]
 
     call.pos = [
@@ -646,7 +651,8 @@ fused_gemm_epilogue_op = torch.library.custom_op(
 fused_gemm_epilogue_op.register_fake(_paddle_forward_fake)
 
 
-def _paddle_grad(x, y, reserve_space, out_grad, trans_x, trans_y, activation_grad, need_x, need_y, need_bias):
+def _paddle_grad(x, y, reserve_space, out_grad, trans_x, trans_y, activation_grad, need_x_grad, need_y_grad, need_bias_grad):
+    need_x, need_y, need_bias = need_x_grad, need_y_grad, need_bias_grad
     op = "fused_gemm_epilogue_grad"
     if activation_grad not in PADDLE_ACTIVATIONS:
         raise ValueError(f"{op}: argument 'activation_grad' is {activation_grad!r}, expected none, relu or gelu")
@@ -713,7 +719,8 @@ def _paddle_grad(x, y, reserve_space, out_grad, trans_x, trans_y, activation_gra
     )
 
 
-def _paddle_grad_fake(x, y, reserve_space, out_grad, trans_x, trans_y, activation_grad, need_x, need_y, need_bias):
+def _paddle_grad_fake(x, y, reserve_space, out_grad, trans_x, trans_y, activation_grad, need_x_grad, need_y_grad, need_bias_grad):
+    need_x, need_y, need_bias = need_x_grad, need_y_grad, need_bias_grad
     _, n, _ = paddle_extents("fused_gemm_epilogue_grad", x, y, trans_x, trans_y)
     empty = x.new_empty((0,))
     return (
