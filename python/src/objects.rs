@@ -746,6 +746,9 @@ impl PyBankConflicts {
 // ---------------------------------------------------------------------------------------------
 // F2Map
 
+/// What `__reduce__` returns: the class and its constructor's arguments.
+type Reduced<'py, A> = (Bound<'py, PyAny>, A);
+
 /// An affine map over bits, `i ↦ translation ^ XOR { columns[k] : bit k of i }` on
 /// `[0, 2^len(columns))`: what `f2(L)` and `best_xor_swizzle` return, and what `composition`,
 /// the inverses and the predicates take. Printed as its bit matrix `[ROW;ROW;...]` (rows from
@@ -824,7 +827,7 @@ impl PyF2Map {
         hash_of(&(self.0.columns(), self.0.translation()))
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<i64>, i64))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py, (Vec<i64>, i64)>> {
         let m = &slf.get().0;
         Ok((
             slf.get_type().into_any(),
