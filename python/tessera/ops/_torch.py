@@ -116,8 +116,9 @@ def _inputs(op: str, desc: Dict[str, Any], given: Dict[str, Optional[Tensor]], b
     return out
 
 
-def _check_input_shape(op: str, p: Problem, name: str, t: Tensor) -> None:
-    """An epilogue input has its shape over D (or one shared by every batch)."""
+def _check_input(op: str, p: Problem, name: str, t: Tensor) -> None:
+    """An epilogue input has its shape over D (or one shared by every batch) and the output's
+    type (a bit mask: int32 words)."""
     kw = {"bias_col": "bias", "aux_in_bits": "aux_in"}.get(name, name)
     if name in ("bias_row", "bias_col"):
         n = p.m if name == "bias_row" else p.n
@@ -129,9 +130,11 @@ def _check_input_shape(op: str, p: Problem, name: str, t: Tensor) -> None:
         want = " or ".join(str(s) for s in dict.fromkeys(ok))
         what = " (a bit mask's int32 words, rows of D's storage order)" if name == "aux_in_bits" else ""
         raise ValueError(f"{op}: argument '{kw}' has shape {tuple(t.shape)}, expected {want}{what}")
-    dt = torch.int32 if name == "aux_in_bits" else TORCH_DTYPES[p.out_dtype]
-    if t.dtype != dt:
-        raise ValueError(f"{op}: argument '{kw}' has dtype {t.dtype}, expected {dt} (the output's type)" if name != "aux_in_bits" else f"{op}: argument '{kw}' has dtype {t.dtype}: a bit mask is int32 words")
+    if name == "aux_in_bits":
+        if t.dtype != torch.int32:
+            raise ValueError(f"{op}: argument '{kw}' has dtype {t.dtype}: a bit mask is int32 words")
+    elif t.dtype != TORCH_DTYPES[p.out_dtype]:
+        raise ValueError(f"{op}: argument '{kw}' has dtype {t.dtype}, expected {TORCH_DTYPES[p.out_dtype]} (the output's type)")
 
 
 def _operand(p: Problem, name: str, kw: str, t: Tensor, op: str) -> tuple:
@@ -227,7 +230,7 @@ def plan_call(
                 f"expected {tuple(shape)} and {TORCH_DTYPES[dt]}"
             )
     for name, t in inputs.items():
-        _check_input_shape(op, p, name, t)
+        _check_input(op, p, name, t)
     call = Call()
     call.device, call.index = a.device, index
     call.present = [slot[name] for name, _, _ in specs]
