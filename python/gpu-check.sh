@@ -10,8 +10,10 @@
 # with the GPU required (a missing device or a package built without the cuda feature fails
 # rather than skips), then the benchmark. Logs and JSON go to $OUT (default ./gpu-check-out).
 #
-# Switches: BENCH=0 skips the benchmark, SHAPES=quick benchmarks two shapes only, ALL=1 runs
-# the whole Python suite (the algebra too) after the GPU tests.
+# Switches: TESTS=0 skips the tests, BENCH=0 the benchmark (each fits a 10-minute command
+# alone; compiled kernels are kept in $TESSERA_CACHE_DIR, default /tmp/tessera-cache, so a
+# second run compiles nothing), SHAPES=quick benchmarks two shapes only, ALL=1 also runs the
+# whole Python suite (the algebra too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,9 +47,11 @@ export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-quick}
 "$PY" -c 'import tessera, tessera.ops as o; print("tessera", tessera.__version__, "from", tessera.__file__, "cuda feature", o.cuda_available())'
 
 status=0
-echo "== GPU tests"
-"$PY" -m pytest -p no:cacheprovider -rs -q --junitxml="$OUT/tests.xml" \
-  python/tests/test_ops_torch.py python/tests/test_ops_intake.py || status=1
+if [ "${TESTS:-1}" != 0 ]; then
+  echo "== GPU tests"
+  "$PY" -m pytest -p no:cacheprovider -rs -q --durations=10 --junitxml="$OUT/tests.xml" \
+    python/tests/test_ops_torch.py python/tests/test_ops_intake.py || status=1
+fi
 
 if [ "${ALL:-0}" = 1 ]; then
   echo "== the whole Python suite"
