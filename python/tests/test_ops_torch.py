@@ -136,6 +136,7 @@ def test_bit_masks_are_words_in_bits():
         (lambda a, b: ops.gemm(a, b, "relu(acc +"), "argument 'epilogue'"),
         (lambda a, b: ops.gemm(a, b, "acc + bias_col", bias=torch.zeros(48)), "argument 'bias' has dtype torch.float32, expected torch.bfloat16"),
         (lambda a, b: ops.gemm(a, b, "acc + residual", residual=torch.zeros(48, 64).bfloat16()), "argument 'residual' has shape (48, 64), expected (64, 48)"),
+        (lambda a, b: ops.gemm(a, b, out=torch.zeros(64, 1).bfloat16().expand(64, 48)), "argument 'out' has stride 0 in dimension 1"),
     ],
 )
 def test_refusals_name_the_argument(call, message):

@@ -21,6 +21,7 @@ import torch
 
 from . import _gemm, _reference
 from ._gemm import Problem, describe, output_specs
+from ._tensor import tensor_arg
 
 Tensor = torch.Tensor
 
@@ -216,6 +217,14 @@ def plan_call(
     inputs = _inputs(op, desc, given, beta)
     named = [("a", a), ("b", b)] + list(inputs.items()) + [(n, t) for n, t in zip(OUT_SLOTS, outs)]
     cuda, index = _device(op, named)
+    # The generic intake's checks (element alignment, overlapping outputs, ...), named by
+    # argument; the kernels' library checks the rest at every launch.
+    kind = a.device.type
+    for name, t in [("a", a), ("b", b)] + [({"bias_col": "bias", "aux_in_bits": "aux_in"}.get(n, n), t) for n, t in inputs.items()]:
+        tensor_arg(t, name, op, device=kind, broadcast=True)
+    for name, t in zip(OUT_SLOTS, outs):
+        if t is not None:
+            tensor_arg(t, name, op, device=kind, output=True)
     specs = output_specs(p, desc)
     written = {name for name, _, _ in specs}
     for name, t in zip(OUT_SLOTS, outs):
