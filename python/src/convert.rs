@@ -13,7 +13,9 @@ use tessera::expr::Value;
 use tessera::layout::{algebra::Tiler, IntTuple};
 
 use crate::errors::{argument_error, OrRaise};
-use crate::objects::{PyBankConflicts, PyComposedLayout, PyIntTuple, PyLayout, PySwizzle, PyTiler};
+use crate::objects::{
+    PyBankConflicts, PyComposedLayout, PyF2Map, PyIntTuple, PyLayout, PySwizzle, PyTiler,
+};
 
 /// What a Python object is, before it is known whether a tuple is a shape or a tiler.
 enum Item {
@@ -153,6 +155,9 @@ pub(crate) fn int_tuple(obj: &Bound<'_, PyAny>, op: &str, what: &str) -> PyResul
 
 /// A Python object as an argument of a `tessera eval` function.
 pub(crate) fn value(obj: &Bound<'_, PyAny>, op: &str, what: &str) -> PyResult<Value> {
+    if let Ok(m) = obj.cast::<PyF2Map>() {
+        return Ok(Value::F2Map(m.get().0.clone()));
+    }
     if let Ok(l) = obj.cast::<PySwizzle>() {
         return Ok(Value::Swizzle(l.get().0));
     }
@@ -204,6 +209,7 @@ pub(crate) fn value_to_py(py: Python<'_>, v: Value) -> PyResult<Bound<'_, PyAny>
         Value::Ratio(wavefronts, ideal) => {
             Bound::new(py, PyBankConflicts { wavefronts, ideal })?.into_any()
         }
+        Value::F2Map(m) => Bound::new(py, PyF2Map(m))?.into_any(),
         // A kind of value added to the evaluator later: its printed form, rather than
         // nothing.
         other => PyString::new(py, &other.to_string()).into_any(),

@@ -6,14 +6,22 @@
 //! facade crate. Methods of the classes (`L(i)`, `L.size()`, parsing, printing, pictures)
 //! call the layout and swizzle crates directly.
 //!
+//! `tessera.ops` uses [`epilogue`] (what an epilogue reads and writes, and its float64
+//! reference, with no GPU) and, with the `cuda` feature, [`gpu`]: the kernels' library
+//! (`Gemm`, `FusedGemmEpilogue`, `FusedGemmEpilogueGrad`) on raw device pointers and the
+//! caller's stream.
+//!
 //! No Rust error and no panic crosses into Python as anything but an exception of
-//! `tessera._errors` ([`errors`]).
+//! `tessera._errors` ([`errors`]) or a `ValueError` naming the argument.
 
 use pyo3::prelude::*;
 
 mod calls;
 mod convert;
+mod epilogue;
 mod errors;
+#[cfg(feature = "cuda")]
+mod gpu;
 mod objects;
 mod pictures;
 
@@ -25,6 +33,7 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<objects::PyComposedLayout>()?;
     m.add_class::<objects::PyTiler>()?;
     m.add_class::<objects::PyBankConflicts>()?;
+    m.add_class::<objects::PyF2Map>()?;
     m.add_class::<pictures::PyTvLayout>()?;
     m.add_function(wrap_pyfunction!(calls::call, m)?)?;
     m.add_function(wrap_pyfunction!(calls::evaluate, m)?)?;
@@ -32,6 +41,15 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::int_tuple_relation, m)?)?;
     m.add_function(wrap_pyfunction!(pictures::layout_grid, m)?)?;
     m.add_function(wrap_pyfunction!(calls::_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(epilogue::describe_epilogue, m)?)?;
+    m.add_function(wrap_pyfunction!(epilogue::evaluate_epilogue, m)?)?;
+    #[cfg(feature = "cuda")]
+    {
+        m.add_class::<gpu::PyGemm>()?;
+        m.add_class::<gpu::PyFusedGemmEpilogue>()?;
+        m.add_class::<gpu::PyFusedGemmEpilogueGrad>()?;
+    }
+    m.add("CUDA", cfg!(feature = "cuda"))?;
     m.add("FUNCTIONS", calls::functions())?;
     m.add("ENUMERATION_LIMIT", tessera::swizzle::ENUMERATION_LIMIT)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

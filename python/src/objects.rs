@@ -1,5 +1,5 @@
 //! The value classes of `tessera.layout`: `Layout`, `IntTuple`, `Swizzle`, `ComposedLayout`,
-//! `Tiler` and `BankConflicts`, each a frozen wrapper of the Rust value.
+//! `Tiler`, `BankConflicts` and `F2Map`, each a frozen wrapper of the Rust value.
 //!
 //! `==` is structural equality (same text in CuTe notation); functional equality is the
 //! separate `functionally_equal`. `str()` is CuTe's notation, `repr()` the constructor call
@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString, PyTuple};
 use tessera::expr::Value;
 use tessera::layout::{algebra::Tiler, IntTuple, Layout};
-use tessera::swizzle::{AnyLayout, Swizzle, SwizzledLayout};
+use tessera::swizzle::{AnyLayout, F2Map, Swizzle, SwizzledLayout};
 
 use crate::calls::dispatch;
 use crate::convert::{describe, int_tuple, int_tuple_to_py, value_to_py};
@@ -740,5 +740,98 @@ impl PyBankConflicts {
 
     fn __hash__(&self) -> u64 {
         hash_of(&(self.wavefronts, self.ideal))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// F2Map
+
+/// What `__reduce__` returns: the class and its constructor's arguments.
+type Reduced<'py, A> = (Bound<'py, PyAny>, A);
+
+/// An affine map over bits, `i ↦ translation ^ XOR { columns[k] : bit k of i }` on
+/// `[0, 2^len(columns))`: what `f2(L)` and `best_xor_swizzle` return, and what `composition`,
+/// the inverses and the predicates take. Printed as its bit matrix `[ROW;ROW;...]` (rows from
+/// the top offset bit), as `tessera eval` prints it. `F2Map(columns, translation=0)`.
+#[pyclass(name = "F2Map", module = "tessera.layout", frozen)]
+pub(crate) struct PyF2Map(pub F2Map);
+
+#[pymethods]
+impl PyF2Map {
+    #[new]
+    #[pyo3(signature = (columns, translation=0))]
+    fn new(py: Python<'_>, columns: Vec<i64>, translation: i64) -> PyResult<Self> {
+        guard(py, "F2Map", || {
+            Ok(PyF2Map(F2Map::new(columns, translation).or_raise(py)?))
+        })
+    }
+
+    /// The image of each index bit.
+    #[getter]
+    fn columns(&self) -> Vec<i64> {
+        self.0.columns().to_vec()
+    }
+
+    /// The image of index 0.
+    #[getter]
+    fn translation(&self) -> i64 {
+        self.0.translation()
+    }
+
+    /// Index bits.
+    #[getter]
+    fn in_bits(&self) -> u32 {
+        self.0.in_bits()
+    }
+
+    /// Offset bits (the highest bit any column or the translation sets, plus one).
+    #[getter]
+    fn out_bits(&self) -> u32 {
+        self.0.out_bits()
+    }
+
+    /// The rank of the linear part over GF(2).
+    fn rank(&self) -> u32 {
+        self.0.rank()
+    }
+
+    /// `F(i)`.
+    fn __call__(&self, i: i64) -> i64 {
+        self.0.apply(i)
+    }
+
+    fn __str__(&self) -> String {
+        self.0.to_line()
+    }
+
+    /// The matrix over several lines, one per offset bit (`o1  .1 | .`), the translation
+    /// after the bar.
+    fn matrix(&self) -> String {
+        self.0.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "F2Map({:?}, translation={})",
+            self.0.columns(),
+            self.0.translation()
+        )
+    }
+
+    fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> Py<PyAny> {
+        let other = other.cast::<PyF2Map>().ok().map(|o| o.get().0.clone());
+        compare(py, &self.0, other.as_ref(), op)
+    }
+
+    fn __hash__(&self) -> u64 {
+        hash_of(&(self.0.columns(), self.0.translation()))
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py, (Vec<i64>, i64)>> {
+        let m = &slf.get().0;
+        Ok((
+            slf.get_type().into_any(),
+            (m.columns().to_vec(), m.translation()),
+        ))
     }
 }

@@ -2,8 +2,8 @@
 
 ``tessera.layout`` has the algebra (``Layout``, ``IntTuple``, ``Swizzle``,
 ``ComposedLayout``, ``Tiler``, and one function per function of ``tessera eval``);
-``tessera.ops`` (being built) calls tessera's GPU kernels on PyTorch tensors and imports
-PyTorch only when used. Errors are :class:`LayoutError` and its subclasses.
+``tessera.ops`` calls tessera's GPU kernels on PyTorch tensors (and PyTorch's compiler and
+autograd) and imports PyTorch only when used. Errors are :class:`LayoutError` and its subclasses.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ._errors import (
     InadmissibleError,
     IntegerOverflowError,
     InternalError,
+    KernelError,
     LayoutError,
     MismatchError,
     OutOfRangeError,
@@ -39,6 +40,7 @@ __all__ = [
     "TooLargeError",
     "ArgumentError",
     "InternalError",
+    "KernelError",
 ]
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "TooLargeError",
     "ArgumentError",
     "InternalError",
+    "KernelError",
 ]
 
 
@@ -108,6 +109,15 @@ class InternalError(LayoutError):
     the message."""
 
 
+class KernelError(RuntimeError):
+    """The GPU side could not do what was asked: no CUDA device or driver, NVRTC missing or
+    rejecting a kernel, a driver error at launch. (A tensor the kernels cannot take is a
+    ``ValueError`` naming the argument instead.) ``op`` names the step that failed."""
+
+    op: str = ""
+    operands: Optional[str] = None
+
+
 # The classes are `tessera.LayoutError`, ... to their users (tracebacks, pickling); this
 # module is where they are written down.
 for _cls in (
@@ -122,6 +132,7 @@ for _cls in (
     TooLargeError,
     ArgumentError,
     InternalError,
+    KernelError,
 ):
     _cls.__module__ = "tessera"
 del _cls

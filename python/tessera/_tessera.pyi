@@ -2,7 +2,7 @@
 # re-exported by `tessera.layout`, whose functions are typed in layout.py itself.
 
 from os import PathLike
-from typing import Any, Iterator, List, Optional, Tuple, Union, final
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union, final
 
 _IntTupleLike = Union[int, Tuple[Any, ...], "IntTuple"]
 _Path = Union[str, "PathLike[str]"]
@@ -148,3 +148,84 @@ def evaluate(text: str) -> Any: ...
 def functionally_equal(a: Union[Layout, ComposedLayout], b: Union[Layout, ComposedLayout]) -> bool: ...
 def int_tuple_relation(name: str, a: _IntTupleLike, b: _IntTupleLike) -> bool: ...
 def layout_grid(layout: Union[Layout, ComposedLayout]) -> str: ...
+
+@final
+class F2Map:
+    """An affine map over bits, printed as its bit matrix `[01;11]` (rows from the top offset bit)."""
+
+    columns: List[int]
+    translation: int
+    in_bits: int
+    out_bits: int
+    def __init__(self, columns: List[int], translation: int = 0) -> None: ...
+    def __call__(self, i: int) -> int: ...
+    def rank(self) -> int: ...
+    def matrix(self) -> str: ...
+
+# The epilogue language (no GPU needed).
+def describe_epilogue(text: str) -> Dict[str, Any]: ...
+def evaluate_epilogue(
+    text: str, m: int, n: int, batch: int, k: int, alpha: float, beta: float, acc: List[float],
+    *, c: Optional[List[float]] = None, residual: Optional[List[float]] = None,
+    aux_in: Optional[List[float]] = None, aux_in_bits: Optional[List[bool]] = None,
+    bias_row: Optional[List[float]] = None, bias_col: Optional[List[float]] = None,
+    a: Optional[List[float]] = None, b: Optional[List[float]] = None,
+) -> Dict[str, Optional[List[float]]]: ...
+
+#: Whether the module was built with the GPU kernels (the `cuda` feature); the classes below
+#: exist only then.
+CUDA: bool
+
+# An operand: (device pointer, "bf16" | "fp16" | "fp32" | "words", shape, strides[, words]).
+_Operand = Tuple[Any, ...]
+
+@final
+class Gemm:
+    """A GEMM with its epilogue planned and compiled for one device (the library's `Gemm`)."""
+
+    path: str
+    plan: str
+    spec: str
+    build_stats: Dict[str, Any]
+    device_name: str
+    def __init__(
+        self, device: int, m: int, n: int, k: int, *, batch: int = 1, dtype: str = "bf16",
+        out_dtype: Optional[str] = None, a: str = "row", b: str = "row", d: str = "row",
+        epilogue: str = "acc", alpha: float = 1.0, beta: float = 0.0,
+    ) -> None: ...
+    def launch(
+        self, stream: int, a: _Operand, b: _Operand, d: _Operand, *, c: Optional[_Operand] = None,
+        residual: Optional[_Operand] = None, aux_in: Optional[_Operand] = None,
+        bias_row: Optional[_Operand] = None, bias_col: Optional[_Operand] = None,
+        aux: Optional[_Operand] = None, bgrad_row: Optional[_Operand] = None,
+        bgrad_col: Optional[_Operand] = None, sum_k_a: Optional[_Operand] = None,
+        sum_k_b: Optional[_Operand] = None,
+    ) -> None: ...
+
+@final
+class FusedGemmEpilogue:
+    """PaddlePaddle's fused_gemm_epilogue, planned and compiled for one problem."""
+
+    path: str
+    def __init__(
+        self, device: int, m: int, n: int, k: int, trans_x: bool, trans_y: bool,
+        activation: str, reserve: bool, dtype: str,
+    ) -> None: ...
+    def launch(
+        self, stream: int, x: _Operand, y: _Operand, bias: _Operand, out: _Operand,
+        reserve_space: Optional[_Operand] = None,
+    ) -> None: ...
+
+@final
+class FusedGemmEpilogueGrad:
+    """PaddlePaddle's fused_gemm_epilogue_grad, planned and compiled for one problem."""
+
+    def __init__(
+        self, device: int, m: int, n: int, k: int, trans_x: bool, trans_y: bool,
+        activation_grad: str, want_dx: bool, want_dy: bool, want_dbias: bool, dtype: str,
+    ) -> None: ...
+    def launch(
+        self, stream: int, dout: _Operand, x: _Operand, y: _Operand,
+        reserve_space: Optional[_Operand] = None, x_grad: Optional[_Operand] = None,
+        y_grad: Optional[_Operand] = None, bias_grad: Optional[_Operand] = None,
+    ) -> None: ...

@@ -30,6 +30,7 @@ from typing import IO, Any, List, Optional, Tuple, Union
 from . import _tessera
 from ._tessera import (
     BankConflicts,
+    F2Map,
     ComposedLayout,
     IntTuple,
     Layout,
@@ -630,6 +631,62 @@ def is_injective(layout: Any) -> bool:
     return _call("is_injective", layout)
 
 
+def equal(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same function on ``[0, size)``, decided on their
+    canonical forms (no enumeration, any size).
+
+    >>> equal(Layout((3, 1), (1, 4)), Layout(3, 1))
+    True
+    """
+    return _call("equal", a, b)
+
+
+def canonical(layout: Any) -> Any:
+    """The unique normal form of the layout's function: two layouts are the same function
+    exactly when their canonical forms are equal.
+
+    >>> canonical(Layout((2, 3, 2), (0, 0, 5)))
+    Layout('(6,2):(0,5)')
+    """
+    return _call("canonical", layout)
+
+
+def f2(x: Any, bits: Optional[int] = None) -> F2Map:
+    """The map over GF(2) of an XOR-linear layout (or of a swizzle on ``bits`` bits); it
+    prints as its bit matrix, rows from the top offset bit, as ``tessera eval`` prints it.
+
+    >>> str(f2(ComposedLayout(Swizzle(1, 0, 1), 0, Layout((2, 2), (2, 1)))))
+    '[01;11]'
+    """
+    return _call("f2", *_args(x, bits))
+
+
+def is_linear(layout: Any) -> bool:
+    """Whether the layout is XOR-linear: ``L(i ^ j) == L(i) ^ L(j)``.
+
+    >>> is_linear(Layout(4, 3))
+    False
+    """
+    return _call("is_linear", layout)
+
+
+def best_swizzle(*args: Any) -> Any:
+    """``best_swizzle(access, ..., smem, elem_bytes)``: the swizzle of the shared-memory
+    layout ``smem`` with the fewest bank-conflict wavefronts over the warp accesses given
+    (each a layout, mode 0 the lanes), for elements of ``elem_bytes`` bytes.
+
+    >>> best_swizzle(Layout((8, 8), (1, 8)), Layout((8, 64), (64, 1)), 2)
+    ComposedLayout('Sw<3,3,3> o 0 o (8,64):(64,1)')
+    """
+    return _call("best_swizzle", *args)
+
+
+def best_xor_swizzle(*args: Any) -> F2Map:
+    """``best_xor_swizzle(access, ..., smem, elem_bytes)``: as :func:`best_swizzle`, over every
+    XOR-linear map of the offset bits (an :class:`F2Map`)."""
+    return _call("best_xor_swizzle", *args)
+
+
 # ---------------------------------------------------------------------------------------------
 # Beyond `tessera eval`
 
@@ -716,6 +773,12 @@ def _tessera_argument_error(op: str, msg: str) -> Exception:
 
 
 __all__ = [
+    "equal",
+    "canonical",
+    "f2",
+    "is_linear",
+    "best_swizzle",
+    "best_xor_swizzle",
     "Layout",
     "IntTuple",
     "Swizzle",
@@ -723,6 +786,7 @@ __all__ = [
     "Tiler",
     "TVLayout",
     "BankConflicts",
+    "F2Map",
     "ENUMERATION_LIMIT",
     "FUNCTIONS",
     "functionally_equal",
