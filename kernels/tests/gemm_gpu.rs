@@ -188,24 +188,62 @@ fn a_large_product_on_blocks_of_rows() {
 /// One of the Hopper planner's choices forced: plain, flag-driven and generated epilogues,
 /// with masks, reductions and C, on a shape with a tail in every dimension.
 fn hopper_choice(test: &str, opts: Options) {
+    hopper_choice_on(
+        test,
+        opts,
+        &[
+            "acc",
+            "relu_bias",
+            "gelu_aux_bias",
+            "relu_aux_bias",
+            "dgelu_bgrad",
+            "drelu_bgrad",
+        ],
+    );
+}
+
+/// A forced pair of CTAs: the flag-driven fusions only (the planner refuses a cluster with the
+/// generated epilogue), a row bias and an fp32 output among them.
+fn hopper_pair(test: &str, share: ClusterShare) {
+    let opts = Options {
+        cluster: Some(2),
+        share: Some(share),
+        ..Options::default()
+    };
+    hopper_choice_on(
+        test,
+        opts,
+        &["acc", "relu_bias", "gelu_aux_bias", "gelu(acc + bias_row)"],
+    );
     let Some(ctx) = hopper(test) else { return };
-    let mut cases: Vec<Case> = [
-        "acc",
-        "relu_bias",
-        "gelu_aux_bias",
-        "relu_aux_bias",
-        "dgelu_bgrad",
-        "drelu_bgrad",
-    ]
-    .iter()
-    .map(|e| Case::new(spec(520, 712, 200, e).options(opts)))
-    .collect();
+    let s = spec(300, 290, 136, "relu_bias")
+        .out_dtype(DType::F32)
+        .options(opts);
+    run_cases(&ctx, test, "pair fp32", &[Case::new(s)]);
+}
+
+fn hopper_choice_on(test: &str, opts: Options, epilogues: &[&str]) {
+    let Some(ctx) = hopper(test) else { return };
+    let mut cases: Vec<Case> = epilogues
+        .iter()
+        .map(|e| Case::new(spec(520, 712, 200, e).options(opts)))
+        .collect();
     cases.push(Case::new(
         spec(384, 512, 256, "alpha * acc + beta * c")
             .beta(0.5)
             .options(opts),
     ));
     run_cases(&ctx, test, "forced", &cases);
+}
+
+#[test]
+fn hopper_pair_sharing_a() {
+    hopper_pair("hopper_pair_sharing_a", ClusterShare::A);
+}
+
+#[test]
+fn hopper_pair_sharing_b() {
+    hopper_pair("hopper_pair_sharing_b", ClusterShare::B);
 }
 
 macro_rules! hopper_choices {
@@ -223,8 +261,6 @@ hopper_choices! {
     hopper_pingpong_128x128: Options { schedule: Some(Schedule::PingPong), tile: Some((128, 128, 64)), ..Options::default() };
     hopper_pingpong_64x256: Options { schedule: Some(Schedule::PingPong), tile: Some((64, 256, 64)), ..Options::default() };
     hopper_stream_k: Options { schedule: Some(Schedule::Cooperative), stream_k: Some(true), max_ctas: Some(5), ..Options::default() };
-    hopper_pair_sharing_a: Options { cluster: Some(2), share: Some(ClusterShare::A), ..Options::default() };
-    hopper_pair_sharing_b: Options { cluster: Some(2), share: Some(ClusterShare::B), ..Options::default() };
     hopper_without_tma_store: Options { tma_store: Some(false), ..Options::default() };
     hopper_generated_epilogue: Options { generated_epilogue: true, ..Options::default() };
     hopper_raster_group_2: Options { group_m: Some(2), ..Options::default() };

@@ -4,6 +4,6 @@
 pub mod sm80;
 pub mod sm90;
 
-#[cfg(any(test, feature = "bench"))]
+#[cfg(any(all(test, feature = "cuda"), feature = "bench"))]
 pub use sm80::MMA_PEAK_CUH;
 pub use sm80::{cuda_source, modes_expr, preamble, COMMON_CUH, GEMM_SM80_CUH};

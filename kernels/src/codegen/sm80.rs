@@ -17,7 +17,7 @@ pub const COMMON_CUH: &str = include_str!("../../cuda/common.cuh");
 pub const GEMM_SM80_CUH: &str = include_str!("../../cuda/gemm_sm80.cuh");
 /// The `mma.sync` issue-rate probe of `tessera bench mma` (entry `tessera_mma_peak`; define
 /// `TESSERA_MMA_CHAINS` before it to change the independent MMA chains per warp, default 8).
-#[cfg(any(test, feature = "bench"))]
+#[cfg(any(all(test, feature = "cuda"), feature = "bench"))]
 pub const MMA_PEAK_CUH: &str = include_str!("../../cuda/mma_peak.cuh");
 
 /// The C++ expression of a one-mode layout (or a whole layout seen as 1-D) at index `arg`.

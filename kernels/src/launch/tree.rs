@@ -803,13 +803,16 @@ impl TreeSm90 {
                 bx,
             )
         };
+        // The boxes one CTA loads (with a cluster, its part of the shared tile): the kernel's
+        // barriers expect exactly those bytes per CTA and stage.
+        let (box_a, box_b) = (plan.a.load_box(), plan.b.load_box());
         let tma_a = tma(
             "A",
             a.ptr + (rows.start * s.lda) as u64 * eb,
             rm,
             s.lda,
             s.batch_a,
-            &plan.a.tma,
+            &box_a,
         )?;
         let tma_b = tma(
             "B",
@@ -817,7 +820,7 @@ impl TreeSm90 {
             rn,
             s.ldb,
             s.batch_b,
-            &plan.b.tma,
+            &box_b,
         )?;
         let (tiles_m, tiles_n) = plan.grid_tiles();
         // The fragment path with TMA stores (plans with the TMA-store epilogue) when D, and a

@@ -495,6 +495,17 @@ impl Plan {
                     };
                 }
                 match plan_path(&problem, arch, path)? {
+                    GemmPath::Hopper(h) if h.cluster > 1 => {
+                        // The generated epilogue's kernel has not been run with a pair of
+                        // CTAs on a GPU: refused rather than launched unproven.
+                        return Err(KernelError::invalid(
+                            OP,
+                            format!(
+                                "Options::cluster = {} runs with the flag-driven epilogue only, and this epilogue takes the generated one ({why_epilogue}); leave the cluster unset",
+                                h.cluster
+                            ),
+                        ));
+                    }
                     GemmPath::Hopper(_) => {
                         let p = crate::epilogue::cuda::tree_sm90_plan(
                             &problem, &tree, &binding, path.sm90,

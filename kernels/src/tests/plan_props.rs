@@ -284,3 +284,44 @@ fn column_major_d_plans_are_the_transposed_products_plans() {
         }
     }
 }
+
+/// A pair of CTAs (`Options::cluster = 2`) plans with the flag-driven epilogue, and a tree that
+/// needs the generated epilogue is refused with a reason naming the option, never planned.
+#[test]
+fn cluster_pairs_take_the_flag_epilogue_or_are_refused() {
+    use tessera_kernels::plan::ClusterShare;
+    use tessera_kernels::{GemmSpec, Options};
+    let opts = Options {
+        cluster: Some(2),
+        share: Some(ClusterShare::A),
+        ..Options::default()
+    };
+    let spec = |e: &str| {
+        GemmSpec::new(520, 712, 200)
+            .b(Major::Col)
+            .epilogue(e)
+            .expect("epilogue")
+            .options(opts)
+    };
+    for e in [
+        "acc",
+        "relu_bias",
+        "gelu_aux_bias",
+        "alpha * acc + beta * c",
+    ] {
+        let plan = spec(e).plan(Arch::Sm90a, 132).expect("plan");
+        assert!(!plan.generated_epilogue(), "{e}");
+        assert!(
+            plan.kernel_name().contains("_c2a_"),
+            "{e}: {}",
+            plan.kernel_name()
+        );
+    }
+    for e in ["relu_aux_bias", "dgelu_bgrad", "relu(acc + residual)"] {
+        let err = spec(e).plan(Arch::Sm90a, 132).expect_err(e).to_string();
+        assert!(
+            err.contains("Options::cluster = 2") && err.contains("generated"),
+            "{e}: {err}"
+        );
+    }
+}
