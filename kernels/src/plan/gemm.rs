@@ -63,7 +63,8 @@ pub struct Options {
     pub group_m: Option<i64>,
     /// Hopper path: how the consumer warpgroups share a CTA's work.
     pub schedule: Option<Schedule>,
-    /// Hopper path: CTAs per cluster (1 or 2).
+    /// Hopper path: CTAs per cluster (1 or 2). A pair runs the flag-driven epilogue only: an
+    /// epilogue that takes the generated one is refused with a cluster of 2.
     pub cluster: Option<i64>,
     /// Hopper path, cluster 2: the operand the pair shares.
     pub share: Option<ClusterShare>,
