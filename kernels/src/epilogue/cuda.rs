@@ -750,7 +750,7 @@ fn row_major_d_only(p: &crate::plan::problem::GemmProblem, tree: &EpilogueTree) 
     if p.d_major == crate::plan::problem::Major::Col {
         return Err(EpilogueError::Type {
             expr: tree.to_string(),
-            msg: format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
+            msg: format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the flag-driven epilogue only)"),
         });
     }
     Ok(())

@@ -403,12 +403,12 @@ pub struct TreeGemm {
 }
 
 /// Tree epilogues address their outputs row-major; a problem with a column-major D is refused
-/// (the fused v1 epilogue runs it as the transposed product).
+/// (the flag-driven epilogue runs it as the transposed product).
 fn refuse_col_major_d(op: &'static str, p: &crate::plan::problem::GemmProblem) -> Result<()> {
     if p.d_major == crate::plan::problem::Major::Col {
         return Err(KernelError::invalid(
             op,
-            format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
+            format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the flag-driven epilogue only)"),
         ));
     }
     Ok(())
@@ -922,11 +922,12 @@ impl TreeSm90 {
     }
 }
 
-/// A tree run by the plan's kernel compiled with the fused v1 epilogue [`fused_v1_for`]
-/// finds for it (the named fusions BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS and their
-/// variants): that kernel loads every operand of a block before its first store and needs no
-/// generated code. [`TreeKernel::plan`] takes this route when it can, but for a tree that
-/// takes the ping-pong schedule on the Hopper path ([`crate::epilogue::cuda::tree_takes_pingpong`]).
+/// A tree run by the plan's kernel compiled with the flag-driven epilogue that
+/// [`flag_epilogue_for`] finds for it (the named fusions BIAS, RELU_BIAS, GELU_BIAS,
+/// GELU_AUX_BIAS and their variants): that kernel loads every operand of a block before its
+/// first store and needs no generated code. [`TreeKernel::plan`] takes this route when it can,
+/// but for a tree that takes the ping-pong schedule on the Hopper path
+/// ([`crate::epilogue::cuda::tree_takes_pingpong`]).
 pub struct TreeFused {
     kernel: crate::launch::sm90::PathKernel,
     /// The alpha and beta of the binding the kernel was compiled for (a launch must bind
@@ -944,7 +945,7 @@ impl TreeFused {
         &self.kernel
     }
 
-    /// The problem (with the v1 epilogue) the kernel was compiled for.
+    /// The problem (with the flag-driven epilogue) the kernel was compiled for.
     pub fn problem(&self) -> &crate::plan::problem::GemmProblem {
         self.kernel.problem()
     }
@@ -1025,7 +1026,7 @@ pub enum TreeKernel {
     Sm80(Box<TreeGemm>),
     /// The sm_90a path.
     Hopper(Box<TreeSm90>),
-    /// Either path's kernel with the fused v1 epilogue the tree amounts to.
+    /// Either path's kernel with the flag-driven epilogue the tree amounts to.
     Fused(Box<TreeFused>),
 }
 
@@ -1106,7 +1107,7 @@ impl TreeKernel {
                     return Err(KernelError::invalid(
                         "TreeKernel::launch_region",
                         format!(
-                            "the fused v1 kernel runs the whole output, not rows {rows:?} x columns {cols:?}"
+                            "the flag-driven epilogue runs the whole output, not rows {rows:?} x columns {cols:?}"
                         ),
                     ));
                 }

@@ -458,8 +458,8 @@ pub struct Sm90Plan {
     /// Full 16-bit input tensors (C, the residual, aux_in) a tree epilogue may stage: each
     /// pass block of each, 64 x [`EPI_COLS`] in the store buffers' layout, is loaded by TMA
     /// into one of [`IN_BUFFERS`] buffers per consumer, the first two of a tile before its
-    /// mainloop, the others two passes ahead. 0 without (and on every plan of a fused v1
-    /// epilogue). The barriers add 16 bytes per consumer.
+    /// mainloop, the others two passes ahead. 0 without (and on every plan of a
+    /// flag-driven epilogue). The barriers add 16 bytes per consumer.
     pub staged_inputs: i64,
     /// The bias of the tile, staged in shared memory (bytes; 0 without a bias): per consumer
     /// warpgroup two fp32 buffers (alternate tiles) of the tile's bias values, BN of a column
@@ -1133,7 +1133,7 @@ pub struct PathOptions {
     pub sm90: Sm90Options,
     /// The sm80-class planner's forced choices, used when that path is taken.
     pub sm80: crate::plan::PlanOptions,
-    /// Compile a tree epilogue with the generated epilogue even where the fused v1 epilogue
+    /// Compile a tree epilogue with the generated epilogue even where the flag-driven epilogue
     /// expresses it (`launch::tree::TreeFused`); for comparing the two.
     pub generated_epilogue: bool,
 }
