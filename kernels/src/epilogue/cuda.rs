@@ -1010,14 +1010,9 @@ pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
 /// schedule: when `tree` is [`light_tree`] or a [`full_aux_tree`], and the plain GEMM of
 /// `problem` with the same options would (the planner's rule,
 /// [`crate::plan::sm90::PINGPONG_MAX_K_TILES`]). There one warpgroup's epilogue runs under the
-/// other's mainloop. Measured on the H100 on six shapes with K = 4096 (`docs/perf.md`, session
-/// 16; cost over the plain GEMM, mean of 12 samples, ping-pong against cooperative):
-/// relu_aux_bias +5.6 against +8.4%, bias +2.9 against +3.8% (the cooperative one the v1
-/// kernel), relu_bias +4.9 both; drelu +4.5 against +4.1% in one visit, better on ping-pong
-/// on every shape in another; drelu_bgrad +8.5 against +7.6%. With the vectors loaded before
-/// the turn wait (v5.7): GELU_AUX_BIAS +6.5% against +10.2% for the v1 kernel (lower on
-/// every shape), but GELU_BIAS +18.4% against +7.0% (+25..+33% on the two largest shapes),
-/// so a transcendental tree without a full aux stays cooperative.
+/// other's mainloop. Other trees stay cooperative: a transcendental function or a reduction
+/// slowed the other warpgroup's mainloop by more than ping-pong hid, except in trees that
+/// store a full aux, which measured faster on ping-pong (`docs/design/009-schedule-choice.md`).
 pub fn tree_takes_pingpong(
     problem: &crate::plan::problem::GemmProblem,
     tree: &EpilogueTree,
@@ -1033,9 +1028,9 @@ pub fn tree_takes_pingpong(
 
 /// The Hopper plan of `problem` for a tree epilogue: with the staged inputs and bias vectors
 /// of [`tree_sm90_options`] where the plan keeps the stages it has without them; else with the
-/// staged inputs alone, else with the vectors alone, else the plan of `opts`. (A stage fewer
-/// costs more than either saves: a 128 x 256 tree with a bias and aux_in staged ran its
-/// mainloop at 72 kc a tile on 3 stages against 66 on 4, `docs/perf.md`.)
+/// staged inputs alone, else with the vectors alone, else the plan of `opts`: a pipeline stage
+/// fewer costs the mainloop more than either saves the epilogue
+/// (`docs/design/003-epilogue-vector-loads.md`).
 ///
 /// ```
 /// use tessera_kernels::epilogue::cuda::tree_sm90_plan;

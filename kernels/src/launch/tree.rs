@@ -624,8 +624,9 @@ impl TreeSm90 {
         let plan = plan.compiled_for(rt.sm_count() as i64);
         let src = crate::epilogue::cuda::sm90_tree_source(&plan, tree, Some(binding))?;
         let k = TreeSm90::from_source(rt, &plan, tree, binding, &src)?;
-        // Automatic stream-K only where the kernel keeps every value in registers: with the
-        // parts' code, drelu_bgrad reading C spilled a few bytes (docs/perf.md, session 12).
+        // Automatic stream-K only where the kernel keeps every value in registers: the parts'
+        // code can push a heavy tree over the consumers' register budget
+        // (`docs/design/002-stream-k-unit-order.md`).
         if plan.stream_k && !plan.stream_k_forced() && k.resources()?.1 > 0 {
             let whole = crate::plan::Sm90Plan {
                 stream_k: false,

@@ -101,19 +101,16 @@ pub const STREAM_K_MIN_SHARE: i64 = 4;
 /// CTA on average (`(grid - r) k_tiles / grid`, `r` tiles in the last wave;
 /// [`Sm90Plan::stream_k_tiles`]). The parts cost a CTA about the same whatever the shape (the
 /// partial sums' store and load through L2, a pipeline start per part), so what decides is the
-/// idle time won back. Fitted to `bench gemm` on the H100 (docs/perf.md, session 12): faster
-/// at 37 idle k-tiles and above (4096 x 11008 x 4096: +3%; 8192³, 62: +2.5-4.5%), within the
-/// spread at 15-27, slower at 8-10 (4096³: -3%).
+/// idle time won back. The threshold was fitted to `bench gemm` on the H100; the figures are in
+/// `docs/design/002-stream-k-unit-order.md`.
 pub const STREAM_K_MIN_IDLE: i64 = 32;
 
 /// The plain GEMM takes the ping-pong schedule by default up to this many k-tiles (K = 4096):
 /// its epilogue then runs under the other warpgroup's mainloop, which is worth more than
-/// the cooperative 128 x 256 tile's faster mainloop (about 1.02 against 1.07 kc per 128 x
-/// 256 x 64 k-tile) while the tiles are short. Fitted to `bench gemm` on the H100
-/// (docs/perf.md, session 14): at K = 4096 ping-pong ran 1.4-6% faster on all six such shapes
-/// of the benchmark; at K = 8192 (8192³) 0.5% slower than cooperative with stream-K; at
-/// K = 11008 2-5% slower. Fused epilogues stay cooperative: under ping-pong they slowed the
-/// other warpgroup's mainloop (gelu_bias +10.8% over its plain GEMM at 4096³ against +3.3%).
+/// the cooperative 128 x 256 tile's faster mainloop while the tiles are short; past it the
+/// mainloop's speed wins. Fused epilogues stay cooperative: under ping-pong their math slows
+/// the other warpgroup's mainloop, which shares the schedulers' issue slots. The threshold was
+/// fitted to `bench gemm` on the H100; the figures are in `docs/design/009-schedule-choice.md`.
 pub const PINGPONG_MAX_K_TILES: i64 = 64;
 
 /// Buffers per staged epilogue input and consumer warpgroup ([`Sm90Plan::staged_inputs`]).
@@ -126,9 +123,9 @@ pub const MAX_STAGED_INPUTS: i64 = 3;
 /// two. The planner adds buffers, up to [`MAX_STORE_BUFFERS`], while they fit beside the
 /// stages it chose: the buffers form a ring, one per TMA store, and a pass waits only for
 /// the stores `buffers - outputs` back to have read theirs, so more stores may be in flight
-/// while the next passes compute. (Measured: no change in the epilogue's length against two
-/// buffers, docs/perf.md session 9; the ring's running position also keeps a tile with an
-/// odd number of passes from reusing a buffer its last store may still read.)
+/// while the next passes compute. The ring's running position also keeps a tile with an odd
+/// number of passes from reusing a buffer its last store may still read
+/// (`docs/design/011-tma-store-epilogue.md`).
 pub const STORE_BUFFERS: i64 = 2;
 
 /// The most TMA-store buffers per consumer warpgroup.
@@ -648,8 +645,8 @@ impl Sm90Plan {
             }
             Some(w) => w,
             // By default whenever it can: with the bias staged in shared memory per tile
-            // (`bias_stage_bytes`), the fragment-layout epilogue's bias reads no longer wait
-            // for L2 (the reason v3.5 kept biased epilogues on the scratch path, docs/perf.md).
+            // (`bias_stage_bytes`), the fragment-layout epilogue's bias reads do not wait for
+            // L2 (`docs/design/003-epilogue-vector-loads.md`).
             None => can_store,
         };
         let store = if want_store {
