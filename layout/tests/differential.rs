@@ -9,8 +9,8 @@
 //!   alike), or both reject the operands;
 //! - **known reference bug**: a named predicate on the operands (or on the reference's own
 //!   answer, checked against the operation's post-condition) says pycute is known to differ
-//!   from CuTe C++ here (cute-semantics.md §7); tessera's answer must then meet the
-//!   operation's post-condition, checked independently below;
+//!   from CuTe C++ here (a numbered pitfall of `docs/cute_semantics.md`); tessera's answer must
+//!   then meet the operation's post-condition, checked independently below;
 //! - **reference rejects, tessera verified**: pycute raised (its composition assertion is
 //!   stricter than CuTe's rule) and tessera's answer meets the post-condition;
 //! - **tessera error justified**: tessera returned an error and pycute's answer breaks the
@@ -352,12 +352,13 @@ fn flat_coalesced(modes: &[(i64, i64)]) -> Layout {
     }
 }
 
-/// C++'s `complement(T, cotarget)` written out from its definition (cute-semantics.md §2), so
-/// that divides and products can be checked without tessera's complement: T's modes (size-1
-/// and stride-0 ones dropped) by increasing stride `d_k` give shape `d_k / (s_{k-1} d_{k-1})`
-/// (integer division) at stride `s_{k-1} d_{k-1}`; then `ceil_div(cotarget, s d)`, mode by mode
-/// for a shape cotarget, in column-major order; all coalesced. `None` where C++ has no answer
-/// here (a negative stride, or a 0 extent: not injective).
+/// C++'s `complement(T, cotarget)` written out from its definition (`docs/cute_semantics.md`,
+/// section 5), so that divides and products can be checked without tessera's complement:
+/// T's modes (size-1 and stride-0 ones dropped) by increasing stride `d_k` give shape
+/// `d_k / (s_{k-1} d_{k-1})` (integer division) at stride `s_{k-1} d_{k-1}`; then
+/// `ceil_div(cotarget, s d)`, mode by mode for a shape cotarget, in column-major order; all
+/// coalesced. `None` where C++ has no answer here (a negative stride, or a 0 extent: not
+/// injective).
 fn cxx_complement(t: &Layout, cotarget: &[i64]) -> Option<Layout> {
     let (s, d) = (t.shape().leaves(), t.stride().leaves());
     let mut modes: Vec<(i64, i64)> = s
@@ -826,20 +827,21 @@ fn judge(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Named predicates for the places where pycute is known to differ (cute-semantics.md §7)
+// Named predicates for the places where pycute is known to differ, each named by its number in
+// the pitfalls of `docs/cute_semantics.md` (section 9)
 
-/// §7.7: complement of a non-injective layout (pycute returns a 0 extent; C++ rejects).
+/// Pitfall 7: complement of a non-injective layout (pycute returns a 0 extent; C++ rejects).
 fn non_injective_complement(l: &Layout) -> Option<&'static str> {
     let e = essential(l)?;
-    (!injective(&e)).then_some("complement of a non-injective layout (§7.7)")
+    (!injective(&e)).then_some("complement of a non-injective layout (pitfall 7)")
 }
 
 /// Negative strides: pycute's complement, inverses and cosize have no C++ semantics for them.
 fn negative_stride(l: &Layout) -> Option<&'static str> {
-    has_negative_stride(l).then_some("negative stride (§7.6, §7.15)")
+    has_negative_stride(l).then_some("negative stride (pitfalls 6, 15)")
 }
 
-/// §7.9: pycute's right_inverse walks the flat modes sorted by (stride, extent) and stops at
+/// Pitfall 9: pycute's right_inverse walks the flat modes sorted by (stride, extent) and stops at
 /// the first one whose stride is not the running product (a stride 0 or negative one comes
 /// first); C++ coalesces first and skips such modes, so it can go on and find a larger inverse.
 fn right_inverse_stops_early(l: &Layout) -> Option<&'static str> {
@@ -854,7 +856,7 @@ fn right_inverse_stops_early(l: &Layout) -> Option<&'static str> {
     let mut cur = 1;
     for (d, s) in modes {
         if d != cur {
-            return Some("right_inverse stops at a mode off the stride chain (§7.9)");
+            return Some("right_inverse stops at a mode off the stride chain (pitfall 9)");
         }
         cur = d * s;
     }
@@ -865,13 +867,13 @@ fn right_inverse_stops_early(l: &Layout) -> Option<&'static str> {
 const NON_INJECTIVE_LEFT_INVERSE: &str =
     "left_inverse of a non-injective L breaks C++'s L(R(L(i))) == L(i) (tessera promises nothing)";
 
-/// §7.8: pycute's left_inverse is `right_inverse((L, complement(L)))`, C++'s sorts by stride;
+/// Pitfall 8: pycute's left_inverse is `right_inverse((L, complement(L)))`, C++'s sorts by stride;
 /// both are left inverses, they differ off the image of L.
-const LEFT_INVERSE_FORM: &str = "left_inverse canonical form (§7.8)";
+const LEFT_INVERSE_FORM: &str = "left_inverse canonical form (pitfall 8)";
 
-/// §7.10: pycute 4.2 sends `logical_product(L, int)` to logical_divide.
+/// Pitfall 10: pycute 4.2 sends `logical_product(L, int)` to logical_divide.
 fn product_int_operand(arg: &str) -> Option<&'static str> {
-    (!arg.contains(':') && !arg.contains('<')).then_some("logical_product(L, int) (§7.10)")
+    (!arg.contains(':') && !arg.contains('<')).then_some("logical_product(L, int) (pitfall 10)")
 }
 
 /// The flat extents of `coalesce(l)`, computed here from the definition (merge `s0:d0` and
@@ -929,7 +931,7 @@ fn skip_in_zip(t: &Tiler) -> bool {
     matches!(t, Tiler::ByMode(items) if items.iter().any(|i| matches!(i, Tiler::Skip)))
 }
 
-/// §7.12: C++ composition with a by-mode tiler drops the layout's modes beyond the tiler;
+/// Pitfall 12: C++ composition with a by-mode tiler drops the layout's modes beyond the tiler;
 /// pycute keeps them.
 fn tiler_shorter_than_layout(a: &Layout, t: &Tiler) -> bool {
     matches!(t, Tiler::ByMode(items) if items.len() < a.rank())
@@ -938,13 +940,13 @@ fn tiler_shorter_than_layout(a: &Layout, t: &Tiler) -> bool {
 /// pycute's answer breaks the post-condition and no named predicate below explains it.
 const UNCLASSIFIED: &str = "reference breaks the post-condition (unclassified)";
 
-/// §7.4: pycute's composition returns a layout that is not `A ∘ B` (wrong size, or a carry
+/// Pitfall 4: pycute's composition returns a layout that is not `A ∘ B` (wrong size, or a carry
 /// across one of A's modes) where C++ asserts or is unsound too.
-const ADMISSIBILITY: &str = "composition admissibility: pycute's layout is not A o B (§7.4)";
+const ADMISSIBILITY: &str = "composition admissibility: pycute's layout is not A o B (pitfall 4)";
 
-/// §7.5: pycute coalesces A first, which drops a trailing size-1 mode and with it the stride
+/// Pitfall 5: pycute coalesces A first, which drops a trailing size-1 mode and with it the stride
 /// that evaluation past `size(A)` runs on (C++ keeps it: `1:3 ∘ 4:1 = 4:3`, pycute `4:0`).
-const SIZE1_EXTENSION: &str = "extension through a trailing size-1 mode of A (§7.5)";
+const SIZE1_EXTENSION: &str = "extension through a trailing size-1 mode of A (pitfall 5)";
 
 fn trailing_size1(a: &Layout) -> bool {
     a.shape().leaves().last() == Some(&1)
@@ -1009,7 +1011,7 @@ fn replay(c: &Case) -> Verdict {
                     if ours == theirs {
                         Verdict::Agree
                     } else {
-                        Verdict::KnownReferenceBug("floor vs truncating division (§7.6)")
+                        Verdict::KnownReferenceBug("floor vs truncating division (pitfall 6)")
                     }
                 } else {
                     Verdict::Disagree(format!("tessera {ours:?}, C++ gives {want}"))
@@ -1025,7 +1027,9 @@ fn replay(c: &Case) -> Verdict {
             if has_negative_stride(&l) && Some(ours) != c.result.as_i64() {
                 // pycute's cosize is L(size-1)+1, wrong with negative strides: check the span.
                 return if ours == span {
-                    Verdict::KnownReferenceBug("cosize = L(size-1)+1 with negative strides (§7.1)")
+                    Verdict::KnownReferenceBug(
+                        "cosize = L(size-1)+1 with negative strides (pitfall 1)",
+                    )
                 } else {
                     Verdict::Disagree(format!("tessera {ours}, span {span}"))
                 };
@@ -1190,7 +1194,7 @@ fn replay_eval(c: &Case) -> Verdict {
                 return Verdict::Disagree(format!("L({i}) = {ours:?}, C++ gives {want}"));
             }
             if ours != Some(v) {
-                known = Some("floor vs truncating division (§7.6)");
+                known = Some("floor vs truncating division (pitfall 6)");
             }
         } else if ours != Some(v) {
             return Verdict::Disagree(format!("L({i}) = {ours:?}"));
@@ -1222,9 +1226,9 @@ fn replay_composition_tiler(c: &Case) -> Verdict {
             let theirs = concat((0..k).map(|i| mode(&p, i).unwrap()).collect());
             let prefix_ok = same_function(r, &theirs) && same_structure(r, &theirs);
             match post(r) {
-                Ok(()) if prefix_ok => {
-                    Verdict::KnownReferenceBug("composition drops modes beyond the tiler (§7.12)")
-                }
+                Ok(()) if prefix_ok => Verdict::KnownReferenceBug(
+                    "composition drops modes beyond the tiler (pitfall 12)",
+                ),
                 Ok(()) => match post(&theirs) {
                     Ok(()) => {
                         Verdict::Disagree(format!("tessera {r}; both meet the post-condition"))
