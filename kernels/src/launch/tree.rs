@@ -742,7 +742,7 @@ impl TreeSm90 {
         crate::launch::sm90::Sm90Params,
         EpArgs,
     )> {
-        use crate::launch::sm90::{encode_tma, tma_addressable, Sm90Params, TmaOperand};
+        use crate::launch::sm90::{encode_tma, Sm90Params, TmaOperand};
         use crate::plan::problem::Major;
         const OP: &str = "tree gemm (sm90)";
         let plan = self.kernel.plan();
@@ -821,11 +821,55 @@ impl TreeSm90 {
             &plan.b.tma,
         )?;
         let (tiles_m, tiles_n) = plan.grid_tiles();
-        // The fragment path with TMA stores (plans with the TMA-store epilogue) when D, and a
-        // full aux, are tensors TMA can write from the region's first element, and a bit
-        // mask's rows start on word boundaries; else the scratch path. The maps are of the
-        // region (`{cols, rows, batch}` from its first element): the kernel's coordinates are
-        // launch-relative.
+        // A's map stands in for the maps a launch does not use.
+        let (flags, tma_d, tma_aux, tma_in) =
+            self.epilogue_maps(binding, &args, (&rows, &cols), (rm, rn), tma_a)?;
+        // The tree epilogue takes everything else from `args`.
+        let params = Sm90Params {
+            m: p.m as i32,
+            n: p.n as i32,
+            k: p.k as i32,
+            batch: p.batch as i32,
+            tiles_m: tiles_m as i32,
+            tiles_n: tiles_n as i32,
+            group_m: plan.group_m as i32,
+            out_dtype: p.output.code(),
+            flags,
+            ..Sm90Params::default()
+        };
+        let params = self.kernel.with_stream_k(cx, params)?;
+        Ok((
+            [
+                tma_a, tma_b, tma_d, tma_aux, tma_in[0], tma_in[1], tma_in[2],
+            ],
+            params,
+            args,
+        ))
+    }
+
+    /// The epilogue's tensor maps and launch flags: the fragment path with TMA stores
+    /// (plans with the TMA-store epilogue) when D, and a full aux, are tensors TMA can write
+    /// from the region's first element, and a bit mask's rows start on word boundaries; else
+    /// the scratch path, its maps `placeholder`. The maps are of the region (`{cols, rows,
+    /// batch}` from its first element, `rm x rn`): the kernel's coordinates are
+    /// launch-relative. Returns the flags and the maps of D, aux and the staged inputs (C, the
+    /// residual, aux_in).
+    fn epilogue_maps(
+        &self,
+        binding: &Binding,
+        args: &EpArgs,
+        (rows, cols): (&std::ops::Range<i64>, &std::ops::Range<i64>),
+        (rm, rn): (i64, i64),
+        placeholder: crate::launch::sm90::TmaMap,
+    ) -> Result<(
+        i32,
+        crate::launch::sm90::TmaMap,
+        crate::launch::sm90::TmaMap,
+        [crate::launch::sm90::TmaMap; 3],
+    )> {
+        use crate::launch::sm90::{encode_tma, tma_addressable, TmaOperand};
+        let plan = self.kernel.plan();
+        let p = &plan.problem;
         let region_map =
             |name: &'static str, ptr: u64, spec: &MatSpec, st: &crate::plan::Sm90Store| {
                 let eb = spec.dtype.bytes() as u64;
@@ -855,9 +899,9 @@ impl TreeSm90 {
             ref staged,
         } = self.frag;
         let mut flags = 0;
-        let (mut tma_d, mut tma_aux) = (tma_a, tma_a);
-        // The staged inputs' maps: C, the residual, aux_in (A's as placeholders).
-        let mut tma_in = [tma_a, tma_a, tma_a];
+        let (mut tma_d, mut tma_aux) = (placeholder, placeholder);
+        // The staged inputs' maps: C, the residual, aux_in.
+        let mut tma_in = [placeholder, placeholder, placeholder];
         if let Some(st) = &plan.store {
             let d = region_map("D", args.d, &binding.d, st)?;
             let aux = match (&binding.aux, full_aux) {
@@ -890,31 +934,11 @@ impl TreeSm90 {
                 if words && inputs_ok && (!full_aux || aux.is_some()) {
                     flags = crate::launch::sm90::FLAG_TMA_STORE;
                     tma_d = d;
-                    tma_aux = aux.unwrap_or(tma_a);
+                    tma_aux = aux.unwrap_or(placeholder);
                 }
             }
         }
-        // The tree epilogue takes everything else from `args`.
-        let params = Sm90Params {
-            m: p.m as i32,
-            n: p.n as i32,
-            k: p.k as i32,
-            batch: p.batch as i32,
-            tiles_m: tiles_m as i32,
-            tiles_n: tiles_n as i32,
-            group_m: plan.group_m as i32,
-            out_dtype: p.output.code(),
-            flags,
-            ..Sm90Params::default()
-        };
-        let params = self.kernel.with_stream_k(cx, params)?;
-        Ok((
-            [
-                tma_a, tma_b, tma_d, tma_aux, tma_in[0], tma_in[1], tma_in[2],
-            ],
-            params,
-            args,
-        ))
+        Ok((flags, tma_d, tma_aux, tma_in))
     }
 
     /// The compiled Hopper kernel.
