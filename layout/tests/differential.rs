@@ -981,44 +981,7 @@ fn replay(c: &Case) -> Verdict {
             let ours = crd2idx(&coord, l.shape(), l.stride()).ok();
             compare_value(ours, c.result.as_i64(), c)
         }
-        "idx2crd" => {
-            let i: i64 = c.args[0].parse().unwrap();
-            let shape = c.tuple_arg(1);
-            let ours = idx2crd(&IntTuple::Int(i), &shape).ok();
-            let theirs: Option<IntTuple> = c.result.as_str().and_then(|s| s.parse().ok());
-            if let IntTuple::Int(_) = shape {
-                // C++ returns the index as is for an integral shape; pycute reduces it modulo
-                // the extent, which differs once the index is out of range.
-                return match (&ours, &theirs) {
-                    (o, t) if o == t => Verdict::Agree,
-                    (Some(IntTuple::Int(v)), _) if *v == i => Verdict::KnownReferenceBug(
-                        "idx2crd into an integral shape reduces modulo the extent",
-                    ),
-                    _ => Verdict::Disagree(format!("tessera {ours:?}, C++ gives {i}")),
-                };
-            }
-            if i < 0 {
-                // Floor (Python) vs truncation (C++): check the C++ formula per leaf.
-                let strides = shape.prefix_product(1).unwrap();
-                let mut k = 0;
-                let dl = strides.leaves();
-                let want = shape.map_leaves(&mut |s| {
-                    let d = dl[k];
-                    k += 1;
-                    (i / d) % s
-                });
-                return if ours.as_ref() == Some(&want) {
-                    if ours == theirs {
-                        Verdict::Agree
-                    } else {
-                        Verdict::KnownReferenceBug("floor vs truncating division (pitfall 6)")
-                    }
-                } else {
-                    Verdict::Disagree(format!("tessera {ours:?}, C++ gives {want}"))
-                };
-            }
-            compare_value(ours, theirs, c)
-        }
+        "idx2crd" => replay_idx2crd(c),
         "cosize" => {
             let l = c.layout_arg(0);
             let o = offs(&l);
@@ -1091,92 +1054,147 @@ fn replay(c: &Case) -> Verdict {
                 UNCLASSIFIED,
             )
         }
-        "right_inverse" => {
-            let l = c.layout_arg(0);
-            let ours = right_inverse(&l);
-            if let Ok(r) = &ours {
-                // The reference is the largest right inverse where it does not stop early.
-                if let Answer::Layout(Some(p)) = reference(c) {
-                    if r.size() < p.size() && post_right_inverse(&l, &p).is_ok() {
-                        return Verdict::Disagree(format!("tessera {r} smaller than {p}"));
-                    }
-                }
-            }
-            let known = right_inverse_stops_early(&l);
-            judge(
-                c,
-                ours,
-                Box::new(|r| post_right_inverse(&l, r)),
-                known,
-                UNCLASSIFIED,
-            )
-        }
-        "left_inverse" => {
-            let l = c.layout_arg(0);
-            let ours = left_inverse(&l);
-            if !injective(&l) && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
-                // No R with R(L(i)) == i exists; C++ answers only the weaker
-                // L(R(L(i))) == L(i), and only where its stride chain divides.
-                return Verdict::TesseraErrorJustified;
-            }
-            if let Ok(r) = &ours {
-                if !injective(&l) && !ref_matches(c, r) {
-                    // tessera documents no post-condition for a non-injective L; C++'s tests
-                    // hold every left inverse to L(R(L(i))) == L(i). A break is flagged, not
-                    // failed, until tessera either meets it or rejects such layouts.
-                    if let Err(e) = post_left_inverse(&l, r) {
-                        return Verdict::Flagged(NON_INJECTIVE_LEFT_INVERSE, format!("{r}: {e}"));
-                    }
-                }
-            }
-            let known = negative_stride(&l).or(Some(LEFT_INVERSE_FORM));
-            judge(
-                c,
-                ours,
-                Box::new(|r| post_left_inverse(&l, r)),
-                known,
-                UNCLASSIFIED,
-            )
-        }
-        "logical_divide" | "zipped_divide" | "tiled_divide" => {
-            let (l, t) = (c.layout_arg(0), c.tiler_arg(1));
-            let (ours, form) = match c.op.as_str() {
-                "logical_divide" => (logical_divide(&l, &t), Form::Logical),
-                "zipped_divide" => (zipped_divide(&l, &t), Form::Zipped),
-                _ => (tiled_divide(&l, &t), Form::Tiled),
-            };
-            let wrong = composition_bug(&l, &t);
-            let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
-            if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
-                return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
-            }
-            let known = divide_rounds_differently(&l, &t).or(zip_skip.then_some(SKIP_IN_ZIP));
-            let exists = divide_exists(&l, &t);
-            let post: Post = Box::new(|r| post_divide(&l, &t, r, form));
-            judge_oracle(c, ours, post, known, wrong, exists)
-        }
-        "logical_product" | "zipped_product" | "tiled_product" => {
-            let (a, t) = (c.layout_arg(0), c.tiler_arg(1));
-            let (ours, form) = match c.op.as_str() {
-                "logical_product" => (logical_product(&a, &t), Form::Logical),
-                "zipped_product" => (zipped_product(&a, &t), Form::Zipped),
-                _ => (tiled_product(&a, &t), Form::Tiled),
-            };
-            let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
-            if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
-                return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
-            }
-            let known = if c.op == "logical_product" {
-                product_int_operand(&c.args[1])
-            } else {
-                zip_skip.then_some(SKIP_IN_ZIP)
-            };
-            let exists = product_exists(&a, &t);
-            let post: Post = Box::new(|r| post_product(&a, &t, r, form));
-            judge_oracle(c, ours, post, known, UNCLASSIFIED, exists)
-        }
+        "right_inverse" => replay_right_inverse(c),
+        "left_inverse" => replay_left_inverse(c),
+        "logical_divide" | "zipped_divide" | "tiled_divide" => replay_divide(c),
+        "logical_product" | "zipped_product" | "tiled_product" => replay_product(c),
         other => Verdict::Disagree(format!("unknown op {other}")),
     }
+}
+
+/// `idx2crd` against C++'s answer where pycute's differs (an integral shape, a negative
+/// index).
+fn replay_idx2crd(c: &Case) -> Verdict {
+    let i: i64 = c.args[0].parse().unwrap();
+    let shape = c.tuple_arg(1);
+    let ours = idx2crd(&IntTuple::Int(i), &shape).ok();
+    let theirs: Option<IntTuple> = c.result.as_str().and_then(|s| s.parse().ok());
+    if let IntTuple::Int(_) = shape {
+        // C++ returns the index as is for an integral shape; pycute reduces it modulo
+        // the extent, which differs once the index is out of range.
+        return match (&ours, &theirs) {
+            (o, t) if o == t => Verdict::Agree,
+            (Some(IntTuple::Int(v)), _) if *v == i => Verdict::KnownReferenceBug(
+                "idx2crd into an integral shape reduces modulo the extent",
+            ),
+            _ => Verdict::Disagree(format!("tessera {ours:?}, C++ gives {i}")),
+        };
+    }
+    if i < 0 {
+        // Floor (Python) vs truncation (C++): check the C++ formula per leaf.
+        let strides = shape.prefix_product(1).unwrap();
+        let mut k = 0;
+        let dl = strides.leaves();
+        let want = shape.map_leaves(&mut |s| {
+            let d = dl[k];
+            k += 1;
+            (i / d) % s
+        });
+        return if ours.as_ref() == Some(&want) {
+            if ours == theirs {
+                Verdict::Agree
+            } else {
+                Verdict::KnownReferenceBug("floor vs truncating division (pitfall 6)")
+            }
+        } else {
+            Verdict::Disagree(format!("tessera {ours:?}, C++ gives {want}"))
+        };
+    }
+    compare_value(ours, theirs, c)
+}
+
+/// `right_inverse`: a right inverse, and no smaller than the reference's where that one is
+/// right.
+fn replay_right_inverse(c: &Case) -> Verdict {
+    let l = c.layout_arg(0);
+    let ours = right_inverse(&l);
+    if let Ok(r) = &ours {
+        // The reference is the largest right inverse where it does not stop early.
+        if let Answer::Layout(Some(p)) = reference(c) {
+            if r.size() < p.size() && post_right_inverse(&l, &p).is_ok() {
+                return Verdict::Disagree(format!("tessera {r} smaller than {p}"));
+            }
+        }
+    }
+    let known = right_inverse_stops_early(&l);
+    judge(
+        c,
+        ours,
+        Box::new(|r| post_right_inverse(&l, r)),
+        known,
+        UNCLASSIFIED,
+    )
+}
+
+/// `left_inverse`: a left inverse where L is injective, and what C++'s tests hold it to
+/// where it is not.
+fn replay_left_inverse(c: &Case) -> Verdict {
+    let l = c.layout_arg(0);
+    let ours = left_inverse(&l);
+    if !injective(&l) && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
+        // No R with R(L(i)) == i exists; C++ answers only the weaker
+        // L(R(L(i))) == L(i), and only where its stride chain divides.
+        return Verdict::TesseraErrorJustified;
+    }
+    if let Ok(r) = &ours {
+        if !injective(&l) && !ref_matches(c, r) {
+            // tessera documents no post-condition for a non-injective L; C++'s tests
+            // hold every left inverse to L(R(L(i))) == L(i). A break is flagged, not
+            // failed, until tessera either meets it or rejects such layouts.
+            if let Err(e) = post_left_inverse(&l, r) {
+                return Verdict::Flagged(NON_INJECTIVE_LEFT_INVERSE, format!("{r}: {e}"));
+            }
+        }
+    }
+    let known = negative_stride(&l).or(Some(LEFT_INVERSE_FORM));
+    judge(
+        c,
+        ours,
+        Box::new(|r| post_left_inverse(&l, r)),
+        known,
+        UNCLASSIFIED,
+    )
+}
+
+/// The logical, zipped and tiled divides.
+fn replay_divide(c: &Case) -> Verdict {
+    let (l, t) = (c.layout_arg(0), c.tiler_arg(1));
+    let (ours, form) = match c.op.as_str() {
+        "logical_divide" => (logical_divide(&l, &t), Form::Logical),
+        "zipped_divide" => (zipped_divide(&l, &t), Form::Zipped),
+        _ => (tiled_divide(&l, &t), Form::Tiled),
+    };
+    let wrong = composition_bug(&l, &t);
+    let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
+    if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
+        return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
+    }
+    let known = divide_rounds_differently(&l, &t).or(zip_skip.then_some(SKIP_IN_ZIP));
+    let exists = divide_exists(&l, &t);
+    let post: Post = Box::new(|r| post_divide(&l, &t, r, form));
+    judge_oracle(c, ours, post, known, wrong, exists)
+}
+
+/// The logical, zipped and tiled products.
+fn replay_product(c: &Case) -> Verdict {
+    let (a, t) = (c.layout_arg(0), c.tiler_arg(1));
+    let (ours, form) = match c.op.as_str() {
+        "logical_product" => (logical_product(&a, &t), Form::Logical),
+        "zipped_product" => (zipped_product(&a, &t), Form::Zipped),
+        _ => (tiled_product(&a, &t), Form::Tiled),
+    };
+    let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
+    if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
+        return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
+    }
+    let known = if c.op == "logical_product" {
+        product_int_operand(&c.args[1])
+    } else {
+        zip_skip.then_some(SKIP_IN_ZIP)
+    };
+    let exists = product_exists(&a, &t);
+    let post: Post = Box::new(|r| post_product(&a, &t, r, form));
+    judge_oracle(c, ours, post, known, UNCLASSIFIED, exists)
 }
 
 fn replay_eval(c: &Case) -> Verdict {
