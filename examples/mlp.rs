@@ -79,6 +79,92 @@ fn rel_err(got: &[f64], want: &[f64]) -> f64 {
     (num / den.max(f64::MIN_POSITIVE)).sqrt()
 }
 
+/// The six GEMMs of a step, for batch `b` and widths `din -> h -> dout`: the two layers
+/// forward, then dW2 (with db2), dpre1 (with db1), dW1 and dX.
+fn plan_gemms(
+    ctx: &Context,
+    (b, din, h, dout): (usize, usize, usize, usize),
+) -> Result<[Gemm; 6], Box<dyn Error>> {
+    let (bi, hi, dini, douti) = (b as i64, h as i64, din as i64, dout as i64);
+    let layer1 = Gemm::new(
+        ctx,
+        &GemmSpec::linear(bi, hi, dini).epilogue("gelu(aux(acc + bias_col))")?,
+    )?;
+    let layer2 = Gemm::new(
+        ctx,
+        &GemmSpec::linear(bi, douti, hi).epilogue("aux(acc + bias_col) - residual")?,
+    )?;
+    let grad_w2 = Gemm::new(
+        ctx,
+        &GemmSpec::new(douti, hi, bi)
+            .a(Major::Col)
+            .epilogue("acc; sum_k_a")?,
+    )?;
+    let grad_h1 = Gemm::new(
+        ctx,
+        &GemmSpec::new(bi, hi, douti).epilogue("bgrad_col(acc * dgelu(aux_in))")?,
+    )?;
+    let grad_w1 = Gemm::new(ctx, &GemmSpec::new(hi, dini, bi).a(Major::Col))?;
+    let grad_x = Gemm::new(ctx, &GemmSpec::new(bi, dini, hi))?;
+    Ok([layer1, layer2, grad_w2, grad_h1, grad_w1, grad_x])
+}
+
+/// The float64 values of a step, with float64 intermediates.
+struct Reference {
+    h1: Vec<f64>,
+    y: Vec<f64>,
+    dy: Vec<f64>,
+    dw2: Vec<f64>,
+    db2: Vec<f64>,
+    dpre1: Vec<f64>,
+    db1: Vec<f64>,
+    dw1: Vec<f64>,
+    dx: Vec<f64>,
+}
+
+fn reference(
+    x: &[f64],
+    w1: &[f64],
+    b1: &[f64],
+    w2: &[f64],
+    b2: &[f64],
+    t: &[f64],
+    (b, din, h, dout): (usize, usize, usize, usize),
+) -> Reference {
+    let mut pre1 = matmul(x, w1, (b, h, din), false, true);
+    pre1.iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v += b1[i % h]);
+    let h1: Vec<f64> = pre1.iter().map(|&v| gelu(v)).collect();
+    let mut y = matmul(&h1, w2, (b, dout, h), false, true);
+    y.iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v += b2[i % dout]);
+    let dy: Vec<f64> = y.iter().zip(t).map(|(a, b)| a - b).collect();
+    let dw2 = matmul(&dy, &h1, (dout, h, b), true, false);
+    let db2: Vec<f64> = (0..dout)
+        .map(|j| (0..b).map(|i| dy[i * dout + j]).sum())
+        .collect();
+    let dh1 = matmul(&dy, w2, (b, h, dout), false, false);
+    let dpre1: Vec<f64> = dh1.iter().zip(&pre1).map(|(g, p)| g * dgelu(*p)).collect();
+    let db1: Vec<f64> = (0..h)
+        .map(|j| (0..b).map(|i| dpre1[i * h + j]).sum())
+        .collect();
+    let dw1 = matmul(&dpre1, x, (h, din, b), true, false);
+    let dx = matmul(&dpre1, w1, (b, din, h), false, false);
+    Reference {
+        h1,
+        y,
+        dy,
+        dw2,
+        db2,
+        dpre1,
+        db1,
+        dw1,
+        dx,
+    }
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     let (b, din, h, dout) = (256usize, 384usize, 512usize, 128usize);
     let ctx = match Context::new(0) {
@@ -130,27 +216,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut db1_d = s.alloc_zeros::<f32>(h)?;
 
     // The six GEMMs, each planned and compiled once.
-    let (bi, hi, dini, douti) = (b as i64, h as i64, din as i64, dout as i64);
-    let layer1 = Gemm::new(
-        &ctx,
-        &GemmSpec::linear(bi, hi, dini).epilogue("gelu(aux(acc + bias_col))")?,
-    )?;
-    let layer2 = Gemm::new(
-        &ctx,
-        &GemmSpec::linear(bi, douti, hi).epilogue("aux(acc + bias_col) - residual")?,
-    )?;
-    let grad_w2 = Gemm::new(
-        &ctx,
-        &GemmSpec::new(douti, hi, bi)
-            .a(Major::Col)
-            .epilogue("acc; sum_k_a")?,
-    )?;
-    let grad_h1 = Gemm::new(
-        &ctx,
-        &GemmSpec::new(bi, hi, douti).epilogue("bgrad_col(acc * dgelu(aux_in))")?,
-    )?;
-    let grad_w1 = Gemm::new(&ctx, &GemmSpec::new(hi, dini, bi).a(Major::Col))?;
-    let grad_x = Gemm::new(&ctx, &GemmSpec::new(bi, dini, hi))?;
+    let [layer1, layer2, grad_w2, grad_h1, grad_w1, grad_x] = plan_gemms(&ctx, (b, din, h, dout))?;
     for (name, g) in [
         ("layer1", &layer1),
         ("layer2", &layer2),
@@ -204,28 +270,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     s.synchronize()?;
 
     // The float64 reference from the same (bf16-rounded) inputs, with float64 intermediates.
-    let mut pre1 = matmul(&x, &w1, (b, h, din), false, true);
-    pre1.iter_mut()
-        .enumerate()
-        .for_each(|(i, v)| *v += b1[i % h]);
-    let h1: Vec<f64> = pre1.iter().map(|&v| gelu(v)).collect();
-    let mut y = matmul(&h1, &w2, (b, dout, h), false, true);
-    y.iter_mut()
-        .enumerate()
-        .for_each(|(i, v)| *v += b2[i % dout]);
-    let dy: Vec<f64> = y.iter().zip(&t).map(|(a, b)| a - b).collect();
-    let dw2 = matmul(&dy, &h1, (dout, h, b), true, false);
-    let db2: Vec<f64> = (0..dout)
-        .map(|j| (0..b).map(|i| dy[i * dout + j]).sum())
-        .collect();
-    let dh1 = matmul(&dy, &w2, (b, h, dout), false, false);
-    let dpre1: Vec<f64> = dh1.iter().zip(&pre1).map(|(g, p)| g * dgelu(*p)).collect();
-    let db1: Vec<f64> = (0..h)
-        .map(|j| (0..b).map(|i| dpre1[i * h + j]).sum())
-        .collect();
-    let dw1 = matmul(&dpre1, &x, (h, din, b), true, false);
-    let dx = matmul(&dpre1, &w1, (b, din, h), false, false);
-    let loss: f64 = 0.5 * dy.iter().map(|v| v * v).sum::<f64>();
+    let r = reference(&x, &w1, &b1, &w2, &b2, &t, (b, din, h, dout));
+    let loss: f64 = 0.5 * r.dy.iter().map(|v| v * v).sum::<f64>();
     let got_dy = download(&s, &dy_d)?;
     let got_loss: f64 = 0.5 * got_dy.iter().map(|v| v * v).sum::<f64>();
     println!("loss {got_loss:.6} (float64 reference {loss:.6})");
@@ -233,15 +279,15 @@ fn main() -> Result<(), Box<dyn Error>> {
     // bf16 storage of h1, dy and dpre1 between the GEMMs bounds the agreement: a few 2^-8.
     let f32s = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
     let checks = [
-        ("h1", rel_err(&download(&s, &h1_d)?, &h1)),
-        ("y", rel_err(&download(&s, &y_d)?, &y)),
-        ("dy", rel_err(&got_dy, &dy)),
-        ("dW2", rel_err(&download(&s, &dw2_d)?, &dw2)),
-        ("db2", rel_err(&f32s(s.clone_dtoh(&db2_d)?), &db2)),
-        ("dpre1", rel_err(&download(&s, &dpre1_d)?, &dpre1)),
-        ("db1", rel_err(&f32s(s.clone_dtoh(&db1_d)?), &db1)),
-        ("dW1", rel_err(&download(&s, &dw1_d)?, &dw1)),
-        ("dX", rel_err(&download(&s, &dx_d)?, &dx)),
+        ("h1", rel_err(&download(&s, &h1_d)?, &r.h1)),
+        ("y", rel_err(&download(&s, &y_d)?, &r.y)),
+        ("dy", rel_err(&got_dy, &r.dy)),
+        ("dW2", rel_err(&download(&s, &dw2_d)?, &r.dw2)),
+        ("db2", rel_err(&f32s(s.clone_dtoh(&db2_d)?), &r.db2)),
+        ("dpre1", rel_err(&download(&s, &dpre1_d)?, &r.dpre1)),
+        ("db1", rel_err(&f32s(s.clone_dtoh(&db1_d)?), &r.db1)),
+        ("dW1", rel_err(&download(&s, &dw1_d)?, &r.dw1)),
+        ("dX", rel_err(&download(&s, &dx_d)?, &r.dx)),
     ];
     let bound = 3e-2;
     let mut ok = true;

@@ -61,8 +61,7 @@ pub use error::{CompileFailure, KernelError, Result};
 pub use plan::problem::{DType, Major};
 pub use plan::{GemmSpec, Options, Plan};
 
-// The crate's own code and tests also reach these at the root (as the crate's first layout
-// had them).
+// The crate's own code and tests also reach these at the root.
 #[allow(unused_imports)]
 pub(crate) use plan::problem::{Activation, BiasMode, Epilogue, GemmProblem};
 #[allow(unused_imports)]

@@ -9,8 +9,8 @@
 //!   alike), or both reject the operands;
 //! - **known reference bug**: a named predicate on the operands (or on the reference's own
 //!   answer, checked against the operation's post-condition) says pycute is known to differ
-//!   from CuTe C++ here (cute-semantics.md §7); tessera's answer must then meet the
-//!   operation's post-condition, checked independently below;
+//!   from CuTe C++ here (a numbered pitfall of `docs/cute_semantics.md`); tessera's answer must
+//!   then meet the operation's post-condition, checked independently below;
 //! - **reference rejects, tessera verified**: pycute raised (its composition assertion is
 //!   stricter than CuTe's rule) and tessera's answer meets the post-condition;
 //! - **tessera error justified**: tessera returned an error and pycute's answer breaks the
@@ -352,12 +352,13 @@ fn flat_coalesced(modes: &[(i64, i64)]) -> Layout {
     }
 }
 
-/// C++'s `complement(T, cotarget)` written out from its definition (cute-semantics.md §2), so
-/// that divides and products can be checked without tessera's complement: T's modes (size-1
-/// and stride-0 ones dropped) by increasing stride `d_k` give shape `d_k / (s_{k-1} d_{k-1})`
-/// (integer division) at stride `s_{k-1} d_{k-1}`; then `ceil_div(cotarget, s d)`, mode by mode
-/// for a shape cotarget, in column-major order; all coalesced. `None` where C++ has no answer
-/// here (a negative stride, or a 0 extent: not injective).
+/// C++'s `complement(T, cotarget)` written out from its definition (`docs/cute_semantics.md`,
+/// section 5), so that divides and products can be checked without tessera's complement:
+/// T's modes (size-1 and stride-0 ones dropped) by increasing stride `d_k` give shape
+/// `d_k / (s_{k-1} d_{k-1})` (integer division) at stride `s_{k-1} d_{k-1}`; then
+/// `ceil_div(cotarget, s d)`, mode by mode for a shape cotarget, in column-major order; all
+/// coalesced. `None` where C++ has no answer here (a negative stride, or a 0 extent: not
+/// injective).
 fn cxx_complement(t: &Layout, cotarget: &[i64]) -> Option<Layout> {
     let (s, d) = (t.shape().leaves(), t.stride().leaves());
     let mut modes: Vec<(i64, i64)> = s
@@ -826,20 +827,21 @@ fn judge(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Named predicates for the places where pycute is known to differ (cute-semantics.md §7)
+// Named predicates for the places where pycute is known to differ, each named by its number in
+// the pitfalls of `docs/cute_semantics.md` (section 9)
 
-/// §7.7: complement of a non-injective layout (pycute returns a 0 extent; C++ rejects).
+/// Pitfall 7: complement of a non-injective layout (pycute returns a 0 extent; C++ rejects).
 fn non_injective_complement(l: &Layout) -> Option<&'static str> {
     let e = essential(l)?;
-    (!injective(&e)).then_some("complement of a non-injective layout (§7.7)")
+    (!injective(&e)).then_some("complement of a non-injective layout (pitfall 7)")
 }
 
 /// Negative strides: pycute's complement, inverses and cosize have no C++ semantics for them.
 fn negative_stride(l: &Layout) -> Option<&'static str> {
-    has_negative_stride(l).then_some("negative stride (§7.6, §7.15)")
+    has_negative_stride(l).then_some("negative stride (pitfalls 6, 15)")
 }
 
-/// §7.9: pycute's right_inverse walks the flat modes sorted by (stride, extent) and stops at
+/// Pitfall 9: pycute's right_inverse walks the flat modes sorted by (stride, extent) and stops at
 /// the first one whose stride is not the running product (a stride 0 or negative one comes
 /// first); C++ coalesces first and skips such modes, so it can go on and find a larger inverse.
 fn right_inverse_stops_early(l: &Layout) -> Option<&'static str> {
@@ -854,7 +856,7 @@ fn right_inverse_stops_early(l: &Layout) -> Option<&'static str> {
     let mut cur = 1;
     for (d, s) in modes {
         if d != cur {
-            return Some("right_inverse stops at a mode off the stride chain (§7.9)");
+            return Some("right_inverse stops at a mode off the stride chain (pitfall 9)");
         }
         cur = d * s;
     }
@@ -865,13 +867,13 @@ fn right_inverse_stops_early(l: &Layout) -> Option<&'static str> {
 const NON_INJECTIVE_LEFT_INVERSE: &str =
     "left_inverse of a non-injective L breaks C++'s L(R(L(i))) == L(i) (tessera promises nothing)";
 
-/// §7.8: pycute's left_inverse is `right_inverse((L, complement(L)))`, C++'s sorts by stride;
+/// Pitfall 8: pycute's left_inverse is `right_inverse((L, complement(L)))`, C++'s sorts by stride;
 /// both are left inverses, they differ off the image of L.
-const LEFT_INVERSE_FORM: &str = "left_inverse canonical form (§7.8)";
+const LEFT_INVERSE_FORM: &str = "left_inverse canonical form (pitfall 8)";
 
-/// §7.10: pycute 4.2 sends `logical_product(L, int)` to logical_divide.
+/// Pitfall 10: pycute 4.2 sends `logical_product(L, int)` to logical_divide.
 fn product_int_operand(arg: &str) -> Option<&'static str> {
-    (!arg.contains(':') && !arg.contains('<')).then_some("logical_product(L, int) (§7.10)")
+    (!arg.contains(':') && !arg.contains('<')).then_some("logical_product(L, int) (pitfall 10)")
 }
 
 /// The flat extents of `coalesce(l)`, computed here from the definition (merge `s0:d0` and
@@ -929,7 +931,7 @@ fn skip_in_zip(t: &Tiler) -> bool {
     matches!(t, Tiler::ByMode(items) if items.iter().any(|i| matches!(i, Tiler::Skip)))
 }
 
-/// §7.12: C++ composition with a by-mode tiler drops the layout's modes beyond the tiler;
+/// Pitfall 12: C++ composition with a by-mode tiler drops the layout's modes beyond the tiler;
 /// pycute keeps them.
 fn tiler_shorter_than_layout(a: &Layout, t: &Tiler) -> bool {
     matches!(t, Tiler::ByMode(items) if items.len() < a.rank())
@@ -938,13 +940,13 @@ fn tiler_shorter_than_layout(a: &Layout, t: &Tiler) -> bool {
 /// pycute's answer breaks the post-condition and no named predicate below explains it.
 const UNCLASSIFIED: &str = "reference breaks the post-condition (unclassified)";
 
-/// §7.4: pycute's composition returns a layout that is not `A ∘ B` (wrong size, or a carry
+/// Pitfall 4: pycute's composition returns a layout that is not `A ∘ B` (wrong size, or a carry
 /// across one of A's modes) where C++ asserts or is unsound too.
-const ADMISSIBILITY: &str = "composition admissibility: pycute's layout is not A o B (§7.4)";
+const ADMISSIBILITY: &str = "composition admissibility: pycute's layout is not A o B (pitfall 4)";
 
-/// §7.5: pycute coalesces A first, which drops a trailing size-1 mode and with it the stride
+/// Pitfall 5: pycute coalesces A first, which drops a trailing size-1 mode and with it the stride
 /// that evaluation past `size(A)` runs on (C++ keeps it: `1:3 ∘ 4:1 = 4:3`, pycute `4:0`).
-const SIZE1_EXTENSION: &str = "extension through a trailing size-1 mode of A (§7.5)";
+const SIZE1_EXTENSION: &str = "extension through a trailing size-1 mode of A (pitfall 5)";
 
 fn trailing_size1(a: &Layout) -> bool {
     a.shape().leaves().last() == Some(&1)
@@ -979,44 +981,7 @@ fn replay(c: &Case) -> Verdict {
             let ours = crd2idx(&coord, l.shape(), l.stride()).ok();
             compare_value(ours, c.result.as_i64(), c)
         }
-        "idx2crd" => {
-            let i: i64 = c.args[0].parse().unwrap();
-            let shape = c.tuple_arg(1);
-            let ours = idx2crd(&IntTuple::Int(i), &shape).ok();
-            let theirs: Option<IntTuple> = c.result.as_str().and_then(|s| s.parse().ok());
-            if let IntTuple::Int(_) = shape {
-                // C++ returns the index as is for an integral shape; pycute reduces it modulo
-                // the extent, which differs once the index is out of range.
-                return match (&ours, &theirs) {
-                    (o, t) if o == t => Verdict::Agree,
-                    (Some(IntTuple::Int(v)), _) if *v == i => Verdict::KnownReferenceBug(
-                        "idx2crd into an integral shape reduces modulo the extent",
-                    ),
-                    _ => Verdict::Disagree(format!("tessera {ours:?}, C++ gives {i}")),
-                };
-            }
-            if i < 0 {
-                // Floor (Python) vs truncation (C++): check the C++ formula per leaf.
-                let strides = shape.prefix_product(1).unwrap();
-                let mut k = 0;
-                let dl = strides.leaves();
-                let want = shape.map_leaves(&mut |s| {
-                    let d = dl[k];
-                    k += 1;
-                    (i / d) % s
-                });
-                return if ours.as_ref() == Some(&want) {
-                    if ours == theirs {
-                        Verdict::Agree
-                    } else {
-                        Verdict::KnownReferenceBug("floor vs truncating division (§7.6)")
-                    }
-                } else {
-                    Verdict::Disagree(format!("tessera {ours:?}, C++ gives {want}"))
-                };
-            }
-            compare_value(ours, theirs, c)
-        }
+        "idx2crd" => replay_idx2crd(c),
         "cosize" => {
             let l = c.layout_arg(0);
             let o = offs(&l);
@@ -1025,7 +990,9 @@ fn replay(c: &Case) -> Verdict {
             if has_negative_stride(&l) && Some(ours) != c.result.as_i64() {
                 // pycute's cosize is L(size-1)+1, wrong with negative strides: check the span.
                 return if ours == span {
-                    Verdict::KnownReferenceBug("cosize = L(size-1)+1 with negative strides (§7.1)")
+                    Verdict::KnownReferenceBug(
+                        "cosize = L(size-1)+1 with negative strides (pitfall 1)",
+                    )
                 } else {
                     Verdict::Disagree(format!("tessera {ours}, span {span}"))
                 };
@@ -1087,92 +1054,147 @@ fn replay(c: &Case) -> Verdict {
                 UNCLASSIFIED,
             )
         }
-        "right_inverse" => {
-            let l = c.layout_arg(0);
-            let ours = right_inverse(&l);
-            if let Ok(r) = &ours {
-                // The reference is the largest right inverse where it does not stop early.
-                if let Answer::Layout(Some(p)) = reference(c) {
-                    if r.size() < p.size() && post_right_inverse(&l, &p).is_ok() {
-                        return Verdict::Disagree(format!("tessera {r} smaller than {p}"));
-                    }
-                }
-            }
-            let known = right_inverse_stops_early(&l);
-            judge(
-                c,
-                ours,
-                Box::new(|r| post_right_inverse(&l, r)),
-                known,
-                UNCLASSIFIED,
-            )
-        }
-        "left_inverse" => {
-            let l = c.layout_arg(0);
-            let ours = left_inverse(&l);
-            if !injective(&l) && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
-                // No R with R(L(i)) == i exists; C++ answers only the weaker
-                // L(R(L(i))) == L(i), and only where its stride chain divides.
-                return Verdict::TesseraErrorJustified;
-            }
-            if let Ok(r) = &ours {
-                if !injective(&l) && !ref_matches(c, r) {
-                    // tessera documents no post-condition for a non-injective L; C++'s tests
-                    // hold every left inverse to L(R(L(i))) == L(i). A break is flagged, not
-                    // failed, until tessera either meets it or rejects such layouts.
-                    if let Err(e) = post_left_inverse(&l, r) {
-                        return Verdict::Flagged(NON_INJECTIVE_LEFT_INVERSE, format!("{r}: {e}"));
-                    }
-                }
-            }
-            let known = negative_stride(&l).or(Some(LEFT_INVERSE_FORM));
-            judge(
-                c,
-                ours,
-                Box::new(|r| post_left_inverse(&l, r)),
-                known,
-                UNCLASSIFIED,
-            )
-        }
-        "logical_divide" | "zipped_divide" | "tiled_divide" => {
-            let (l, t) = (c.layout_arg(0), c.tiler_arg(1));
-            let (ours, form) = match c.op.as_str() {
-                "logical_divide" => (logical_divide(&l, &t), Form::Logical),
-                "zipped_divide" => (zipped_divide(&l, &t), Form::Zipped),
-                _ => (tiled_divide(&l, &t), Form::Tiled),
-            };
-            let wrong = composition_bug(&l, &t);
-            let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
-            if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
-                return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
-            }
-            let known = divide_rounds_differently(&l, &t).or(zip_skip.then_some(SKIP_IN_ZIP));
-            let exists = divide_exists(&l, &t);
-            let post: Post = Box::new(|r| post_divide(&l, &t, r, form));
-            judge_oracle(c, ours, post, known, wrong, exists)
-        }
-        "logical_product" | "zipped_product" | "tiled_product" => {
-            let (a, t) = (c.layout_arg(0), c.tiler_arg(1));
-            let (ours, form) = match c.op.as_str() {
-                "logical_product" => (logical_product(&a, &t), Form::Logical),
-                "zipped_product" => (zipped_product(&a, &t), Form::Zipped),
-                _ => (tiled_product(&a, &t), Form::Tiled),
-            };
-            let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
-            if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
-                return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
-            }
-            let known = if c.op == "logical_product" {
-                product_int_operand(&c.args[1])
-            } else {
-                zip_skip.then_some(SKIP_IN_ZIP)
-            };
-            let exists = product_exists(&a, &t);
-            let post: Post = Box::new(|r| post_product(&a, &t, r, form));
-            judge_oracle(c, ours, post, known, UNCLASSIFIED, exists)
-        }
+        "right_inverse" => replay_right_inverse(c),
+        "left_inverse" => replay_left_inverse(c),
+        "logical_divide" | "zipped_divide" | "tiled_divide" => replay_divide(c),
+        "logical_product" | "zipped_product" | "tiled_product" => replay_product(c),
         other => Verdict::Disagree(format!("unknown op {other}")),
     }
+}
+
+/// `idx2crd` against C++'s answer where pycute's differs (an integral shape, a negative
+/// index).
+fn replay_idx2crd(c: &Case) -> Verdict {
+    let i: i64 = c.args[0].parse().unwrap();
+    let shape = c.tuple_arg(1);
+    let ours = idx2crd(&IntTuple::Int(i), &shape).ok();
+    let theirs: Option<IntTuple> = c.result.as_str().and_then(|s| s.parse().ok());
+    if let IntTuple::Int(_) = shape {
+        // C++ returns the index as is for an integral shape; pycute reduces it modulo
+        // the extent, which differs once the index is out of range.
+        return match (&ours, &theirs) {
+            (o, t) if o == t => Verdict::Agree,
+            (Some(IntTuple::Int(v)), _) if *v == i => Verdict::KnownReferenceBug(
+                "idx2crd into an integral shape reduces modulo the extent",
+            ),
+            _ => Verdict::Disagree(format!("tessera {ours:?}, C++ gives {i}")),
+        };
+    }
+    if i < 0 {
+        // Floor (Python) vs truncation (C++): check the C++ formula per leaf.
+        let strides = shape.prefix_product(1).unwrap();
+        let mut k = 0;
+        let dl = strides.leaves();
+        let want = shape.map_leaves(&mut |s| {
+            let d = dl[k];
+            k += 1;
+            (i / d) % s
+        });
+        return if ours.as_ref() == Some(&want) {
+            if ours == theirs {
+                Verdict::Agree
+            } else {
+                Verdict::KnownReferenceBug("floor vs truncating division (pitfall 6)")
+            }
+        } else {
+            Verdict::Disagree(format!("tessera {ours:?}, C++ gives {want}"))
+        };
+    }
+    compare_value(ours, theirs, c)
+}
+
+/// `right_inverse`: a right inverse, and no smaller than the reference's where that one is
+/// right.
+fn replay_right_inverse(c: &Case) -> Verdict {
+    let l = c.layout_arg(0);
+    let ours = right_inverse(&l);
+    if let Ok(r) = &ours {
+        // The reference is the largest right inverse where it does not stop early.
+        if let Answer::Layout(Some(p)) = reference(c) {
+            if r.size() < p.size() && post_right_inverse(&l, &p).is_ok() {
+                return Verdict::Disagree(format!("tessera {r} smaller than {p}"));
+            }
+        }
+    }
+    let known = right_inverse_stops_early(&l);
+    judge(
+        c,
+        ours,
+        Box::new(|r| post_right_inverse(&l, r)),
+        known,
+        UNCLASSIFIED,
+    )
+}
+
+/// `left_inverse`: a left inverse where L is injective, and what C++'s tests hold it to
+/// where it is not.
+fn replay_left_inverse(c: &Case) -> Verdict {
+    let l = c.layout_arg(0);
+    let ours = left_inverse(&l);
+    if !injective(&l) && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
+        // No R with R(L(i)) == i exists; C++ answers only the weaker
+        // L(R(L(i))) == L(i), and only where its stride chain divides.
+        return Verdict::TesseraErrorJustified;
+    }
+    if let Ok(r) = &ours {
+        if !injective(&l) && !ref_matches(c, r) {
+            // tessera documents no post-condition for a non-injective L; C++'s tests
+            // hold every left inverse to L(R(L(i))) == L(i). A break is flagged, not
+            // failed, until tessera either meets it or rejects such layouts.
+            if let Err(e) = post_left_inverse(&l, r) {
+                return Verdict::Flagged(NON_INJECTIVE_LEFT_INVERSE, format!("{r}: {e}"));
+            }
+        }
+    }
+    let known = negative_stride(&l).or(Some(LEFT_INVERSE_FORM));
+    judge(
+        c,
+        ours,
+        Box::new(|r| post_left_inverse(&l, r)),
+        known,
+        UNCLASSIFIED,
+    )
+}
+
+/// The logical, zipped and tiled divides.
+fn replay_divide(c: &Case) -> Verdict {
+    let (l, t) = (c.layout_arg(0), c.tiler_arg(1));
+    let (ours, form) = match c.op.as_str() {
+        "logical_divide" => (logical_divide(&l, &t), Form::Logical),
+        "zipped_divide" => (zipped_divide(&l, &t), Form::Zipped),
+        _ => (tiled_divide(&l, &t), Form::Tiled),
+    };
+    let wrong = composition_bug(&l, &t);
+    let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
+    if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
+        return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
+    }
+    let known = divide_rounds_differently(&l, &t).or(zip_skip.then_some(SKIP_IN_ZIP));
+    let exists = divide_exists(&l, &t);
+    let post: Post = Box::new(|r| post_divide(&l, &t, r, form));
+    judge_oracle(c, ours, post, known, wrong, exists)
+}
+
+/// The logical, zipped and tiled products.
+fn replay_product(c: &Case) -> Verdict {
+    let (a, t) = (c.layout_arg(0), c.tiler_arg(1));
+    let (ours, form) = match c.op.as_str() {
+        "logical_product" => (logical_product(&a, &t), Form::Logical),
+        "zipped_product" => (zipped_product(&a, &t), Form::Zipped),
+        _ => (tiled_product(&a, &t), Form::Tiled),
+    };
+    let zip_skip = !matches!(form, Form::Logical) && skip_in_zip(&t);
+    if zip_skip && ours.as_ref().is_err_and(|e| !not_implemented(e)) {
+        return Verdict::KnownReferenceBug(SKIP_IN_ZIP);
+    }
+    let known = if c.op == "logical_product" {
+        product_int_operand(&c.args[1])
+    } else {
+        zip_skip.then_some(SKIP_IN_ZIP)
+    };
+    let exists = product_exists(&a, &t);
+    let post: Post = Box::new(|r| post_product(&a, &t, r, form));
+    judge_oracle(c, ours, post, known, UNCLASSIFIED, exists)
 }
 
 fn replay_eval(c: &Case) -> Verdict {
@@ -1190,7 +1212,7 @@ fn replay_eval(c: &Case) -> Verdict {
                 return Verdict::Disagree(format!("L({i}) = {ours:?}, C++ gives {want}"));
             }
             if ours != Some(v) {
-                known = Some("floor vs truncating division (§7.6)");
+                known = Some("floor vs truncating division (pitfall 6)");
             }
         } else if ours != Some(v) {
             return Verdict::Disagree(format!("L({i}) = {ours:?}"));
@@ -1222,9 +1244,9 @@ fn replay_composition_tiler(c: &Case) -> Verdict {
             let theirs = concat((0..k).map(|i| mode(&p, i).unwrap()).collect());
             let prefix_ok = same_function(r, &theirs) && same_structure(r, &theirs);
             match post(r) {
-                Ok(()) if prefix_ok => {
-                    Verdict::KnownReferenceBug("composition drops modes beyond the tiler (§7.12)")
-                }
+                Ok(()) if prefix_ok => Verdict::KnownReferenceBug(
+                    "composition drops modes beyond the tiler (pitfall 12)",
+                ),
                 Ok(()) => match post(&theirs) {
                     Ok(()) => {
                         Verdict::Disagree(format!("tessera {r}; both meet the post-condition"))

@@ -325,89 +325,12 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
     match name {
         _ if analysis::takes(name, &a) => analysis::call(name, a),
         "size" | "rank" | "depth" | "shape" | "stride" | "cosize" | "coshape" => structure(a),
-        "get" => {
-            a.count(2, usize::MAX)?;
-            let path = a.indices(1)?;
-            get_path(&a, &path)
+        "get" | "select" | "take" | "group" | "flatten" | "append" | "prepend" | "replace" => {
+            modes(name, a)
         }
-        "select" => {
-            a.count(1, usize::MAX)?;
-            let idx = a.indices(1)?;
-            match &a.vals[0] {
-                Value::IntTuple(t) => Ok(Value::IntTuple(tuple::select(t, &idx)?)),
-                Value::SwizzledLayout(l) => Ok(swizzled(l.with_inner(l.inner.select(&idx)?))),
-                _ => Ok(Value::Layout(a.layout(0)?.select(&idx)?)),
-            }
+        "make_layout" | "col_major" | "row_major" | "make_ordered_layout" | "make_layout_like" => {
+            construct(name, a)
         }
-        "take" | "group" => {
-            a.count(3, 3)?;
-            let (b, e) = (a.index(1)?, a.index(2)?);
-            match (&a.vals[0], name) {
-                (Value::IntTuple(t), "take") => Ok(Value::IntTuple(tuple::take(t, b, e)?)),
-                (Value::IntTuple(t), _) => Ok(Value::IntTuple(tuple::group(t, b, e)?)),
-                (Value::SwizzledLayout(l), "take") => {
-                    Ok(swizzled(l.with_inner(l.inner.take(b, e)?)))
-                }
-                (Value::SwizzledLayout(l), _) => Ok(swizzled(l.with_inner(l.inner.group(b, e)?))),
-                (_, "take") => Ok(Value::Layout(a.layout(0)?.take(b, e)?)),
-                _ => Ok(Value::Layout(a.layout(0)?.group(b, e)?)),
-            }
-        }
-        "flatten" => {
-            a.count(1, 1)?;
-            match &a.vals[0] {
-                Value::IntTuple(t) => Ok(Value::IntTuple(t.flatten())),
-                Value::SwizzledLayout(l) => Ok(swizzled(l.with_inner(l.inner.flatten()))),
-                _ => Ok(Value::Layout(a.layout(0)?.flatten())),
-            }
-        }
-        "append" | "prepend" => {
-            a.count(2, 2)?;
-            let front = name == "prepend";
-            if let (Value::IntTuple(t), Value::IntTuple(m)) = (&a.vals[0], &a.vals[1]) {
-                let r = if front {
-                    tuple::prepend(t, m)
-                } else {
-                    tuple::append(t, m)
-                };
-                return Ok(Value::IntTuple(r));
-            }
-            let (l, m) = (a.layout(0)?, a.layout(1)?);
-            let r = if front { l.prepend(&m)? } else { l.append(&m)? };
-            Ok(Value::Layout(r))
-        }
-        "replace" => {
-            a.count(3, 3)?;
-            let i = a.index(1)?;
-            if let (Value::IntTuple(t), Value::IntTuple(m)) = (&a.vals[0], &a.vals[2]) {
-                return Ok(Value::IntTuple(tuple::replace(t, i, m)?));
-            }
-            Ok(Value::Layout(a.layout(0)?.replace(i, &a.layout(2)?)?))
-        }
-        "make_layout" => make_layout(a),
-        "col_major" | "row_major" => {
-            a.count(1, 1)?;
-            let s = a.shape(0)?;
-            let l = if name == "col_major" {
-                Layout::col_major(s)?
-            } else {
-                Layout::row_major(s)?
-            };
-            Ok(Value::Layout(l))
-        }
-        "make_ordered_layout" => {
-            a.count(1, 2)?;
-            let (s, o) = if a.len() == 1 {
-                let l = a.layout(0)?;
-                (l.shape().as_tuple().clone(), l.stride().as_tuple().clone())
-            } else {
-                (a.shape(0)?, a.tuple(1)?)
-            };
-            Ok(Value::Layout(tl::make_ordered_layout(&s, &o)?))
-        }
-        "make_layout_like" => unary(a, tl::make_layout_like, |_| {
-            Err(not_swizzled("make_layout_like"))
-        }),
         "coalesce" => {
             a.count(1, 2)?;
             if let Some(l) = a.swizzled(0) {
@@ -510,35 +433,121 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             let l = a.layout(0)?;
             Ok(Value::Layout(tl::tile_to_shape(&l, &s, order.as_ref())?))
         }
-        "upcast" | "downcast" => {
-            a.count(2, 2)?;
-            let n = a.int(1)?;
-            let up = name == "upcast";
+        "upcast" | "downcast" => cast(a, name == "upcast"),
+        "idx2crd" | "crd2idx" | "eval" | "offsets" | "image_bounds" | "cosize_inner" => {
+            evaluate(name, a)
+        }
+        "yyy_mask" | "zzz_mask" | "make_swizzle" | "bank_conflicts" | "is_bijective"
+        | "is_injective" => swizzle_function(name, a),
+        // The parser only lets names of `FUNCTIONS` through; a name listed there but not
+        // dispatched here is caught by the test that calls every function.
+        other => Err(Error::call(other, "is not implemented")),
+    }
+}
+
+/// The functions of modes: `get`, `select`, `take`, `group`, `flatten`, `append`, `prepend`,
+/// `replace`.
+fn modes(name: &'static str, a: Args) -> Result<Value, Error> {
+    match name {
+        "get" => {
+            a.count(2, usize::MAX)?;
+            let path = a.indices(1)?;
+            get_path(&a, &path)
+        }
+        "select" => {
+            a.count(1, usize::MAX)?;
+            let idx = a.indices(1)?;
             match &a.vals[0] {
-                Value::Swizzle(s) => {
-                    return Ok(Value::Swizzle(if up {
-                        s.upcast(n)?
-                    } else {
-                        s.downcast(n)?
-                    }))
-                }
-                Value::SwizzledLayout(l) => {
-                    return Ok(swizzled(if up {
-                        sa::upcast(l, n)?
-                    } else {
-                        sa::downcast(l, n)?
-                    }))
-                }
-                _ => {}
+                Value::IntTuple(t) => Ok(Value::IntTuple(tuple::select(t, &idx)?)),
+                Value::SwizzledLayout(l) => Ok(swizzled(l.with_inner(l.inner.select(&idx)?))),
+                _ => Ok(Value::Layout(a.layout(0)?.select(&idx)?)),
             }
-            let l = a.layout(0)?;
-            let r = if up {
-                tl::upcast(&l, n)?
-            } else {
-                tl::downcast(&l, n)?
-            };
+        }
+        "take" | "group" => {
+            a.count(3, 3)?;
+            let (b, e) = (a.index(1)?, a.index(2)?);
+            match (&a.vals[0], name) {
+                (Value::IntTuple(t), "take") => Ok(Value::IntTuple(tuple::take(t, b, e)?)),
+                (Value::IntTuple(t), _) => Ok(Value::IntTuple(tuple::group(t, b, e)?)),
+                (Value::SwizzledLayout(l), "take") => {
+                    Ok(swizzled(l.with_inner(l.inner.take(b, e)?)))
+                }
+                (Value::SwizzledLayout(l), _) => Ok(swizzled(l.with_inner(l.inner.group(b, e)?))),
+                (_, "take") => Ok(Value::Layout(a.layout(0)?.take(b, e)?)),
+                _ => Ok(Value::Layout(a.layout(0)?.group(b, e)?)),
+            }
+        }
+        "flatten" => {
+            a.count(1, 1)?;
+            match &a.vals[0] {
+                Value::IntTuple(t) => Ok(Value::IntTuple(t.flatten())),
+                Value::SwizzledLayout(l) => Ok(swizzled(l.with_inner(l.inner.flatten()))),
+                _ => Ok(Value::Layout(a.layout(0)?.flatten())),
+            }
+        }
+        "append" | "prepend" => {
+            a.count(2, 2)?;
+            let front = name == "prepend";
+            if let (Value::IntTuple(t), Value::IntTuple(m)) = (&a.vals[0], &a.vals[1]) {
+                let r = if front {
+                    tuple::prepend(t, m)
+                } else {
+                    tuple::append(t, m)
+                };
+                return Ok(Value::IntTuple(r));
+            }
+            let (l, m) = (a.layout(0)?, a.layout(1)?);
+            let r = if front { l.prepend(&m)? } else { l.append(&m)? };
             Ok(Value::Layout(r))
         }
+        "replace" => {
+            a.count(3, 3)?;
+            let i = a.index(1)?;
+            if let (Value::IntTuple(t), Value::IntTuple(m)) = (&a.vals[0], &a.vals[2]) {
+                return Ok(Value::IntTuple(tuple::replace(t, i, m)?));
+            }
+            Ok(Value::Layout(a.layout(0)?.replace(i, &a.layout(2)?)?))
+        }
+        other => Err(Error::call(other, "is not implemented")),
+    }
+}
+
+/// The functions that make a layout: `make_layout`, `col_major`, `row_major`,
+/// `make_ordered_layout`, `make_layout_like`.
+fn construct(name: &'static str, a: Args) -> Result<Value, Error> {
+    match name {
+        "make_layout" => make_layout(a),
+        "col_major" | "row_major" => {
+            a.count(1, 1)?;
+            let s = a.shape(0)?;
+            let l = if name == "col_major" {
+                Layout::col_major(s)?
+            } else {
+                Layout::row_major(s)?
+            };
+            Ok(Value::Layout(l))
+        }
+        "make_ordered_layout" => {
+            a.count(1, 2)?;
+            let (s, o) = if a.len() == 1 {
+                let l = a.layout(0)?;
+                (l.shape().as_tuple().clone(), l.stride().as_tuple().clone())
+            } else {
+                (a.shape(0)?, a.tuple(1)?)
+            };
+            Ok(Value::Layout(tl::make_ordered_layout(&s, &o)?))
+        }
+        "make_layout_like" => unary(a, tl::make_layout_like, |_| {
+            Err(not_swizzled("make_layout_like"))
+        }),
+        other => Err(Error::call(other, "is not implemented")),
+    }
+}
+
+/// The functions of a layout at given points: `idx2crd`, `crd2idx`, `eval`, `offsets`,
+/// `image_bounds`, `cosize_inner`.
+fn evaluate(name: &'static str, a: Args) -> Result<Value, Error> {
+    match name {
         "idx2crd" => {
             a.count(2, 3)?;
             let idx = a.tuple(0)?;
@@ -584,6 +593,14 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             a.count(1, 1)?;
             Ok(Value::int(a.any(0)?.cosize_inner()))
         }
+        other => Err(Error::call(other, "is not implemented")),
+    }
+}
+
+/// The functions of swizzles and of any layout's injectivity: `yyy_mask`, `zzz_mask`,
+/// `make_swizzle`, `bank_conflicts`, `is_bijective`, `is_injective`.
+fn swizzle_function(name: &'static str, a: Args) -> Result<Value, Error> {
+    match name {
         "yyy_mask" | "zzz_mask" => {
             a.count(1, 1)?;
             let s = a.swizzle(0)?;
@@ -615,10 +632,38 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
             a.count(1, 1)?;
             Ok(Value::Bool(a.any(0)?.is_injective()?))
         }
-        // The parser only lets names of `FUNCTIONS` through; a name listed there but not
-        // dispatched here is caught by the test that calls every function.
         other => Err(Error::call(other, "is not implemented")),
     }
+}
+
+/// `upcast(L, n)` (`up`) or `downcast(L, n)`, of a swizzle, a swizzled layout or a layout.
+fn cast(a: Args, up: bool) -> Result<Value, Error> {
+    a.count(2, 2)?;
+    let n = a.int(1)?;
+    match &a.vals[0] {
+        Value::Swizzle(s) => {
+            return Ok(Value::Swizzle(if up {
+                s.upcast(n)?
+            } else {
+                s.downcast(n)?
+            }))
+        }
+        Value::SwizzledLayout(l) => {
+            return Ok(swizzled(if up {
+                sa::upcast(l, n)?
+            } else {
+                sa::downcast(l, n)?
+            }))
+        }
+        _ => {}
+    }
+    let l = a.layout(0)?;
+    let r = if up {
+        tl::upcast(&l, n)?
+    } else {
+        tl::downcast(&l, n)?
+    };
+    Ok(Value::Layout(r))
 }
 
 fn swizzled(l: SwizzledLayout) -> Value {

@@ -5,8 +5,9 @@
 //! `ComposedLayout(Swizzle, offset, Layout)` (`Sw<B,M,S> o OFFSET o L` in CuTe's text form;
 //! pycute's class takes the same three in this order but calls the outer function
 //! `layoutB`). Every value is compared as a function. pycute's `ComposedLayout.cosize()` is
-//! `2^(B+M+|S|)` (cute-semantics.md §7.10), which is not the extent of the image: there the
-//! test checks tessera's exact `cosize` against the span of pycute's own offsets instead.
+//! `2^(B+M+|S|)` (pitfall 10 of `docs/cute_semantics.md`), which is not the extent of the
+//! image: there the test checks tessera's exact `cosize` against the span of pycute's own
+//! offsets instead.
 //!
 //! The crate has no JSON dependency; the data is one flat object per line, read by the small
 //! reader at the bottom of this file.

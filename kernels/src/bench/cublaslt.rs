@@ -156,15 +156,14 @@ pub fn lt_plain(
     lt_matmul(rt, h, None, p, alpha, bufs)
 }
 
-/// [`lt_fused`] (`Some`) or [`lt_plain`] (`None`).
-fn lt_matmul(
+/// The problem and buffers of a cuBLASLt call of `fusion` checked: the bias (gradient)
+/// pointer where the fusion takes one, and the aux pointer where it reads or writes one.
+fn epilogue_pointers(
     rt: &Runtime,
-    h: &LtHandle,
     fusion: Option<Fusion>,
     p: &GemmProblem,
-    alpha: f32,
     bufs: &LtBuffers<'_>,
-) -> Result<()> {
+) -> Result<(Option<u64>, Option<u64>)> {
     p.validate()?;
     if p.batch != 1 || p.a_major != Major::Row || p.b_major != Major::Col || p.input != p.output {
         return Err(KernelError::InvalidProblem {
@@ -174,11 +173,6 @@ fn lt_matmul(
             ),
         });
     }
-    let ty = match p.input {
-        DType::Bf16 => sys::cudaDataType_t::CUDA_R_16BF,
-        DType::F16 => sys::cudaDataType_t::CUDA_R_16F,
-        DType::F32 => sys::cudaDataType_t::CUDA_R_32F,
-    };
     let (m, n, k) = (p.m, p.n, p.k);
     let (reads_aux, writes_aux) = match fusion {
         Some(f) => {
@@ -216,8 +210,8 @@ fn lt_matmul(
         });
     }
     let bias = match bufs.bias {
-        _ if !uses_bias => 0u64,
-        Some(b) if size_ok(b, p.output, bias_len) => b.ptr(rt),
+        _ if !uses_bias => None,
+        Some(b) if size_ok(b, p.output, bias_len) => Some(b.ptr(rt)),
         _ => {
             return Err(KernelError::InvalidProblem {
                 op: OP,
@@ -266,7 +260,18 @@ fn lt_matmul(
     } else {
         None
     };
+    Ok((bias, aux))
+}
 
+/// The matmul descriptor of a call of `fusion` (the default epilogue for `None`) with
+/// the checked pointers of [`epilogue_pointers`]: D^T = B^T A^T in cuBLASLt's column-major
+/// terms.
+fn matmul_desc(
+    fusion: Option<Fusion>,
+    bias: Option<u64>,
+    aux: Option<u64>,
+    aux_ld: i64,
+) -> Result<Desc> {
     let desc = Desc(
         lt::create_matmul_desc(
             sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -293,13 +298,33 @@ fn lt_matmul(
             epilogue_enum,
         ),
     )?;
-    if uses_bias {
+    if let Some(bias) = bias {
         set_attr(&desc, A::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias)?;
     }
     if let Some(aux) = aux {
         set_attr(&desc, A::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux)?;
-        set_attr(&desc, A::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &bufs.aux_ld)?;
+        set_attr(&desc, A::CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld)?;
     }
+    Ok(desc)
+}
+
+/// [`lt_fused`] (`Some`) or [`lt_plain`] (`None`).
+fn lt_matmul(
+    rt: &Runtime,
+    h: &LtHandle,
+    fusion: Option<Fusion>,
+    p: &GemmProblem,
+    alpha: f32,
+    bufs: &LtBuffers<'_>,
+) -> Result<()> {
+    let (bias, aux) = epilogue_pointers(rt, fusion, p, bufs)?;
+    let ty = match p.input {
+        DType::Bf16 => sys::cudaDataType_t::CUDA_R_16BF,
+        DType::F16 => sys::cudaDataType_t::CUDA_R_16F,
+        DType::F32 => sys::cudaDataType_t::CUDA_R_32F,
+    };
+    let (m, n, k) = (p.m, p.n, p.k);
+    let desc = matmul_desc(fusion, bias, aux, bufs.aux_ld)?;
     let layout = |rows: i64, cols: i64, ld: i64| -> Result<Layout> {
         Ok(Layout(
             lt::create_matrix_layout(ty, rows as u64, cols as u64, ld)

@@ -139,7 +139,7 @@ pub(crate) struct Bufs {
 fn vendor_epilogue(spec: &GemmSpec) -> Result<Epilogue> {
     let tree = spec.tree();
     let b = crate::epilogue::check::Binding::for_tree(tree, 16, 16, 16, 1, spec.out());
-    let e = crate::epilogue::fused_v1_for(tree, &b, spec.out()).unwrap_or(Epilogue {
+    let e = crate::epilogue::flag_epilogue_for(tree, &b, spec.out()).unwrap_or(Epilogue {
         aux: true, // no counterpart: refused below
         ..Epilogue::default()
     });

@@ -2,13 +2,14 @@
 //! launch call) against a bare `cuLaunchKernel` of the same compiled kernel with the same
 //! arguments, each timed call by call on the host's wall clock.
 
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaFunction, CudaStream};
 
+use crate::epilogue::cuda::EpArgs;
 use crate::error::{KernelError, Result};
 use crate::launch::gemm::{Context, Gemm};
 use crate::launch::mem::{launch_kernel, param, LaunchCtx, Mem};
 use crate::launch::sm80::GemmArgs;
-use crate::launch::sm90::PathKernel;
+use crate::launch::sm90::{PathKernel, Sm90Params, TmaMap};
 use crate::launch::tree::TreeKernel;
 use crate::plan::problem::DType;
 use crate::plan::GemmStrides;
@@ -34,6 +35,131 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// A bare launch of a `Gemm`'s Hopper kernel: the arguments its own launcher prepares for
+/// the buffers (seven tensor maps, the parameter block, and the tree epilogue's arguments
+/// where it has them), passed straight to `cuLaunchKernel`.
+struct BareLaunch<'g> {
+    func: &'g CudaFunction,
+    maps: [TmaMap; 7],
+    params: Sm90Params,
+    ep: Option<EpArgs>,
+    grid: u32,
+    threads: u32,
+    smem: u32,
+}
+
+impl<'g> BareLaunch<'g> {
+    /// The launch of `gemm`'s plain `m x n` product over `(a, b, d)`.
+    fn prepare(
+        gemm: &'g Gemm,
+        cx: LaunchCtx<'_>,
+        (am, bm, dm): (Mem, Mem, Mem),
+        (m, n): (i64, i64),
+    ) -> Result<BareLaunch<'g>> {
+        let op = "launch_overhead";
+        let plan = gemm.plan();
+        let strides = GemmStrides::tight(&plan.problem);
+        let (func, maps, params, ep, grid, threads, smem) = match gemm.kernel() {
+            TreeKernel::Fused(f) => match f.path_kernel() {
+                PathKernel::Hopper(k90) => {
+                    let args = GemmArgs {
+                        a: am,
+                        b: bm,
+                        c: None,
+                        d: dm,
+                        bias: None,
+                        aux: None,
+                        strides,
+                    };
+                    let (_, maps, params) = k90.prepare(cx, &args)?;
+                    (
+                        k90.func(),
+                        maps,
+                        params,
+                        None,
+                        k90.grid_ctas(),
+                        k90.plan().threads,
+                        k90.plan().smem_bytes,
+                    )
+                }
+                PathKernel::Sm80(_) => {
+                    return Err(KernelError::invalid(
+                        op,
+                        "the bare-launch baseline is the Hopper kernel's (needs sm_90a)",
+                    ))
+                }
+            },
+            TreeKernel::Hopper(t) => {
+                let bufs = crate::launch::tree::EpBuffers {
+                    d: Some(dm),
+                    ..Default::default()
+                };
+                let (maps, params, ep) =
+                    t.prepare_region(cx, &am, &bm, &strides, &plan.binding, &bufs, 0..m, 0..n)?;
+                let k90 = t.sm90_kernel();
+                (
+                    k90.func(),
+                    maps,
+                    params,
+                    Some(ep),
+                    k90.grid_ctas(),
+                    k90.plan().threads,
+                    k90.plan().smem_bytes,
+                )
+            }
+            TreeKernel::Sm80(_) => {
+                return Err(KernelError::invalid(
+                    op,
+                    "the bare-launch baseline is the Hopper kernel's (needs sm_90a)",
+                ))
+            }
+        };
+        Ok(BareLaunch {
+            func,
+            maps,
+            params,
+            ep,
+            grid: grid as u32,
+            threads: threads as u32,
+            smem: smem as u32,
+        })
+    }
+
+    fn launch(&self, stream: &CudaStream) -> Result<()> {
+        let maps = &self.maps;
+        let mut p = [
+            param(&maps[0]),
+            param(&maps[1]),
+            param(&maps[2]),
+            param(&maps[3]),
+            param(&maps[4]),
+            param(&maps[5]),
+            param(&maps[6]),
+            param(&self.params),
+            std::ptr::null_mut(),
+        ];
+        let n = match &self.ep {
+            Some(e) => {
+                p[8] = param(e);
+                9
+            }
+            None => 8,
+        };
+        // SAFETY: the arguments the kernel's own launcher prepared for these buffers.
+        unsafe {
+            launch_kernel(
+                self.func,
+                stream,
+                (self.grid, 1, 1),
+                (self.threads, 1, 1),
+                self.smem,
+                &mut p[..n],
+                "bare launch",
+            )
+        }
+    }
+}
+
 /// Times `rounds` alternating batches of `per_round` launches of each (the stream is
 /// synchronized between batches, so the launch queue never fills and blocks a call) of the
 /// plain `m x n x k` bf16 GEMM with K-major operands on the Hopper path.
@@ -43,7 +169,6 @@ pub fn launch_overhead(
     rounds: usize,
     per_round: usize,
 ) -> Result<Overhead> {
-    let op = "launch_overhead";
     let spec = crate::GemmSpec::new(m, n, k).b(crate::Major::Col);
     let gemm = Gemm::new(ctx, &spec)?;
     // The context's default stream: a second stream would put cudarc's event tracking to
@@ -76,98 +201,8 @@ pub fn launch_overhead(
         stream: &stream,
         work: None,
     };
-    let plan = gemm.plan();
-    let strides = GemmStrides::tight(&plan.problem);
-    // (the kernel, its parameters: seven tensor maps, the parameter block, and the tree
-    // epilogue's arguments where it has them)
-    let (func, maps, params, ep, grid, threads, smem) = match gemm.kernel() {
-        TreeKernel::Fused(f) => match f.path_kernel() {
-            PathKernel::Hopper(k90) => {
-                let args = GemmArgs {
-                    a: am,
-                    b: bm,
-                    c: None,
-                    d: dm,
-                    bias: None,
-                    aux: None,
-                    strides,
-                };
-                let (_, maps, params) = k90.prepare(cx, &args)?;
-                (
-                    k90.func(),
-                    maps,
-                    params,
-                    None,
-                    k90.grid_ctas(),
-                    k90.plan().threads,
-                    k90.plan().smem_bytes,
-                )
-            }
-            PathKernel::Sm80(_) => {
-                return Err(KernelError::invalid(
-                    op,
-                    "the bare-launch baseline is the Hopper kernel's (needs sm_90a)",
-                ))
-            }
-        },
-        TreeKernel::Hopper(t) => {
-            let bufs = crate::launch::tree::EpBuffers {
-                d: Some(dm),
-                ..Default::default()
-            };
-            let (maps, params, ep) =
-                t.prepare_region(cx, &am, &bm, &strides, &plan.binding, &bufs, 0..m, 0..n)?;
-            let k90 = t.sm90_kernel();
-            (
-                k90.func(),
-                maps,
-                params,
-                Some(ep),
-                k90.grid_ctas(),
-                k90.plan().threads,
-                k90.plan().smem_bytes,
-            )
-        }
-        TreeKernel::Sm80(_) => {
-            return Err(KernelError::invalid(
-                op,
-                "the bare-launch baseline is the Hopper kernel's (needs sm_90a)",
-            ))
-        }
-    };
-    let (grid, threads, smem) = (grid as u32, threads as u32, smem as u32);
-    let raw = || -> Result<()> {
-        let mut p = [
-            param(&maps[0]),
-            param(&maps[1]),
-            param(&maps[2]),
-            param(&maps[3]),
-            param(&maps[4]),
-            param(&maps[5]),
-            param(&maps[6]),
-            param(&params),
-            std::ptr::null_mut(),
-        ];
-        let n = match &ep {
-            Some(e) => {
-                p[8] = param(e);
-                9
-            }
-            None => 8,
-        };
-        // SAFETY: the arguments the kernel's own launcher prepared for these buffers.
-        unsafe {
-            launch_kernel(
-                func,
-                &stream,
-                (grid, 1, 1),
-                (threads, 1, 1),
-                smem,
-                &mut p[..n],
-                "bare launch",
-            )
-        }
-    };
+    let bare = BareLaunch::prepare(&gemm, cx, (am, bm, dm), (m, n))?;
+    let raw = || bare.launch(&stream);
     let mut t_gemm = Vec::with_capacity(rounds * per_round);
     let mut t_raw = Vec::with_capacity(rounds * per_round);
     let sync = |s: &CudaStream| s.synchronize().map_err(drv("cuStreamSynchronize"));

@@ -105,6 +105,57 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         "constexpr int kVecRowStage = {}, kVecColStage = {}; // a tree epilogue's bias_row / bias_col values of a tile staged per consumer and buffer (2 buffers)",
         plan.vector_stage.0, plan.vector_stage.1
     );
+    write_operands(&mut s, plan);
+    let _ = writeln!(s, "#define TESSERA_SM90_CLUSTER {}", plan.cluster);
+    let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
+    let _ = writeln!(
+        s,
+        "constexpr bool kStreamK = {}; // the last partial wave split along K",
+        plan.stream_k
+    );
+    let _ = writeln!(
+        s,
+        "constexpr bool kPingPong = {}; constexpr int kMHalves = {}; // consumer schedule {:?}",
+        plan.schedule == crate::plan::sm90::Schedule::PingPong,
+        plan.m_halves,
+        plan.schedule
+    );
+    let _ = writeln!(
+        s,
+        "constexpr int kEpiCols = {EPI_COLS}, kEpiRegs = {}, kEpiPitch = {EPI_PITCH}; // epilogue passes",
+        EPI_COLS / 2
+    );
+    write_store(&mut s, plan);
+    let _ = writeln!(
+        s,
+        "constexpr int kStagedInputs = {}, kInBufs = {}; constexpr unsigned kEpiRegionBytes = {}; // staged epilogue inputs; the epilogue's bytes",
+        plan.staged_inputs,
+        crate::plan::sm90::IN_BUFFERS,
+        plan.epilogue_scratch_bytes
+    );
+    let _ = writeln!(
+        s,
+        "// accumulator (thread, reg) -> row + 64 col: {}",
+        plan.acc
+    );
+    let idx = modes_expr(&plan.acc, &["t", "i"]);
+    let _ = writeln!(
+        s,
+        "__device__ __forceinline__ int tessera_acc_row(int t, int i) {{ return ({idx}) % 64; }}"
+    );
+    let _ = writeln!(
+        s,
+        "__device__ __forceinline__ int tessera_acc_col(int t, int i) {{ return ({idx}) / 64; }}"
+    );
+    s.push_str(&frag_offsets_source(plan));
+    s.push_str(&wgmma_wrapper(bn, plan.problem.input));
+    let _ = writeln!(s, "// ---- end of generated preamble ----");
+    s
+}
+
+/// The operands' constants: per operand its shared-memory layout, TMA box and wgmma
+/// descriptor (as comments) and their byte counts, then the cluster's sharing.
+fn write_operands(s: &mut String, plan: &Sm90Plan) {
     for o in [&plan.a, &plan.b] {
         let x = o.name;
         let _ = writeln!(s, "// {x}: smem {} (atom {})", o.smem, o.smem.atom);
@@ -154,26 +205,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
             x = o.name
         );
     }
-    let _ = writeln!(s, "#define TESSERA_SM90_CLUSTER {}", plan.cluster);
-    let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
-    let _ = writeln!(
-        s,
-        "constexpr bool kStreamK = {}; // the last partial wave split along K",
-        plan.stream_k
-    );
-    let _ = writeln!(
-        s,
-        "constexpr bool kPingPong = {}; constexpr int kMHalves = {}; // consumer schedule {:?}",
-        plan.schedule == crate::plan::sm90::Schedule::PingPong,
-        plan.m_halves,
-        plan.schedule
-    );
-    let _ = writeln!(
-        s,
-        "constexpr int kEpiCols = {EPI_COLS}, kEpiRegs = {}, kEpiPitch = {EPI_PITCH}; // epilogue passes",
-        EPI_COLS / 2
-    );
-    // The TMA-store epilogue: the buffer's swizzled offset of (row, column) of a pass.
+}
+
+/// The TMA-store epilogue's constants and `tessera_store_off`, or their stand-ins without it.
+fn write_store(s: &mut String, plan: &Sm90Plan) {
+    // The buffer's swizzled offset of (row, column) of a pass.
     match &plan.store {
         Some(st) => {
             let _ = writeln!(s, "// D store: {st}");
@@ -211,31 +247,6 @@ pub fn preamble(plan: &Sm90Plan) -> String {
             );
         }
     }
-    let _ = writeln!(
-        s,
-        "constexpr int kStagedInputs = {}, kInBufs = {}; constexpr unsigned kEpiRegionBytes = {}; // staged epilogue inputs; the epilogue's bytes",
-        plan.staged_inputs,
-        crate::plan::sm90::IN_BUFFERS,
-        plan.epilogue_scratch_bytes
-    );
-    let _ = writeln!(
-        s,
-        "// accumulator (thread, reg) -> row + 64 col: {}",
-        plan.acc
-    );
-    let idx = modes_expr(&plan.acc, &["t", "i"]);
-    let _ = writeln!(
-        s,
-        "__device__ __forceinline__ int tessera_acc_row(int t, int i) {{ return ({idx}) % 64; }}"
-    );
-    let _ = writeln!(
-        s,
-        "__device__ __forceinline__ int tessera_acc_col(int t, int i) {{ return ({idx}) / 64; }}"
-    );
-    s.push_str(&frag_offsets_source(plan));
-    s.push_str(&wgmma_wrapper(bn, plan.problem.input));
-    let _ = writeln!(s, "// ---- end of generated preamble ----");
-    s
 }
 
 /// Where a consumer thread's pair `k` of a pass (registers `k`, `k + 1`) sits in a store

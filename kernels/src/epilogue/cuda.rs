@@ -131,6 +131,133 @@ struct Gen {
     hoisted: Vec<HoistedPredicate>,
 }
 
+/// `(s, k)` as a float: an integer expression converted.
+fn as_value((s, k): (String, Kind)) -> String {
+    match k {
+        Kind::Int { .. } => format!("static_cast<float>({s})"),
+        _ => s,
+    }
+}
+
+/// The C++ expression of leaf `l` (of the expression `e`, for errors).
+fn leaf_text(l: &Leaf, e: &Expr) -> Result<String> {
+    let at = |bs: &str, ld: &str| format!("tessera_ep_at(a.{bs}, a.{ld}, b, row, col)");
+    Ok(match l {
+        Leaf::Acc => "acc".to_string(),
+        Leaf::Alpha => "a.alpha".to_string(),
+        Leaf::Beta => "a.beta".to_string(),
+        Leaf::Int(v) => int_lit(*v),
+        Leaf::Const(v) => float_lit(*v, e)?,
+        // Literals and scalars need no variable.
+        Leaf::C => format!(
+            "(TESSERA_EP_READ_C ? tessera_ep_in(cta.staged_c, cta.in_c, a.c, {}, TESSERA_EP_DT_C) : 0.0f)",
+            at("batch_c", "ldc")
+        ),
+        Leaf::Residual => {
+            format!(
+                "tessera_ep_in(cta.staged_r, cta.in_r, a.residual, {}, TESSERA_EP_DT_R)",
+                at("batch_r", "ldr")
+            )
+        }
+        Leaf::AuxIn => format!(
+            "tessera_ep_in(cta.staged_x, cta.in_x, a.aux_in, {}, TESSERA_EP_DT_AUX_IN)",
+            at("batch_aux_in", "ld_aux_in")
+        ),
+        Leaf::AuxInBits => format!(
+            "tessera_ep_in_bit(cta.staged_xb, cta.in_xw, lcol, a.aux_in, {})",
+            at("batch_aux_in", "ld_aux_in")
+        ),
+        Leaf::BiasRow => {
+            "tessera_ep_in(cta.staged_br, cta.in_br, a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW)"
+                .to_string()
+        }
+        Leaf::BiasCol => {
+            "tessera_ep_in(cta.staged_bc, cta.in_bc, a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL)"
+                .to_string()
+        }
+        Leaf::Coord(Coord::Row) => "static_cast<long long>(row)".to_string(),
+        Leaf::Coord(Coord::Col) => "static_cast<long long>(col)".to_string(),
+        Leaf::Coord(Coord::Batch) => "static_cast<long long>(b)".to_string(),
+    })
+}
+
+/// The C++ expression of `op` applied to the emitted operand `xs` (of the expression `e`,
+/// for errors).
+fn unary_text(op: &UnaryOp, xs: (String, Kind), e: &Expr) -> Result<String> {
+    if let (UnaryOp::Neg, Kind::Int { .. }) = (op, xs.1) {
+        return Ok(format!("-{}", xs.0));
+    }
+    let x = as_value(xs);
+    Ok(match op {
+        UnaryOp::Neg => format!("-{x}"),
+        UnaryOp::Relu => format!("fmaxf({x}, 0.0f)"),
+        UnaryOp::Gelu => format!("tessera_ep_gelu({x})"),
+        UnaryOp::GeluTanh => format!("tessera_ep_gelu_tanh({x})"),
+        UnaryOp::Sigmoid => format!("tessera_ep_sigmoid({x})"),
+        UnaryOp::Tanh => format!("tessera_ep_tanh({x})"),
+        UnaryOp::Silu => format!("{x} * tessera_ep_sigmoid({x})"),
+        UnaryOp::Clamp { lo, hi } => {
+            format!(
+                "fminf(fmaxf({x}, {}), {})",
+                float_lit(*lo, e)?,
+                float_lit(*hi, e)?
+            )
+        }
+        UnaryOp::DRelu => format!("({x} > 0.0f ? 1.0f : 0.0f)"),
+        UnaryOp::DGelu => format!("tessera_ep_dgelu({x})"),
+        UnaryOp::DGeluTanh => format!("tessera_ep_dgelu_tanh({x})"),
+        UnaryOp::DSigmoid => format!("tessera_ep_dsigmoid({x})"),
+        UnaryOp::DTanh => format!("tessera_ep_dtanh({x})"),
+        UnaryOp::DSilu => format!("tessera_ep_dsilu({x})"),
+        UnaryOp::DClamp { lo, hi } => format!(
+            "({x} > {} && {x} < {} ? 1.0f : 0.0f)",
+            float_lit(*lo, e)?,
+            float_lit(*hi, e)?
+        ),
+        UnaryOp::Round(DType::F32) => x,
+        UnaryOp::Round(t) => format!("tessera_ep_round({x}, {})", code(*t)),
+    })
+}
+
+/// The C++ expression of `a op b` of kind `kind`, from the emitted operands `xa`, `xb`.
+fn binary_text(
+    op: &BinaryOp,
+    (a, b): (&Expr, &Expr),
+    xa: (String, Kind),
+    xb: (String, Kind),
+    kind: Kind,
+) -> String {
+    if let Kind::Int { .. } = kind {
+        let (x, y) = (xa.0, xb.0);
+        return match op {
+            BinaryOp::Add => format!("{x} + {y}"),
+            BinaryOp::Sub => format!("{x} - {y}"),
+            BinaryOp::Mul => format!("{x} * {y}"),
+            BinaryOp::Max => format!("({x} > {y} ? {x} : {y})"),
+            BinaryOp::Min => format!("({x} < {y} ? {x} : {y})"),
+        };
+    }
+    let (x, y) = (as_value(xa), as_value(xb));
+    // beta * C: no term at all where C is not read (beta == 0), as in BLAS,
+    // rather than 0 * beta (which the compiler cannot drop: beta might be inf);
+    // -0 is what x + (-0) leaves as x, so the sum folds away too.
+    let beta_c = matches!(
+        (a, b),
+        (Expr::Leaf(Leaf::Beta), Expr::Leaf(Leaf::C))
+            | (Expr::Leaf(Leaf::C), Expr::Leaf(Leaf::Beta))
+    );
+    match op {
+        BinaryOp::Mul if beta_c => {
+            format!("(TESSERA_EP_READ_C ? {x} * {y} : -0.0f)")
+        }
+        BinaryOp::Add => format!("{x} + {y}"),
+        BinaryOp::Sub => format!("{x} - {y}"),
+        BinaryOp::Mul => format!("{x} * {y}"),
+        BinaryOp::Max => format!("fmaxf({x}, {y})"),
+        BinaryOp::Min => format!("fminf({x}, {y})"),
+    }
+}
+
 impl Gen {
     /// Emits `e` and returns its C++ expression (a variable or a literal) and kind.
     fn emit(&mut self, e: &Expr) -> Result<(String, Kind)> {
@@ -139,52 +266,9 @@ impl Gen {
             return Ok(v.clone());
         }
         let kind = e.kind()?;
-        let as_value = |(s, k): (String, Kind)| -> String {
-            match k {
-                Kind::Int { .. } => format!("static_cast<float>({s})"),
-                _ => s,
-            }
-        };
         let rhs: String = match e {
             Expr::Leaf(l) => {
-                let at = |bs: &str, ld: &str| format!("tessera_ep_at(a.{bs}, a.{ld}, b, row, col)");
-                let s = match l {
-                    Leaf::Acc => "acc".to_string(),
-                    Leaf::Alpha => "a.alpha".to_string(),
-                    Leaf::Beta => "a.beta".to_string(),
-                    Leaf::Int(v) => int_lit(*v),
-                    Leaf::Const(v) => float_lit(*v, e)?,
-                    // Literals and scalars need no variable.
-                    Leaf::C => format!(
-                        "(TESSERA_EP_READ_C ? tessera_ep_in(cta.staged_c, cta.in_c, a.c, {}, TESSERA_EP_DT_C) : 0.0f)",
-                        at("batch_c", "ldc")
-                    ),
-                    Leaf::Residual => {
-                        format!(
-                            "tessera_ep_in(cta.staged_r, cta.in_r, a.residual, {}, TESSERA_EP_DT_R)",
-                            at("batch_r", "ldr")
-                        )
-                    }
-                    Leaf::AuxIn => format!(
-                        "tessera_ep_in(cta.staged_x, cta.in_x, a.aux_in, {}, TESSERA_EP_DT_AUX_IN)",
-                        at("batch_aux_in", "ld_aux_in")
-                    ),
-                    Leaf::AuxInBits => format!(
-                        "tessera_ep_in_bit(cta.staged_xb, cta.in_xw, lcol, a.aux_in, {})",
-                        at("batch_aux_in", "ld_aux_in")
-                    ),
-                    Leaf::BiasRow => {
-                        "tessera_ep_in(cta.staged_br, cta.in_br, a.bias_row, b * a.batch_bias_row + row, TESSERA_EP_DT_BIAS_ROW)"
-                            .to_string()
-                    }
-                    Leaf::BiasCol => {
-                        "tessera_ep_in(cta.staged_bc, cta.in_bc, a.bias_col, b * a.batch_bias_col + col, TESSERA_EP_DT_BIAS_COL)"
-                            .to_string()
-                    }
-                    Leaf::Coord(Coord::Row) => "static_cast<long long>(row)".to_string(),
-                    Leaf::Coord(Coord::Col) => "static_cast<long long>(col)".to_string(),
-                    Leaf::Coord(Coord::Batch) => "static_cast<long long>(b)".to_string(),
-                };
+                let s = leaf_text(l, e)?;
                 if matches!(
                     l,
                     Leaf::Acc | Leaf::Alpha | Leaf::Beta | Leaf::Int(_) | Leaf::Const(_)
@@ -196,156 +280,18 @@ impl Gen {
             }
             Expr::Unary(op, x) => {
                 let xs = self.emit(x)?;
-                if let (UnaryOp::Neg, Kind::Int { .. }) = (op, xs.1) {
-                    format!("-{}", xs.0)
-                } else {
-                    let x = as_value(xs);
-                    match op {
-                        UnaryOp::Neg => format!("-{x}"),
-                        UnaryOp::Relu => format!("fmaxf({x}, 0.0f)"),
-                        UnaryOp::Gelu => format!("tessera_ep_gelu({x})"),
-                        UnaryOp::GeluTanh => format!("tessera_ep_gelu_tanh({x})"),
-                        UnaryOp::Sigmoid => format!("tessera_ep_sigmoid({x})"),
-                        UnaryOp::Tanh => format!("tessera_ep_tanh({x})"),
-                        UnaryOp::Silu => format!("{x} * tessera_ep_sigmoid({x})"),
-                        UnaryOp::Clamp { lo, hi } => {
-                            format!(
-                                "fminf(fmaxf({x}, {}), {})",
-                                float_lit(*lo, e)?,
-                                float_lit(*hi, e)?
-                            )
-                        }
-                        UnaryOp::DRelu => format!("({x} > 0.0f ? 1.0f : 0.0f)"),
-                        UnaryOp::DGelu => format!("tessera_ep_dgelu({x})"),
-                        UnaryOp::DGeluTanh => format!("tessera_ep_dgelu_tanh({x})"),
-                        UnaryOp::DSigmoid => format!("tessera_ep_dsigmoid({x})"),
-                        UnaryOp::DTanh => format!("tessera_ep_dtanh({x})"),
-                        UnaryOp::DSilu => format!("tessera_ep_dsilu({x})"),
-                        UnaryOp::DClamp { lo, hi } => format!(
-                            "({x} > {} && {x} < {} ? 1.0f : 0.0f)",
-                            float_lit(*lo, e)?,
-                            float_lit(*hi, e)?
-                        ),
-                        UnaryOp::Round(DType::F32) => x,
-                        UnaryOp::Round(t) => format!("tessera_ep_round({x}, {})", code(*t)),
-                    }
-                }
+                unary_text(op, xs, e)?
             }
             Expr::Binary(op, a, b) => {
                 let (xa, xb) = (self.emit(a)?, self.emit(b)?);
-                if let Kind::Int { .. } = kind {
-                    let (x, y) = (xa.0, xb.0);
-                    match op {
-                        BinaryOp::Add => format!("{x} + {y}"),
-                        BinaryOp::Sub => format!("{x} - {y}"),
-                        BinaryOp::Mul => format!("{x} * {y}"),
-                        BinaryOp::Max => format!("({x} > {y} ? {x} : {y})"),
-                        BinaryOp::Min => format!("({x} < {y} ? {x} : {y})"),
-                    }
-                } else {
-                    let (x, y) = (as_value(xa), as_value(xb));
-                    // beta * C: no term at all where C is not read (beta == 0), as in BLAS,
-                    // rather than 0 * beta (which the compiler cannot drop: beta might be inf);
-                    // -0 is what x + (-0) leaves as x, so the sum folds away too.
-                    let beta_c = matches!(
-                        (&**a, &**b),
-                        (Expr::Leaf(Leaf::Beta), Expr::Leaf(Leaf::C))
-                            | (Expr::Leaf(Leaf::C), Expr::Leaf(Leaf::Beta))
-                    );
-                    match op {
-                        BinaryOp::Mul if beta_c => {
-                            format!("(TESSERA_EP_READ_C ? {x} * {y} : -0.0f)")
-                        }
-                        BinaryOp::Add => format!("{x} + {y}"),
-                        BinaryOp::Sub => format!("{x} - {y}"),
-                        BinaryOp::Mul => format!("{x} * {y}"),
-                        BinaryOp::Max => format!("fmaxf({x}, {y})"),
-                        BinaryOp::Min => format!("fminf({x}, {y})"),
-                    }
-                }
+                binary_text(op, (&**a, &**b), xa, xb, kind)
             }
             Expr::Cmp(op, a, b) => {
                 let (xa, xb) = (self.emit(a)?, self.emit(b)?);
                 format!("{} {} {}", xa.0, op.symbol(), xb.0)
             }
-            Expr::Select(p, a, b) => {
-                // A branch per side: only the chosen side is computed, and a predicate that is
-                // uniform over a tile (coord::analyze) keeps every warp on one side.
-                let xp = self.emit(p)?;
-                let ty = if let Kind::Int { .. } = kind {
-                    "long long"
-                } else {
-                    "float"
-                };
-                let name = format!("v{}", self.next);
-                self.next += 1;
-                let _ = writeln!(self.body, "  {ty} {name};");
-                let ptext = p.to_string();
-                match self.hoisted.iter().position(|h| h.text == ptext) {
-                    // kCase != 0: the caller's block has this predicate fixed, as bit j of
-                    // kCase - 1; the branch then folds away at compile time.
-                    Some(j) => writeln!(
-                        self.body,
-                        "  if (kCase ? (((kCase - 1) >> {j}) & 1) != 0 : {}) {{",
-                        xp.0
-                    ),
-                    None => writeln!(self.body, "  if ({}) {{", xp.0),
-                }
-                .expect("writing to a String");
-                for (i, side) in [a, b].into_iter().enumerate() {
-                    if i == 1 {
-                        let _ = writeln!(self.body, "  }} else {{");
-                    }
-                    let saved_memo = self.memo.clone();
-                    let outer = std::mem::take(&mut self.body);
-                    let x = self.emit(side)?;
-                    let x = if ty == "float" { as_value(x) } else { x.0 };
-                    let inner = std::mem::replace(&mut self.body, outer);
-                    for line in inner.lines() {
-                        let _ = writeln!(self.body, "  {line}");
-                    }
-                    let _ = writeln!(self.body, "    {name} = {x};");
-                    self.memo = saved_memo;
-                }
-                let _ = writeln!(self.body, "  }}");
-                self.memo.insert(key, (name.clone(), kind));
-                return Ok((name, kind));
-            }
-            Expr::Sink(s, x) => {
-                let v = as_value(self.emit(x)?);
-                let at = "tessera_ep_at(a.batch_aux, a.ldaux, b, row, col)";
-                let _ = match s {
-                    Sink::Aux(AuxFormat::Bits) => writeln!(
-                        self.body,
-                        "  tessera_ep_store_bit(a, cta, lcol, {at}, {v} > 0.0f);  // aux_bits"
-                    ),
-                    Sink::Aux(AuxFormat::Full(None)) => {
-                        writeln!(
-                            self.body,
-                            "  tessera_ep_store_aux(a, cta, {at}, {v}, TESSERA_EP_DT_D);  // aux"
-                        )
-                    }
-                    Sink::Aux(AuxFormat::Full(Some(t))) => writeln!(
-                        self.body,
-                        "  tessera_ep_store_aux(a, cta, {at}, {v}, {});  // aux, {t}",
-                        code(*t)
-                    ),
-                    Sink::Bgrad(VecAxis::Row) => {
-                        writeln!(
-                            self.body,
-                            "  tessera_ep_add_row(a, cta, b, lrow, {v});  // bgrad_row"
-                        )
-                    }
-                    Sink::Bgrad(VecAxis::Col) => {
-                        writeln!(
-                            self.body,
-                            "  tessera_ep_add_col(a, cta, b, lcol, {v});  // bgrad_col"
-                        )
-                    }
-                };
-                self.memo.insert(key, (v.clone(), Kind::Value));
-                return Ok((v, Kind::Value));
-            }
+            Expr::Select(p, a, b) => return self.emit_select(key, kind, p, [&**a, &**b]),
+            Expr::Sink(s, x) => return self.emit_sink(key, s, x),
         };
         let ty = match kind {
             Kind::Value => "float",
@@ -357,6 +303,96 @@ impl Gen {
         let _ = writeln!(self.body, "  const {ty} {name} = {rhs};");
         self.memo.insert(key, (name.clone(), kind));
         Ok((name, kind))
+    }
+
+    /// Emits `select(p, sides[0], sides[1])` (text `key`, of kind `kind`) as a variable set in
+    /// a branch per side: only the chosen side is computed, and a predicate that is uniform
+    /// over a tile (coord::analyze) keeps every warp on one side.
+    fn emit_select(
+        &mut self,
+        key: String,
+        kind: Kind,
+        p: &Expr,
+        sides: [&Expr; 2],
+    ) -> Result<(String, Kind)> {
+        let xp = self.emit(p)?;
+        let ty = if let Kind::Int { .. } = kind {
+            "long long"
+        } else {
+            "float"
+        };
+        let name = format!("v{}", self.next);
+        self.next += 1;
+        let _ = writeln!(self.body, "  {ty} {name};");
+        let ptext = p.to_string();
+        match self.hoisted.iter().position(|h| h.text == ptext) {
+            // kCase != 0: the caller's block has this predicate fixed, as bit j of
+            // kCase - 1; the branch then folds away at compile time.
+            Some(j) => writeln!(
+                self.body,
+                "  if (kCase ? (((kCase - 1) >> {j}) & 1) != 0 : {}) {{",
+                xp.0
+            ),
+            None => writeln!(self.body, "  if ({}) {{", xp.0),
+        }
+        .expect("writing to a String");
+        for (i, side) in sides.into_iter().enumerate() {
+            if i == 1 {
+                let _ = writeln!(self.body, "  }} else {{");
+            }
+            // A side's values are computed inside its branch: none is shared with the other
+            // side or with what follows.
+            let saved_memo = self.memo.clone();
+            let outer = std::mem::take(&mut self.body);
+            let x = self.emit(side)?;
+            let x = if ty == "float" { as_value(x) } else { x.0 };
+            let inner = std::mem::replace(&mut self.body, outer);
+            for line in inner.lines() {
+                let _ = writeln!(self.body, "  {line}");
+            }
+            let _ = writeln!(self.body, "    {name} = {x};");
+            self.memo = saved_memo;
+        }
+        let _ = writeln!(self.body, "  }}");
+        self.memo.insert(key, (name.clone(), kind));
+        Ok((name, kind))
+    }
+
+    /// Emits the store or reduction of sink `s` of `x` (text `key`); its value is `x`'s.
+    fn emit_sink(&mut self, key: String, s: &Sink, x: &Expr) -> Result<(String, Kind)> {
+        let v = as_value(self.emit(x)?);
+        let at = "tessera_ep_at(a.batch_aux, a.ldaux, b, row, col)";
+        let _ = match s {
+            Sink::Aux(AuxFormat::Bits) => writeln!(
+                self.body,
+                "  tessera_ep_store_bit(a, cta, lcol, {at}, {v} > 0.0f);  // aux_bits"
+            ),
+            Sink::Aux(AuxFormat::Full(None)) => {
+                writeln!(
+                    self.body,
+                    "  tessera_ep_store_aux(a, cta, {at}, {v}, TESSERA_EP_DT_D);  // aux"
+                )
+            }
+            Sink::Aux(AuxFormat::Full(Some(t))) => writeln!(
+                self.body,
+                "  tessera_ep_store_aux(a, cta, {at}, {v}, {});  // aux, {t}",
+                code(*t)
+            ),
+            Sink::Bgrad(VecAxis::Row) => {
+                writeln!(
+                    self.body,
+                    "  tessera_ep_add_row(a, cta, b, lrow, {v});  // bgrad_row"
+                )
+            }
+            Sink::Bgrad(VecAxis::Col) => {
+                writeln!(
+                    self.body,
+                    "  tessera_ep_add_col(a, cta, b, lcol, {v});  // bgrad_col"
+                )
+            }
+        };
+        self.memo.insert(key, (v.clone(), Kind::Value));
+        Ok((v, Kind::Value))
     }
 }
 
@@ -750,7 +786,7 @@ fn row_major_d_only(p: &crate::plan::problem::GemmProblem, tree: &EpilogueTree) 
     if p.d_major == crate::plan::problem::Major::Col {
         return Err(EpilogueError::Type {
             expr: tree.to_string(),
-            msg: format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
+            msg: format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the flag-driven epilogue only)"),
         });
     }
     Ok(())
@@ -1010,14 +1046,9 @@ pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
 /// schedule: when `tree` is [`light_tree`] or a [`full_aux_tree`], and the plain GEMM of
 /// `problem` with the same options would (the planner's rule,
 /// [`crate::plan::sm90::PINGPONG_MAX_K_TILES`]). There one warpgroup's epilogue runs under the
-/// other's mainloop. Measured on the H100 on six shapes with K = 4096 (`docs/perf.md`, session
-/// 16; cost over the plain GEMM, mean of 12 samples, ping-pong against cooperative):
-/// relu_aux_bias +5.6 against +8.4%, bias +2.9 against +3.8% (the cooperative one the v1
-/// kernel), relu_bias +4.9 both; drelu +4.5 against +4.1% in one visit, better on ping-pong
-/// on every shape in another; drelu_bgrad +8.5 against +7.6%. With the vectors loaded before
-/// the turn wait (v5.7): GELU_AUX_BIAS +6.5% against +10.2% for the v1 kernel (lower on
-/// every shape), but GELU_BIAS +18.4% against +7.0% (+25..+33% on the two largest shapes),
-/// so a transcendental tree without a full aux stays cooperative.
+/// other's mainloop. Other trees stay cooperative: a transcendental function or a reduction
+/// slowed the other warpgroup's mainloop by more than ping-pong hid, except in trees that
+/// store a full aux, which measured faster on ping-pong (`docs/design/009-schedule-choice.md`).
 pub fn tree_takes_pingpong(
     problem: &crate::plan::problem::GemmProblem,
     tree: &EpilogueTree,
@@ -1033,9 +1064,9 @@ pub fn tree_takes_pingpong(
 
 /// The Hopper plan of `problem` for a tree epilogue: with the staged inputs and bias vectors
 /// of [`tree_sm90_options`] where the plan keeps the stages it has without them; else with the
-/// staged inputs alone, else with the vectors alone, else the plan of `opts`. (A stage fewer
-/// costs more than either saves: a 128 x 256 tree with a bias and aux_in staged ran its
-/// mainloop at 72 kc a tile on 3 stages against 66 on 4, `docs/perf.md`.)
+/// staged inputs alone, else with the vectors alone, else the plan of `opts`: a pipeline stage
+/// fewer costs the mainloop more than either saves the epilogue
+/// (`docs/design/003-epilogue-vector-loads.md`).
 ///
 /// ```
 /// use tessera_kernels::epilogue::cuda::tree_sm90_plan;

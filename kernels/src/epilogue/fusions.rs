@@ -145,7 +145,7 @@ pub fn residual_relu() -> EpilogueTree {
 }
 
 /// A few lines for `tessera plan gemm --epilogue TEXT`: the tree, the named fusion it is (if
-/// any), what it reads and writes with their extents, and whether the v1 flag-driven
+/// any), what it reads and writes with their extents, and whether the flag-driven
 /// epilogue can run it.
 ///
 /// ```
@@ -199,9 +199,9 @@ pub fn describe(tree: &EpilogueTree) -> String {
         reads.join(", "),
         writes.join(", ")
     );
-    s += &match super::parse::to_v1(tree) {
-        Some(v1) => {
-            format!("  runs on the flag-driven epilogue as `{v1}` (alpha, beta as bound)\n")
+    s += &match super::parse::to_comma_list(tree) {
+        Some(flags) => {
+            format!("  runs on the flag-driven epilogue as `{flags}` (alpha, beta as bound)\n")
         }
         None => "  needs the generated epilogue (TESSERA_EPILOGUE_TREE)\n".to_string(),
     };

@@ -41,5 +41,5 @@ pub(crate) use fusions::describe;
 #[cfg(test)]
 pub(crate) use fusions::residual_relu;
 #[allow(unused_imports)]
-pub(crate) use parse::{from_v1, fused_v1_for, to_v1};
+pub(crate) use parse::{flag_epilogue_for, from_comma_list, to_comma_list};
 pub(crate) use tree::build;

@@ -1,5 +1,5 @@
-//! The text form of an epilogue (`--epilogue TEXT`), and the conversion of the v1
-//! [`Epilogue`] (the comma list `bias,gelu,aux`) to a tree.
+//! The text form of an epilogue (`--epilogue TEXT`), and the conversion of the
+//! comma-list form [`Epilogue`] (`bias,gelu,aux`, what the flag-driven epilogue runs) to a tree.
 //!
 //! Grammar (whitespace is free):
 //!
@@ -14,7 +14,7 @@
 //!
 //! A number with a `.` or an exponent is a floating-point constant, otherwise an integer.
 //! The whole text may instead be one named fusion (`gelu_aux_bias`, see
-//! [`super::fusions::Fusion`]) or a v1 comma list made only of the v1 words
+//! [`super::fusions::Fusion`]) or a comma list made only of the flag-driven epilogue's words
 //! (`bias rowbias colbias relu gelu gelu_erf gelu_tanh aux c beta none`).
 
 use super::check::{Binding, MatSpec};
@@ -25,7 +25,7 @@ use super::fusions::Fusion;
 use super::tree::{build, AuxFormat, BinaryOp, CmpOp, Coord, EpilogueTree, Expr, Leaf, Operand};
 use super::tree::{Sink, UnaryOp, VecAxis};
 
-/// Parses the text form, a named fusion or a v1 comma list into a tree whose structure is
+/// Parses the text form, a named fusion or a comma list into a tree whose structure is
 /// checked ([`EpilogueTree::check_structure`]).
 ///
 /// ```
@@ -38,13 +38,13 @@ pub fn parse_epilogue(text: &str) -> Result<EpilogueTree> {
     let trimmed = text.trim();
     let tree = if let Some(f) = Fusion::from_name(trimmed) {
         f.tree()
-    } else if is_v1_list(trimmed) {
-        let v1 = Epilogue::parse(trimmed).map_err(|e| EpilogueError::Parse {
+    } else if is_comma_list(trimmed) {
+        let flags = Epilogue::parse(trimmed).map_err(|e| EpilogueError::Parse {
             text: text.to_string(),
             pos: 0,
             msg: e.to_string(),
         })?;
-        from_v1(&v1)
+        from_comma_list(&flags)
     } else {
         let toks = lex(text)?;
         if toks.len() > MAX_TOKENS {
@@ -68,7 +68,7 @@ pub fn parse_epilogue(text: &str) -> Result<EpilogueTree> {
     Ok(tree)
 }
 
-const V1_WORDS: &[&str] = &[
+const COMMA_LIST_WORDS: &[&str] = &[
     "bias",
     "rowbias",
     "colbias",
@@ -82,25 +82,26 @@ const V1_WORDS: &[&str] = &[
     "none",
 ];
 
-fn is_v1_list(s: &str) -> bool {
+fn is_comma_list(s: &str) -> bool {
     s.is_empty()
         || s.split(',')
             .map(str::trim)
-            .all(|w| w.is_empty() || V1_WORDS.contains(&w))
+            .all(|w| w.is_empty() || COMMA_LIST_WORDS.contains(&w))
 }
 
-/// The tree of a v1 epilogue: `act(aux(alpha * acc + beta * c + bias))`, with the `beta * c`
-/// term only when `e.beta != 0`, the bias as the v1 mode says, and `aux` only when asked.
+/// The tree of a comma-list epilogue: `act(aux(alpha * acc + beta * c + bias))`, with the
+/// `beta * c` term only when `e.beta != 0`, the bias as its mode says, and `aux` only when
+/// asked.
 ///
-/// The v1 struct's `alpha` and `beta` values are run-time scalars of the tree (`alpha`,
+/// The struct's `alpha` and `beta` values are run-time scalars of the tree (`alpha`,
 /// `beta` leaves): bind them when launching.
 ///
 /// ```
-/// use tessera_kernels::{epilogue::from_v1, Epilogue};
-/// let t = from_v1(&Epilogue::parse("bias,gelu,aux").unwrap());
+/// use tessera_kernels::{epilogue::from_comma_list, Epilogue};
+/// let t = from_comma_list(&Epilogue::parse("bias,gelu,aux").unwrap());
 /// assert_eq!(t.to_string(), "gelu(aux(alpha * acc + bias_col))");
 /// ```
-pub fn from_v1(e: &Epilogue) -> EpilogueTree {
+pub fn from_comma_list(e: &Epilogue) -> EpilogueTree {
     use crate::plan::problem::{Activation, BiasMode};
     let mut x = build::alpha() * build::acc();
     if e.beta != 0.0 {
@@ -123,18 +124,18 @@ pub fn from_v1(e: &Epilogue) -> EpilogueTree {
     EpilogueTree::new(d)
 }
 
-/// The v1 [`Epilogue`] a tree stands for, when the sm80 kernel's flag-driven epilogue can run
+/// The comma-list [`Epilogue`] a tree stands for, when the sm80 kernel's flag-driven epilogue can run
 /// it: `act(aux(alpha * acc [+ beta * c] [+ bias_row | bias_col]))` with `act` one of
 /// `relu`, `gelu`, `gelu_tanh` (or none) and `aux` optional, in D's type. `alpha` and `beta`
 /// are 1 in the result (their terms are present); set the values to run with.
 ///
 /// ```
-/// use tessera_kernels::epilogue::{parse_epilogue, to_v1};
-/// let e = to_v1(&parse_epilogue("gelu_aux(alpha * acc + bias_col)").unwrap()).unwrap();
+/// use tessera_kernels::epilogue::{parse_epilogue, to_comma_list};
+/// let e = to_comma_list(&parse_epilogue("gelu_aux(alpha * acc + bias_col)").unwrap()).unwrap();
 /// assert_eq!(e.to_string(), "bias,gelu,aux");
-/// assert!(to_v1(&parse_epilogue("relu_aux(alpha * acc)").unwrap()).is_none()); // a bit-mask
+/// assert!(to_comma_list(&parse_epilogue("relu_aux(alpha * acc)").unwrap()).is_none()); // a bit-mask
 /// ```
-pub fn to_v1(tree: &EpilogueTree) -> Option<Epilogue> {
+pub fn to_comma_list(tree: &EpilogueTree) -> Option<Epilogue> {
     use crate::plan::problem::{Activation, BiasMode};
     if !tree.sum_k.is_empty() {
         return None;
@@ -593,27 +594,28 @@ impl Parser<'_> {
     }
 }
 
-/// The fused v1 epilogue ([`crate::plan::problem::Epilogue`]) that computes `tree` for launches
-/// bound like `binding` with output type `out`, if any: [`super::to_v1`] expresses the tree
-/// (an optional ReLU/GELU of `alpha * acc (+ beta * c) (+ bias)`, the pre-activation
-/// optionally stored as a full aux) and every tensor the v1 kernels touch is bound in `out`
-/// (they read C and the bias and write aux in D's type). alpha and beta are the binding's.
+/// The flag-driven epilogue ([`crate::plan::problem::Epilogue`]) that computes `tree` for
+/// launches bound like `binding` with output type `out`, if any: [`super::to_comma_list`]
+/// expresses the tree (an optional ReLU/GELU of `alpha * acc (+ beta * c) (+ bias)`, the
+/// pre-activation optionally stored as a full aux) and every tensor the epilogue touches is
+/// bound in `out` (it reads C and the bias and writes aux in D's type). alpha and beta are the
+/// binding's.
 ///
 /// ```
-/// use tessera_kernels::epilogue::{fused_v1_for, Binding, Fusion, VecSpec};
+/// use tessera_kernels::epilogue::{flag_epilogue_for, Binding, Fusion, VecSpec};
 /// use tessera_kernels::DType;
 /// let tree = Fusion::GeluAuxBias.tree();
 /// let mut binding = Binding::for_tree(&tree, 256, 512, 64, 1, DType::Bf16);
-/// assert_eq!(fused_v1_for(&tree, &binding, DType::Bf16).unwrap().to_string(), "bias,gelu_tanh,aux");
-/// // An fp32 bias is not what the v1 kernels read.
+/// assert_eq!(flag_epilogue_for(&tree, &binding, DType::Bf16).unwrap().to_string(), "bias,gelu_tanh,aux");
+/// // An fp32 bias is not what the flag-driven epilogue reads.
 /// binding.bias_col = Some(VecSpec::shared(512, DType::F32));
-/// assert!(fused_v1_for(&tree, &binding, DType::Bf16).is_none());
-/// // The ReLU bit-mask is not a v1 aux.
+/// assert!(flag_epilogue_for(&tree, &binding, DType::Bf16).is_none());
+/// // The ReLU bit-mask is not a full aux.
 /// let relu_aux = Fusion::ReluAuxBias.tree();
 /// let b = Binding::for_tree(&relu_aux, 256, 512, 64, 1, DType::Bf16);
-/// assert!(fused_v1_for(&relu_aux, &b, DType::Bf16).is_none());
+/// assert!(flag_epilogue_for(&relu_aux, &b, DType::Bf16).is_none());
 /// ```
-pub fn fused_v1_for(
+pub fn flag_epilogue_for(
     tree: &EpilogueTree,
     binding: &Binding,
     out: DType,
@@ -623,12 +625,12 @@ pub fn fused_v1_for(
     // (`relu(acc + bias_col)` is `relu(alpha * acc + bias_col)` for alpha = 1).
     let scaled = !tree.d.uses(Leaf::Alpha);
     let mut e = if scaled {
-        to_v1(&EpilogueTree {
+        to_comma_list(&EpilogueTree {
             d: with_alpha(&tree.d),
             sum_k: tree.sum_k.clone(),
         })?
     } else {
-        to_v1(tree)?
+        to_comma_list(tree)?
     };
     let mat_ok = |m: &Option<MatSpec>| m.is_some_and(|m| !m.bits && m.dtype == out);
     if binding.d.bits || binding.d.dtype != out {

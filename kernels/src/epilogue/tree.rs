@@ -773,7 +773,7 @@ impl fmt::Display for Operand {
 
 impl fmt::Display for EpilogueTree {
     /// `EXPR` followed by `; sum_k_a` / `; sum_k_b` for each operand sum. A bare `c` or `beta`
-    /// prints in parentheses: alone, those words are the v1 comma list's.
+    /// prints in parentheses: alone, those words are the comma list's.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.sum_k.is_empty() && matches!(self.d, Expr::Leaf(Leaf::C | Leaf::Beta)) {
             return write!(f, "({})", self.d);

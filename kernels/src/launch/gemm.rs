@@ -7,13 +7,13 @@
 //! synchronization, no allocation.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use tessera_layout::Layout;
 
 use crate::arch::Arch;
-use crate::epilogue::check::{MatSpec, VecSpec};
+use crate::epilogue::check::{Binding, MatSpec, VecSpec};
 use crate::epilogue::tree::{Leaf, Operand, Sink, VecAxis};
 use crate::error::{KernelError, Result};
 use crate::launch::mem::{LaunchCtx, Mem};
@@ -530,62 +530,7 @@ impl Gemm {
         let (m, n, k, batch) = (spec.m, spec.n, spec.k, spec.batch);
         let input = Elem::Real(spec.dtype);
         let out = spec.out();
-        let user_tree = &spec.tree;
-        let uses = |l: Leaf| user_tree.d.uses(l);
-        let sinks_bits = plan.binding.aux.is_some_and(|s| s.bits);
-
-        // Tensors given that the epilogue does not use, and used ones missing.
-        let given = [
-            ("c", ops.c.is_some(), uses(Leaf::C) && spec.beta != 0.0),
-            ("residual", ops.residual.is_some(), uses(Leaf::Residual)),
-            (
-                "aux_in",
-                ops.aux_in.is_some(),
-                uses(Leaf::AuxIn) || uses(Leaf::AuxInBits),
-            ),
-            ("bias_row", ops.bias_row.is_some(), uses(Leaf::BiasRow)),
-            ("bias_col", ops.bias_col.is_some(), uses(Leaf::BiasCol)),
-            ("aux", ops.aux.is_some(), plan.binding.aux.is_some()),
-            (
-                "bgrad_row",
-                ops.bgrad_row.is_some(),
-                has_sink(user_tree, Sink::Bgrad(VecAxis::Row)),
-            ),
-            (
-                "bgrad_col",
-                ops.bgrad_col.is_some(),
-                has_sink(user_tree, Sink::Bgrad(VecAxis::Col)),
-            ),
-            (
-                "sum_k_a",
-                ops.sum_k_a.is_some(),
-                user_tree.sum_k.contains(&Operand::A),
-            ),
-            (
-                "sum_k_b",
-                ops.sum_k_b.is_some(),
-                user_tree.sum_k.contains(&Operand::B),
-            ),
-        ];
-        for (name, is_given, used) in given {
-            if is_given != used {
-                return Err(KernelError::invalid(
-                    OP,
-                    if is_given {
-                        format!(
-                            "{name} is given but the epilogue `{user_tree}` does not {}",
-                            if name == "c" && uses(Leaf::C) {
-                                "read it with beta = 0"
-                            } else {
-                                "use it"
-                            }
-                        )
-                    } else {
-                        format!("the epilogue `{user_tree}` uses {name}, which is not given")
-                    },
-                ));
-            }
-        }
+        check_operands_given(plan, ops)?;
 
         let (am, bm, dm) = (spec.a, spec.b, spec.d);
         let want = |name, output, elem| Want { name, elem, output };
@@ -594,111 +539,366 @@ impl Gemm {
         let (b_ck, _bg) =
             bind_matrix(stream, b, want("B", false, input), (k, n, batch), bm, false)?;
         // D and the other M x N tensors share D's storage order.
-        let mnb = (m, n, batch);
-        let (d_ck, _dg) =
-            bind_matrix_mut(stream, d, want("D", true, Elem::Real(out)), mnb, dm, false)?;
-        let typed = |s: Option<MatSpec>| Elem::Real(s.map_or(out, |s| s.dtype));
-        let c = ops
-            .c
-            .as_ref()
-            .map(|t| {
-                bind_matrix(
-                    stream,
-                    t,
-                    want("c", false, typed(plan.binding.c)),
-                    mnb,
-                    dm,
-                    false,
-                )
-            })
-            .transpose()?;
-        let residual = ops
-            .residual
-            .as_ref()
-            .map(|t| {
-                let w = want("residual", false, typed(plan.binding.residual));
-                bind_matrix(stream, t, w, mnb, dm, false)
-            })
-            .transpose()?;
-        let aux_in_bits = uses(Leaf::AuxInBits);
-        let aux_in = ops
-            .aux_in
-            .as_ref()
-            .map(|t| {
-                let elem = if aux_in_bits {
-                    Elem::Words
-                } else {
-                    typed(plan.binding.aux_in)
-                };
-                bind_matrix(stream, t, want("aux_in", false, elem), mnb, dm, aux_in_bits)
-            })
-            .transpose()?;
-        let aux = ops
-            .aux
-            .as_mut()
-            .map(|t| {
-                let elem = if sinks_bits {
-                    Elem::Words
-                } else {
-                    typed(plan.binding.aux)
-                };
-                bind_matrix_mut(stream, t, want("aux", true, elem), mnb, dm, sinks_bits)
-            })
-            .transpose()?;
-        let vin = |name| want(name, false, Elem::Real(out));
-        let bias_row = ops
-            .bias_row
-            .as_ref()
-            .map(|t| bind_vector(stream, t, vin("bias_row"), m, batch))
-            .transpose()?;
-        let bias_col = ops
-            .bias_col
-            .as_ref()
-            .map(|t| bind_vector(stream, t, vin("bias_col"), n, batch))
-            .transpose()?;
-        let f32w = |name| want(name, true, Elem::Real(DType::F32));
-        let bgrad_row = ops
-            .bgrad_row
-            .as_mut()
-            .map(|t| bind_vector_mut(stream, t, f32w("bgrad_row"), m, batch))
-            .transpose()?;
-        let bgrad_col = ops
-            .bgrad_col
-            .as_mut()
-            .map(|t| bind_vector_mut(stream, t, f32w("bgrad_col"), n, batch))
-            .transpose()?;
-        let sum_k_a = ops
-            .sum_k_a
-            .as_mut()
-            .map(|t| bind_vector_mut(stream, t, f32w("sum_k_a"), m, batch))
-            .transpose()?;
-        let sum_k_b = ops
-            .sum_k_b
-            .as_mut()
-            .map(|t| bind_vector_mut(stream, t, f32w("sum_k_b"), n, batch))
-            .transpose()?;
-        let ck = |x: &Option<(Checked, Bound<'_>)>| x.as_ref().map(|x| x.0);
-        let (c_ck, res_ck, auxin_ck, aux_ck) = (ck(&c), ck(&residual), ck(&aux_in), ck(&aux));
-        let (brow_ck, bcol_ck) = (ck(&bias_row), ck(&bias_col));
-        let (grow_ck, gcol_ck, sa_ck, sb_ck) =
-            (ck(&bgrad_row), ck(&bgrad_col), ck(&sum_k_a), ck(&sum_k_b));
+        let (d_ck, _dg) = bind_matrix_mut(
+            stream,
+            d,
+            want("D", true, Elem::Real(out)),
+            (m, n, batch),
+            dm,
+            false,
+        )?;
+        let (ep, workspace) = bind_epilogue(plan, stream, ops)?;
+        let ck = ep.checked(a_ck, b_ck, d_ck);
+        ck.no_output_overlaps()?;
+        let view = KernelView::new(&ck, plan.transposed);
+        let bind = launch_binding(plan, &ck, &view);
+        let mem = |x: Option<Checked>| x.map(|x| x.mem);
+        let bufs = EpBuffers {
+            d: Some(d_ck.mem),
+            c: mem(ck.c),
+            residual: mem(ck.residual),
+            aux_in: mem(ck.aux_in),
+            aux: mem(ck.aux),
+            bias_row: mem(view.bias_row),
+            bias_col: mem(view.bias_col),
+            bgrad_row: view.bgrad_row.map(|x| x.mem),
+            bgrad_col: view.bgrad_col.map(|x| x.mem),
+        };
 
-        // Outputs must not overlap any other operand, except D written in place over C or
-        // the residual (the same elements, read before written, by the same thread).
+        // The reductions accumulate into their outputs: zero them first, on the stream.
+        for g in [view.bgrad_row, view.bgrad_col].into_iter().flatten() {
+            // SAFETY: [lo, hi) lies inside the output's buffer (checked above).
+            unsafe {
+                cudarc::driver::result::memset_d8_async(
+                    g.lo,
+                    0,
+                    (g.hi - g.lo) as usize,
+                    stream.cu_stream(),
+                )
+            }
+            .map_err(driver_err("cuMemsetD8Async (bias-gradient output)"))?;
+        }
+
+        let (work, guard) = self.workspace_for(stream, workspace)?;
+        let cx = LaunchCtx {
+            rt: self.ctx.runtime(),
+            stream,
+            work,
+        };
+        let (ka, kb) = (view.a, view.b);
+        self.kernel
+            .launch(cx, &ka.mem, &kb.mem, &view.strides, &bind, &bufs)?;
+        if let (Some(own), Some(_held)) = (&self.workspace, &guard) {
+            own.done
+                .record(stream)
+                .map_err(driver_err("cuEventRecord (workspace)"))?;
+        }
+        drop(guard);
+        if let Some(sums) = &self.sums {
+            for (which, out) in [(Operand::A, view.sum_k_a), (Operand::B, view.sum_k_b)] {
+                let Some(out) = out else { continue };
+                let x = if which == Operand::A { &ka } else { &kb };
+                sums.launch(
+                    stream,
+                    &plan.problem,
+                    &view.strides,
+                    which,
+                    &x.mem,
+                    &out.mem,
+                    out.strides.batch,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The workspace of a launch: the caller's (`given`, checked against the plan's need), or
+    /// ours, ordered after its previous user; with ours, the lock that keeps its user's
+    /// stream, held until the launch's completion event is recorded.
+    fn workspace_for<'w>(
+        &'w self,
+        stream: &CudaStream,
+        given: Option<&mut CudaSlice<u8>>,
+    ) -> Result<(Option<u64>, Option<MutexGuard<'w, usize>>)> {
+        Ok(match (given, &self.workspace) {
+            (Some(w), _) => {
+                let need = self.workspace_bytes();
+                if need > 0 && w.len() < need {
+                    return Err(operand_err(
+                        "workspace",
+                        format!("{} bytes", w.len()),
+                        format!("the plan needs {need} bytes"),
+                    ));
+                }
+                let (p, _g) = w.device_ptr(stream);
+                ((need > 0).then_some(p), None)
+            }
+            (None, Some(own)) => {
+                let mut last = own
+                    .last
+                    .lock()
+                    .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
+                let this = stream.cu_stream() as usize;
+                if *last != 0 && *last != this {
+                    stream
+                        .wait(&own.done)
+                        .map_err(driver_err("cuStreamWaitEvent (workspace)"))?;
+                }
+                *last = this;
+                let (p, _g) = own.buf.device_ptr(stream);
+                (Some(p), Some(last))
+            }
+            (None, None) => (None, None),
+        })
+    }
+}
+
+/// Tensors given that the epilogue does not use, and used ones missing, are errors.
+fn check_operands_given(plan: &Plan, ops: &Operands<'_>) -> Result<()> {
+    let spec = &plan.spec;
+    let user_tree = &spec.tree;
+    let uses = |l: Leaf| user_tree.d.uses(l);
+    let given = [
+        ("c", ops.c.is_some(), uses(Leaf::C) && spec.beta != 0.0),
+        ("residual", ops.residual.is_some(), uses(Leaf::Residual)),
+        (
+            "aux_in",
+            ops.aux_in.is_some(),
+            uses(Leaf::AuxIn) || uses(Leaf::AuxInBits),
+        ),
+        ("bias_row", ops.bias_row.is_some(), uses(Leaf::BiasRow)),
+        ("bias_col", ops.bias_col.is_some(), uses(Leaf::BiasCol)),
+        ("aux", ops.aux.is_some(), plan.binding.aux.is_some()),
+        (
+            "bgrad_row",
+            ops.bgrad_row.is_some(),
+            has_sink(user_tree, Sink::Bgrad(VecAxis::Row)),
+        ),
+        (
+            "bgrad_col",
+            ops.bgrad_col.is_some(),
+            has_sink(user_tree, Sink::Bgrad(VecAxis::Col)),
+        ),
+        (
+            "sum_k_a",
+            ops.sum_k_a.is_some(),
+            user_tree.sum_k.contains(&Operand::A),
+        ),
+        (
+            "sum_k_b",
+            ops.sum_k_b.is_some(),
+            user_tree.sum_k.contains(&Operand::B),
+        ),
+    ];
+    for (name, is_given, used) in given {
+        if is_given != used {
+            return Err(KernelError::invalid(
+                OP,
+                if is_given {
+                    format!(
+                        "{name} is given but the epilogue `{user_tree}` does not {}",
+                        if name == "c" && uses(Leaf::C) {
+                            "read it with beta = 0"
+                        } else {
+                            "use it"
+                        }
+                    )
+                } else {
+                    format!("the epilogue `{user_tree}` uses {name}, which is not given")
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One bound and checked operand, with the guard that records the launch's use of it.
+type BoundOperand<'s> = Option<(Checked, Bound<'s>)>;
+
+/// The epilogue's tensors of one launch, bound to its stream and checked.
+struct EpilogueBound<'s> {
+    c: BoundOperand<'s>,
+    residual: BoundOperand<'s>,
+    aux_in: BoundOperand<'s>,
+    aux: BoundOperand<'s>,
+    bias_row: BoundOperand<'s>,
+    bias_col: BoundOperand<'s>,
+    bgrad_row: BoundOperand<'s>,
+    bgrad_col: BoundOperand<'s>,
+    sum_k_a: BoundOperand<'s>,
+    sum_k_b: BoundOperand<'s>,
+}
+
+impl EpilogueBound<'_> {
+    /// Every operand's checks, with A's, B's and D's.
+    fn checked(&self, a: Checked, b: Checked, d: Checked) -> Checks {
+        let ck = |x: &BoundOperand<'_>| x.as_ref().map(|x| x.0);
+        Checks {
+            a,
+            b,
+            d,
+            c: ck(&self.c),
+            residual: ck(&self.residual),
+            aux_in: ck(&self.aux_in),
+            aux: ck(&self.aux),
+            bias_row: ck(&self.bias_row),
+            bias_col: ck(&self.bias_col),
+            bgrad_row: ck(&self.bgrad_row),
+            bgrad_col: ck(&self.bgrad_col),
+            sum_k_a: ck(&self.sum_k_a),
+            sum_k_b: ck(&self.sum_k_b),
+        }
+    }
+}
+
+/// Binds and checks the epilogue's tensors of `ops` (M x N ones in D's storage order, in the
+/// types the plan's binding gives them), and hands back the caller's workspace, if any.
+fn bind_epilogue<'s>(
+    plan: &Plan,
+    stream: &'s CudaStream,
+    ops: &'s mut Operands<'_>,
+) -> Result<(EpilogueBound<'s>, Option<&'s mut CudaSlice<u8>>)> {
+    let spec = &plan.spec;
+    let (m, n, batch) = (spec.m, spec.n, spec.batch);
+    let out = spec.out();
+    let dm = spec.d;
+    let mnb = (m, n, batch);
+    let sinks_bits = plan.binding.aux.is_some_and(|s| s.bits);
+    let want = |name, output, elem| Want { name, elem, output };
+    let typed = |s: Option<MatSpec>| Elem::Real(s.map_or(out, |s| s.dtype));
+    let Operands {
+        c,
+        residual,
+        aux_in,
+        bias_row,
+        bias_col,
+        aux,
+        bgrad_row,
+        bgrad_col,
+        sum_k_a,
+        sum_k_b,
+        workspace,
+    } = ops;
+    let c = c
+        .as_ref()
+        .map(|t| {
+            bind_matrix(
+                stream,
+                t,
+                want("c", false, typed(plan.binding.c)),
+                mnb,
+                dm,
+                false,
+            )
+        })
+        .transpose()?;
+    let residual = residual
+        .as_ref()
+        .map(|t| {
+            let w = want("residual", false, typed(plan.binding.residual));
+            bind_matrix(stream, t, w, mnb, dm, false)
+        })
+        .transpose()?;
+    let aux_in_bits = spec.tree.d.uses(Leaf::AuxInBits);
+    let aux_in = aux_in
+        .as_ref()
+        .map(|t| {
+            let elem = if aux_in_bits {
+                Elem::Words
+            } else {
+                typed(plan.binding.aux_in)
+            };
+            bind_matrix(stream, t, want("aux_in", false, elem), mnb, dm, aux_in_bits)
+        })
+        .transpose()?;
+    let aux = aux
+        .as_mut()
+        .map(|t| {
+            let elem = if sinks_bits {
+                Elem::Words
+            } else {
+                typed(plan.binding.aux)
+            };
+            bind_matrix_mut(stream, t, want("aux", true, elem), mnb, dm, sinks_bits)
+        })
+        .transpose()?;
+    let vin = |name| want(name, false, Elem::Real(out));
+    let bias_row = bias_row
+        .as_ref()
+        .map(|t| bind_vector(stream, t, vin("bias_row"), m, batch))
+        .transpose()?;
+    let bias_col = bias_col
+        .as_ref()
+        .map(|t| bind_vector(stream, t, vin("bias_col"), n, batch))
+        .transpose()?;
+    let f32w = |name| want(name, true, Elem::Real(DType::F32));
+    let bgrad_row = bgrad_row
+        .as_mut()
+        .map(|t| bind_vector_mut(stream, t, f32w("bgrad_row"), m, batch))
+        .transpose()?;
+    let bgrad_col = bgrad_col
+        .as_mut()
+        .map(|t| bind_vector_mut(stream, t, f32w("bgrad_col"), n, batch))
+        .transpose()?;
+    let sum_k_a = sum_k_a
+        .as_mut()
+        .map(|t| bind_vector_mut(stream, t, f32w("sum_k_a"), m, batch))
+        .transpose()?;
+    let sum_k_b = sum_k_b
+        .as_mut()
+        .map(|t| bind_vector_mut(stream, t, f32w("sum_k_b"), n, batch))
+        .transpose()?;
+    let bound = EpilogueBound {
+        c,
+        residual,
+        aux_in,
+        aux,
+        bias_row,
+        bias_col,
+        bgrad_row,
+        bgrad_col,
+        sum_k_a,
+        sum_k_b,
+    };
+    Ok((bound, workspace.as_deref_mut()))
+}
+
+/// Every operand of a launch, checked, as the caller gave them.
+#[derive(Clone, Copy)]
+struct Checks {
+    a: Checked,
+    b: Checked,
+    d: Checked,
+    c: Option<Checked>,
+    residual: Option<Checked>,
+    aux_in: Option<Checked>,
+    aux: Option<Checked>,
+    bias_row: Option<Checked>,
+    bias_col: Option<Checked>,
+    bgrad_row: Option<Checked>,
+    bgrad_col: Option<Checked>,
+    sum_k_a: Option<Checked>,
+    sum_k_b: Option<Checked>,
+}
+
+impl Checks {
+    /// Outputs must not overlap any other operand, except D written in place over C or the
+    /// residual (the same elements, read before written, by the same thread).
+    fn no_output_overlaps(&self) -> Result<()> {
         let all: [Option<Checked>; 13] = [
-            Some(a_ck),
-            Some(b_ck),
-            Some(d_ck),
-            c_ck,
-            res_ck,
-            auxin_ck,
-            brow_ck,
-            bcol_ck,
-            aux_ck,
-            grow_ck,
-            gcol_ck,
-            sa_ck,
-            sb_ck,
+            Some(self.a),
+            Some(self.b),
+            Some(self.d),
+            self.c,
+            self.residual,
+            self.aux_in,
+            self.bias_row,
+            self.bias_col,
+            self.aux,
+            self.bgrad_row,
+            self.bgrad_col,
+            self.sum_k_a,
+            self.sum_k_b,
         ];
         for (i, x) in all.iter().enumerate() {
             let Some(x) = x else { continue };
@@ -722,153 +922,95 @@ impl Gemm {
                 }
             }
         }
-
-        // The kernel's view: for a column-major D the product is Dᵀ = Bᵀ Aᵀ, whose A is the
-        // given B; M x N tensors keep their strides (a column-major M x N is a row-major
-        // N x M), and row and column vectors swap.
-        let t = plan.transposed;
-        let (ka, kb) = if t { (b_ck, a_ck) } else { (a_ck, b_ck) };
-        let strides = GemmStrides {
-            lda: ka.strides.ld,
-            ldb: kb.strides.ld,
-            batch_a: ka.strides.batch,
-            batch_b: kb.strides.batch,
-            ..GemmStrides::default()
-        };
-        let (krow, kcol) = if t {
-            (bcol_ck, brow_ck)
-        } else {
-            (brow_ck, bcol_ck)
-        };
-        let (kgrow, kgcol) = if t {
-            (gcol_ck, grow_ck)
-        } else {
-            (grow_ck, gcol_ck)
-        };
-        let (ksa, ksb) = if t { (sb_ck, sa_ck) } else { (sa_ck, sb_ck) };
-
-        let mut bind = plan.binding.clone();
-        let mspec = |ck: &Checked, dtype: DType, bits: bool| MatSpec {
-            dtype,
-            bits,
-            ld: ck.strides.ld,
-            batch_stride: ck.strides.batch,
-            align_bytes: alignment(ck.lo),
-        };
-        bind.d = mspec(&d_ck, out, false);
-        let set_mat = |slot: &mut Option<MatSpec>, x: Option<Checked>| {
-            if let (Some(s), Some(ck)) = (slot.as_mut(), x) {
-                *s = mspec(&ck, s.dtype, s.bits);
-            }
-        };
-        set_mat(&mut bind.c, c_ck);
-        set_mat(&mut bind.residual, res_ck);
-        if aux_in_bits {
-            set_mat(&mut bind.aux_in_bits, auxin_ck);
-        } else {
-            set_mat(&mut bind.aux_in, auxin_ck);
-        }
-        set_mat(&mut bind.aux, aux_ck);
-        let vspec = |slot: &mut Option<VecSpec>, ck: Option<Checked>| {
-            if let (Some(s), Some(ck)) = (slot.as_mut(), ck) {
-                s.batch_stride = ck.strides.batch;
-                s.align_bytes = alignment(ck.lo);
-            }
-        };
-        vspec(&mut bind.bias_row, krow);
-        vspec(&mut bind.bias_col, kcol);
-        vspec(&mut bind.bgrad_row, kgrow);
-        vspec(&mut bind.bgrad_col, kgcol);
-        vspec(&mut bind.sum_k_a, ksa);
-        vspec(&mut bind.sum_k_b, ksb);
-
-        let mem = |x: Option<Checked>| x.map(|x| x.mem);
-        let bufs = EpBuffers {
-            d: Some(d_ck.mem),
-            c: mem(c_ck),
-            residual: mem(res_ck),
-            aux_in: mem(auxin_ck),
-            aux: mem(aux_ck),
-            bias_row: mem(krow),
-            bias_col: mem(kcol),
-            bgrad_row: kgrow.map(|x| x.mem),
-            bgrad_col: kgcol.map(|x| x.mem),
-        };
-
-        // The reductions accumulate into their outputs: zero them first, on the stream.
-        for g in [kgrow, kgcol].into_iter().flatten() {
-            // SAFETY: [lo, hi) lies inside the output's buffer (checked above).
-            unsafe {
-                cudarc::driver::result::memset_d8_async(
-                    g.lo,
-                    0,
-                    (g.hi - g.lo) as usize,
-                    stream.cu_stream(),
-                )
-            }
-            .map_err(driver_err("cuMemsetD8Async (bias-gradient output)"))?;
-        }
-
-        // The workspace: the caller's, or ours, ordered after its previous user.
-        let rt = self.ctx.runtime();
-        let mut guard = None;
-        let work = match (&mut ops.workspace, &self.workspace) {
-            (Some(w), _) => {
-                let need = self.workspace_bytes();
-                if need > 0 && w.len() < need {
-                    return Err(operand_err(
-                        "workspace",
-                        format!("{} bytes", w.len()),
-                        format!("the plan needs {need} bytes"),
-                    ));
-                }
-                let (p, _g) = w.device_ptr(stream);
-                (need > 0).then_some(p)
-            }
-            (None, Some(own)) => {
-                let mut last = own
-                    .last
-                    .lock()
-                    .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
-                let this = stream.cu_stream() as usize;
-                if *last != 0 && *last != this {
-                    stream
-                        .wait(&own.done)
-                        .map_err(driver_err("cuStreamWaitEvent (workspace)"))?;
-                }
-                *last = this;
-                let (p, _g) = own.buf.device_ptr(stream);
-                guard = Some(last);
-                Some(p)
-            }
-            (None, None) => None,
-        };
-        let cx = LaunchCtx { rt, stream, work };
-        self.kernel
-            .launch(cx, &ka.mem, &kb.mem, &strides, &bind, &bufs)?;
-        if let (Some(own), Some(_held)) = (&self.workspace, &guard) {
-            own.done
-                .record(stream)
-                .map_err(driver_err("cuEventRecord (workspace)"))?;
-        }
-        drop(guard);
-        if let Some(sums) = &self.sums {
-            for (which, out) in [(Operand::A, ksa), (Operand::B, ksb)] {
-                let Some(out) = out else { continue };
-                let x = if which == Operand::A { &ka } else { &kb };
-                sums.launch(
-                    stream,
-                    &plan.problem,
-                    &strides,
-                    which,
-                    &x.mem,
-                    &out.mem,
-                    out.strides.batch,
-                )?;
-            }
-        }
         Ok(())
     }
+}
+
+/// The kernel's view of a launch's operands: for a column-major D the product is
+/// Dᵀ = Bᵀ Aᵀ, whose A is the given B; M x N tensors keep their strides (a column-major
+/// M x N is a row-major N x M), and row and column vectors swap.
+struct KernelView {
+    a: Checked,
+    b: Checked,
+    bias_row: Option<Checked>,
+    bias_col: Option<Checked>,
+    bgrad_row: Option<Checked>,
+    bgrad_col: Option<Checked>,
+    sum_k_a: Option<Checked>,
+    sum_k_b: Option<Checked>,
+    strides: GemmStrides,
+}
+
+impl KernelView {
+    fn new(ck: &Checks, transposed: bool) -> KernelView {
+        let (a, b) = if transposed {
+            (ck.b, ck.a)
+        } else {
+            (ck.a, ck.b)
+        };
+        let swap = |x, y| if transposed { (y, x) } else { (x, y) };
+        let (bias_row, bias_col) = swap(ck.bias_row, ck.bias_col);
+        let (bgrad_row, bgrad_col) = swap(ck.bgrad_row, ck.bgrad_col);
+        let (sum_k_a, sum_k_b) = swap(ck.sum_k_a, ck.sum_k_b);
+        let strides = GemmStrides {
+            lda: a.strides.ld,
+            ldb: b.strides.ld,
+            batch_a: a.strides.batch,
+            batch_b: b.strides.batch,
+            ..GemmStrides::default()
+        };
+        KernelView {
+            a,
+            b,
+            bias_row,
+            bias_col,
+            bgrad_row,
+            bgrad_col,
+            sum_k_a,
+            sum_k_b,
+            strides,
+        }
+    }
+}
+
+/// The plan's binding with the launch's leading dimensions, batch strides and alignments (the
+/// vectors' as the kernel sees them).
+fn launch_binding(plan: &Plan, ck: &Checks, view: &KernelView) -> Binding {
+    let mut bind = plan.binding.clone();
+    let mspec = |ck: &Checked, dtype: DType, bits: bool| MatSpec {
+        dtype,
+        bits,
+        ld: ck.strides.ld,
+        batch_stride: ck.strides.batch,
+        align_bytes: alignment(ck.lo),
+    };
+    bind.d = mspec(&ck.d, plan.spec.out(), false);
+    let set_mat = |slot: &mut Option<MatSpec>, x: Option<Checked>| {
+        if let (Some(s), Some(ck)) = (slot.as_mut(), x) {
+            *s = mspec(&ck, s.dtype, s.bits);
+        }
+    };
+    set_mat(&mut bind.c, ck.c);
+    set_mat(&mut bind.residual, ck.residual);
+    if plan.spec.tree.d.uses(Leaf::AuxInBits) {
+        set_mat(&mut bind.aux_in_bits, ck.aux_in);
+    } else {
+        set_mat(&mut bind.aux_in, ck.aux_in);
+    }
+    set_mat(&mut bind.aux, ck.aux);
+    let vspec = |slot: &mut Option<VecSpec>, ck: Option<Checked>| {
+        if let (Some(s), Some(ck)) = (slot.as_mut(), ck) {
+            s.batch_stride = ck.strides.batch;
+            s.align_bytes = alignment(ck.lo);
+        }
+    };
+    vspec(&mut bind.bias_row, view.bias_row);
+    vspec(&mut bind.bias_col, view.bias_col);
+    vspec(&mut bind.bgrad_row, view.bgrad_row);
+    vspec(&mut bind.bgrad_col, view.bgrad_col);
+    vspec(&mut bind.sum_k_a, view.sum_k_a);
+    vspec(&mut bind.sum_k_b, view.sum_k_b);
+    bind
 }
 
 fn bind_matrix<'s>(

@@ -403,12 +403,12 @@ pub struct TreeGemm {
 }
 
 /// Tree epilogues address their outputs row-major; a problem with a column-major D is refused
-/// (the fused v1 epilogue runs it as the transposed product).
+/// (the flag-driven epilogue runs it as the transposed product).
 fn refuse_col_major_d(op: &'static str, p: &crate::plan::problem::GemmProblem) -> Result<()> {
     if p.d_major == crate::plan::problem::Major::Col {
         return Err(KernelError::invalid(
             op,
-            format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the fused v1 epilogue only)"),
+            format!("{p}: tree epilogues write a row-major D (a column-major D is supported by the flag-driven epilogue only)"),
         ));
     }
     Ok(())
@@ -624,8 +624,9 @@ impl TreeSm90 {
         let plan = plan.compiled_for(rt.sm_count() as i64);
         let src = crate::epilogue::cuda::sm90_tree_source(&plan, tree, Some(binding))?;
         let k = TreeSm90::from_source(rt, &plan, tree, binding, &src)?;
-        // Automatic stream-K only where the kernel keeps every value in registers: with the
-        // parts' code, drelu_bgrad reading C spilled a few bytes (docs/perf.md, session 12).
+        // Automatic stream-K only where the kernel keeps every value in registers: the parts'
+        // code can push a heavy tree over the consumers' register budget
+        // (`docs/design/002-stream-k-unit-order.md`).
         if plan.stream_k && !plan.stream_k_forced() && k.resources()?.1 > 0 {
             let whole = crate::plan::Sm90Plan {
                 stream_k: false,
@@ -741,7 +742,7 @@ impl TreeSm90 {
         crate::launch::sm90::Sm90Params,
         EpArgs,
     )> {
-        use crate::launch::sm90::{encode_tma, tma_addressable, Sm90Params, TmaOperand};
+        use crate::launch::sm90::{encode_tma, Sm90Params, TmaOperand};
         use crate::plan::problem::Major;
         const OP: &str = "tree gemm (sm90)";
         let plan = self.kernel.plan();
@@ -823,11 +824,55 @@ impl TreeSm90 {
             &box_b,
         )?;
         let (tiles_m, tiles_n) = plan.grid_tiles();
-        // The fragment path with TMA stores (plans with the TMA-store epilogue) when D, and a
-        // full aux, are tensors TMA can write from the region's first element, and a bit
-        // mask's rows start on word boundaries; else the scratch path. The maps are of the
-        // region (`{cols, rows, batch}` from its first element): the kernel's coordinates are
-        // launch-relative.
+        // A's map stands in for the maps a launch does not use.
+        let (flags, tma_d, tma_aux, tma_in) =
+            self.epilogue_maps(binding, &args, (&rows, &cols), (rm, rn), tma_a)?;
+        // The tree epilogue takes everything else from `args`.
+        let params = Sm90Params {
+            m: p.m as i32,
+            n: p.n as i32,
+            k: p.k as i32,
+            batch: p.batch as i32,
+            tiles_m: tiles_m as i32,
+            tiles_n: tiles_n as i32,
+            group_m: plan.group_m as i32,
+            out_dtype: p.output.code(),
+            flags,
+            ..Sm90Params::default()
+        };
+        let params = self.kernel.with_stream_k(cx, params)?;
+        Ok((
+            [
+                tma_a, tma_b, tma_d, tma_aux, tma_in[0], tma_in[1], tma_in[2],
+            ],
+            params,
+            args,
+        ))
+    }
+
+    /// The epilogue's tensor maps and launch flags: the fragment path with TMA stores
+    /// (plans with the TMA-store epilogue) when D, and a full aux, are tensors TMA can write
+    /// from the region's first element, and a bit mask's rows start on word boundaries; else
+    /// the scratch path, its maps `placeholder`. The maps are of the region (`{cols, rows,
+    /// batch}` from its first element, `rm x rn`): the kernel's coordinates are
+    /// launch-relative. Returns the flags and the maps of D, aux and the staged inputs (C, the
+    /// residual, aux_in).
+    fn epilogue_maps(
+        &self,
+        binding: &Binding,
+        args: &EpArgs,
+        (rows, cols): (&std::ops::Range<i64>, &std::ops::Range<i64>),
+        (rm, rn): (i64, i64),
+        placeholder: crate::launch::sm90::TmaMap,
+    ) -> Result<(
+        i32,
+        crate::launch::sm90::TmaMap,
+        crate::launch::sm90::TmaMap,
+        [crate::launch::sm90::TmaMap; 3],
+    )> {
+        use crate::launch::sm90::{encode_tma, tma_addressable, TmaOperand};
+        let plan = self.kernel.plan();
+        let p = &plan.problem;
         let region_map =
             |name: &'static str, ptr: u64, spec: &MatSpec, st: &crate::plan::Sm90Store| {
                 let eb = spec.dtype.bytes() as u64;
@@ -857,9 +902,9 @@ impl TreeSm90 {
             ref staged,
         } = self.frag;
         let mut flags = 0;
-        let (mut tma_d, mut tma_aux) = (tma_a, tma_a);
-        // The staged inputs' maps: C, the residual, aux_in (A's as placeholders).
-        let mut tma_in = [tma_a, tma_a, tma_a];
+        let (mut tma_d, mut tma_aux) = (placeholder, placeholder);
+        // The staged inputs' maps: C, the residual, aux_in.
+        let mut tma_in = [placeholder, placeholder, placeholder];
         if let Some(st) = &plan.store {
             let d = region_map("D", args.d, &binding.d, st)?;
             let aux = match (&binding.aux, full_aux) {
@@ -892,31 +937,11 @@ impl TreeSm90 {
                 if words && inputs_ok && (!full_aux || aux.is_some()) {
                     flags = crate::launch::sm90::FLAG_TMA_STORE;
                     tma_d = d;
-                    tma_aux = aux.unwrap_or(tma_a);
+                    tma_aux = aux.unwrap_or(placeholder);
                 }
             }
         }
-        // The tree epilogue takes everything else from `args`.
-        let params = Sm90Params {
-            m: p.m as i32,
-            n: p.n as i32,
-            k: p.k as i32,
-            batch: p.batch as i32,
-            tiles_m: tiles_m as i32,
-            tiles_n: tiles_n as i32,
-            group_m: plan.group_m as i32,
-            out_dtype: p.output.code(),
-            flags,
-            ..Sm90Params::default()
-        };
-        let params = self.kernel.with_stream_k(cx, params)?;
-        Ok((
-            [
-                tma_a, tma_b, tma_d, tma_aux, tma_in[0], tma_in[1], tma_in[2],
-            ],
-            params,
-            args,
-        ))
+        Ok((flags, tma_d, tma_aux, tma_in))
     }
 
     /// The compiled Hopper kernel.
@@ -925,11 +950,12 @@ impl TreeSm90 {
     }
 }
 
-/// A tree run by the plan's kernel compiled with the fused v1 epilogue [`fused_v1_for`]
-/// finds for it (the named fusions BIAS, RELU_BIAS, GELU_BIAS, GELU_AUX_BIAS and their
-/// variants): that kernel loads every operand of a block before its first store and needs no
-/// generated code. [`TreeKernel::plan`] takes this route when it can, but for a tree that
-/// takes the ping-pong schedule on the Hopper path ([`crate::epilogue::cuda::tree_takes_pingpong`]).
+/// A tree run by the plan's kernel compiled with the flag-driven epilogue that
+/// [`flag_epilogue_for`] finds for it (the named fusions BIAS, RELU_BIAS, GELU_BIAS,
+/// GELU_AUX_BIAS and their variants): that kernel loads every operand of a block before its
+/// first store and needs no generated code. [`TreeKernel::plan`] takes this route when it can,
+/// but for a tree that takes the ping-pong schedule on the Hopper path
+/// ([`crate::epilogue::cuda::tree_takes_pingpong`]).
 pub struct TreeFused {
     kernel: crate::launch::sm90::PathKernel,
     /// The alpha and beta of the binding the kernel was compiled for (a launch must bind
@@ -947,7 +973,7 @@ impl TreeFused {
         &self.kernel
     }
 
-    /// The problem (with the v1 epilogue) the kernel was compiled for.
+    /// The problem (with the flag-driven epilogue) the kernel was compiled for.
     pub fn problem(&self) -> &crate::plan::problem::GemmProblem {
         self.kernel.problem()
     }
@@ -1028,7 +1054,7 @@ pub enum TreeKernel {
     Sm80(Box<TreeGemm>),
     /// The sm_90a path.
     Hopper(Box<TreeSm90>),
-    /// Either path's kernel with the fused v1 epilogue the tree amounts to.
+    /// Either path's kernel with the flag-driven epilogue the tree amounts to.
     Fused(Box<TreeFused>),
 }
 
@@ -1109,7 +1135,7 @@ impl TreeKernel {
                     return Err(KernelError::invalid(
                         "TreeKernel::launch_region",
                         format!(
-                            "the fused v1 kernel runs the whole output, not rows {rows:?} x columns {cols:?}"
+                            "the flag-driven epilogue runs the whole output, not rows {rows:?} x columns {cols:?}"
                         ),
                     ));
                 }

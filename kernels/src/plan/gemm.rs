@@ -10,7 +10,7 @@ use std::fmt;
 
 use crate::arch::Arch;
 use crate::epilogue::check::Binding;
-use crate::epilogue::{describe, fused_v1_for, parse_epilogue, EpilogueTree};
+use crate::epilogue::{describe, flag_epilogue_for, parse_epilogue, EpilogueTree};
 use crate::error::{KernelError, Result};
 use crate::plan::problem::{DType, Epilogue, GemmProblem, Major};
 use crate::plan::sm90::{ClusterShare, PathOptions, Schedule, Sm90Options, Sm90Plan};
@@ -459,7 +459,7 @@ impl Plan {
         let flags = if path.generated_epilogue {
             None
         } else {
-            fused_v1_for(&tree, &binding, out)
+            flag_epilogue_for(&tree, &binding, out)
         };
         let mut why_epilogue = String::new();
         let kernel = match flags {

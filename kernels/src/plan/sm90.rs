@@ -101,19 +101,16 @@ pub const STREAM_K_MIN_SHARE: i64 = 4;
 /// CTA on average (`(grid - r) k_tiles / grid`, `r` tiles in the last wave;
 /// [`Sm90Plan::stream_k_tiles`]). The parts cost a CTA about the same whatever the shape (the
 /// partial sums' store and load through L2, a pipeline start per part), so what decides is the
-/// idle time won back. Fitted to `bench gemm` on the H100 (docs/perf.md, session 12): faster
-/// at 37 idle k-tiles and above (4096 x 11008 x 4096: +3%; 8192³, 62: +2.5-4.5%), within the
-/// spread at 15-27, slower at 8-10 (4096³: -3%).
+/// idle time won back. The threshold was fitted to `bench gemm` on the H100; the figures are in
+/// `docs/design/002-stream-k-unit-order.md`.
 pub const STREAM_K_MIN_IDLE: i64 = 32;
 
 /// The plain GEMM takes the ping-pong schedule by default up to this many k-tiles (K = 4096):
 /// its epilogue then runs under the other warpgroup's mainloop, which is worth more than
-/// the cooperative 128 x 256 tile's faster mainloop (about 1.02 against 1.07 kc per 128 x
-/// 256 x 64 k-tile) while the tiles are short. Fitted to `bench gemm` on the H100
-/// (docs/perf.md, session 14): at K = 4096 ping-pong ran 1.4-6% faster on all six such shapes
-/// of the benchmark; at K = 8192 (8192³) 0.5% slower than cooperative with stream-K; at
-/// K = 11008 2-5% slower. Fused epilogues stay cooperative: under ping-pong they slowed the
-/// other warpgroup's mainloop (gelu_bias +10.8% over its plain GEMM at 4096³ against +3.3%).
+/// the cooperative 128 x 256 tile's faster mainloop while the tiles are short; past it the
+/// mainloop's speed wins. Fused epilogues stay cooperative: under ping-pong their math slows
+/// the other warpgroup's mainloop, which shares the schedulers' issue slots. The threshold was
+/// fitted to `bench gemm` on the H100; the figures are in `docs/design/009-schedule-choice.md`.
 pub const PINGPONG_MAX_K_TILES: i64 = 64;
 
 /// Buffers per staged epilogue input and consumer warpgroup ([`Sm90Plan::staged_inputs`]).
@@ -126,9 +123,9 @@ pub const MAX_STAGED_INPUTS: i64 = 3;
 /// two. The planner adds buffers, up to [`MAX_STORE_BUFFERS`], while they fit beside the
 /// stages it chose: the buffers form a ring, one per TMA store, and a pass waits only for
 /// the stores `buffers - outputs` back to have read theirs, so more stores may be in flight
-/// while the next passes compute. (Measured: no change in the epilogue's length against two
-/// buffers, docs/perf.md session 9; the ring's running position also keeps a tile with an
-/// odd number of passes from reusing a buffer its last store may still read.)
+/// while the next passes compute. The ring's running position also keeps a tile with an odd
+/// number of passes from reusing a buffer its last store may still read
+/// (`docs/design/011-tma-store-epilogue.md`).
 pub const STORE_BUFFERS: i64 = 2;
 
 /// The most TMA-store buffers per consumer warpgroup.
@@ -458,8 +455,8 @@ pub struct Sm90Plan {
     /// Full 16-bit input tensors (C, the residual, aux_in) a tree epilogue may stage: each
     /// pass block of each, 64 x [`EPI_COLS`] in the store buffers' layout, is loaded by TMA
     /// into one of [`IN_BUFFERS`] buffers per consumer, the first two of a tile before its
-    /// mainloop, the others two passes ahead. 0 without (and on every plan of a fused v1
-    /// epilogue). The barriers add 16 bytes per consumer.
+    /// mainloop, the others two passes ahead. 0 without (and on every plan of a
+    /// flag-driven epilogue). The barriers add 16 bytes per consumer.
     pub staged_inputs: i64,
     /// The bias of the tile, staged in shared memory (bytes; 0 without a bias): per consumer
     /// warpgroup two fp32 buffers (alternate tiles) of the tile's bias values, BN of a column
@@ -550,84 +547,11 @@ impl Sm90Plan {
                 format!("{problem}: the sm_90a path takes 16-bit inputs, A row-major and B column-major (stored N x K)"),
             ));
         }
-        let auto_pingpong = opts.schedule.is_none() && auto_pingpong(problem, &opts);
-        let (bm, bn) = match opts.tile {
-            Some(t) => t,
-            // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
-            None if opts.schedule == Some(Schedule::PingPong) || auto_pingpong => (128, 128),
-            None => choose_tile(problem),
-        };
-        if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
-            return Err(KernelError::invalid(
-                op,
-                format!("tile {bm}x{bn}: BM must be 64 or 128, BN a multiple of 32 in 32..=256"),
-            ));
-        }
-        let schedule = opts.schedule.unwrap_or(if auto_pingpong {
-            Schedule::PingPong
-        } else {
-            Schedule::Cooperative
-        });
-        let (consumers, m_halves) = match schedule {
-            Schedule::Cooperative => (bm / 64, 1),
-            // A ping-pong consumer holds its whole tile: 64 x BN (one m64 wgmma per k16
-            // step) or 128 x BN (two), at most 128 accumulators per thread either way.
-            Schedule::PingPong => match (bm, bn) {
-                (64, _) => (2, 1),
-                (128, bn) if bn <= 128 => (2, 2),
-                _ => {
-                    return Err(KernelError::invalid(
-                        op,
-                        format!("tile {bm}x{bn}: ping-pong takes BM = 64, or BM = 128 with BN <= 128 (a warpgroup's accumulators hold BM x BN)"),
-                    ))
-                }
-            },
-        };
+        let (bm, bn, schedule, consumers, m_halves) = tile_and_schedule(problem, &opts)?;
         let e = problem.input.bytes();
         let mut a = operand("A", bm, e)?;
         let mut b = operand("B", bn, e)?;
-        let cluster = opts.cluster.unwrap_or(1);
-        let share = match (cluster, opts.share) {
-            (1, None) => None,
-            (1, Some(s)) => {
-                return Err(KernelError::invalid(
-                    op,
-                    format!("sharing {s} needs a cluster of 2 CTAs, not 1"),
-                ))
-            }
-            (2, s) => {
-                if schedule == Schedule::PingPong {
-                    return Err(KernelError::invalid(
-                        op,
-                        "a cluster of 2 takes the cooperative schedule: ping-pong's two consumers walk different tiles, which the pair's lockstep stage protocol does not follow",
-                    ));
-                }
-                Some(s.unwrap_or(if bn >= bm {
-                    ClusterShare::B
-                } else {
-                    ClusterShare::A
-                }))
-            }
-            (c, _) => {
-                return Err(KernelError::invalid(
-                    op,
-                    format!("cluster of {c} CTAs: 1 or 2"),
-                ))
-            }
-        };
-        if let Some(s) = share {
-            let o = if s == ClusterShare::A { &mut a } else { &mut b };
-            let split = tma_split_for(&o.smem, e, cluster).map_err(|err| {
-                KernelError::invalid(
-                    op,
-                    format!(
-                        "tile {bm}x{bn}, cluster of {cluster} sharing {s}: the {} rows of {s} do not split into {cluster} TMA boxes at 1024-byte-aligned offsets of the stage ({err})",
-                        o.tile_mn
-                    ),
-                )
-            })?;
-            o.multicast = Some(split);
-        }
+        let (cluster, share) = cluster_share(&opts, schedule, (&mut a, &mut b), e)?;
         let stage = a.tma.bytes + b.tma.bytes;
         let budget = Arch::Sm90a.smem_per_block_optin();
         let barriers = 64 * 16 + 16;
@@ -637,21 +561,7 @@ impl Sm90Plan {
             BiasMode::PerRow => consumers * 2 * 64 * m_halves * 4,
         };
         let acc = wgmma_acc_layout(bn)?;
-        let epi = &problem.epilogue;
-        let can_store = problem.output.bytes() == 2 && epi.beta == 0.0;
-        let want_store = match opts.tma_store {
-            Some(true) if !can_store => {
-                return Err(KernelError::invalid(
-                    op,
-                    format!("{problem}: the TMA-store epilogue takes a 16-bit output and no C"),
-                ))
-            }
-            Some(w) => w,
-            // By default whenever it can: with the bias staged in shared memory per tile
-            // (`bias_stage_bytes`), the fragment-layout epilogue's bias reads no longer wait
-            // for L2 (the reason v3.5 kept biased epilogues on the scratch path, docs/perf.md).
-            None => can_store,
-        };
+        let want_store = wants_tma_store(problem, &opts)?;
         let store = if want_store {
             Some(store_plan(&acc, problem.output)?)
         } else {
@@ -690,20 +600,7 @@ impl Sm90Plan {
         };
         let vector_stage_bytes = consumers * 2 * (vector_stage.0 + vector_stage.1) * 4;
         let room = budget - 1024 - barriers - bias_stage_bytes - vector_stage_bytes;
-        let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
-        let stages = opts.stages.unwrap_or(fit.min(6));
-        if stages < 2 || stages > fit {
-            return Err(KernelError::UnsupportedArch {
-                op,
-                arch: Arch::Sm90a.to_string(),
-                msg: format!("{stages} stages of {stage} B: between 2 and {fit} fit in {budget} B"),
-            });
-        }
-        // More store buffers in what the stages leave (never fewer stages for them).
-        let mut buffers = STORE_BUFFERS;
-        while buffers < MAX_STORE_BUFFERS && stages * stage + scratch_bytes(buffers + 1) <= room {
-            buffers += 1;
-        }
+        let (stages, buffers) = fit_stages(opts.stages, stage, room, budget, scratch_bytes)?;
         let epilogue_scratch_bytes = scratch_bytes(buffers);
         let store = store.map(|st| Sm90Store { buffers, ..st });
         let stream_k = match opts.stream_k {
@@ -933,6 +830,154 @@ impl Sm90Plan {
     }
 }
 
+/// The CTA tile `(BM, BN)`, schedule, consumer warpgroups and m64 halves per consumer of
+/// `problem` under `opts`.
+fn tile_and_schedule(
+    problem: &GemmProblem,
+    opts: &Sm90Options,
+) -> Result<(i64, i64, Schedule, i64, i64)> {
+    let op = "Sm90Plan::new";
+    let auto_pingpong = opts.schedule.is_none() && auto_pingpong(problem, opts);
+    let (bm, bn) = match opts.tile {
+        Some(t) => t,
+        // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
+        None if opts.schedule == Some(Schedule::PingPong) || auto_pingpong => (128, 128),
+        None => choose_tile(problem),
+    };
+    if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
+        return Err(KernelError::invalid(
+            op,
+            format!("tile {bm}x{bn}: BM must be 64 or 128, BN a multiple of 32 in 32..=256"),
+        ));
+    }
+    let schedule = opts.schedule.unwrap_or(if auto_pingpong {
+        Schedule::PingPong
+    } else {
+        Schedule::Cooperative
+    });
+    let (consumers, m_halves) = match schedule {
+        Schedule::Cooperative => (bm / 64, 1),
+        // A ping-pong consumer holds its whole tile: 64 x BN (one m64 wgmma per k16
+        // step) or 128 x BN (two), at most 128 accumulators per thread either way.
+        Schedule::PingPong => match (bm, bn) {
+            (64, _) => (2, 1),
+            (128, bn) if bn <= 128 => (2, 2),
+            _ => {
+                return Err(KernelError::invalid(
+                    op,
+                    format!("tile {bm}x{bn}: ping-pong takes BM = 64, or BM = 128 with BN <= 128 (a warpgroup's accumulators hold BM x BN)"),
+                ))
+            }
+        },
+    };
+    Ok((bm, bn, schedule, consumers, m_halves))
+}
+
+/// The cluster size and the operand its two CTAs share (multicast), if any; the shared
+/// operand of `(a, b)` gets its TMA split.
+fn cluster_share(
+    opts: &Sm90Options,
+    schedule: Schedule,
+    (a, b): (&mut Sm90Operand, &mut Sm90Operand),
+    e: i64,
+) -> Result<(i64, Option<ClusterShare>)> {
+    let op = "Sm90Plan::new";
+    let (bm, bn) = (a.tile_mn, b.tile_mn);
+    let cluster = opts.cluster.unwrap_or(1);
+    let share = match (cluster, opts.share) {
+        (1, None) => None,
+        (1, Some(s)) => {
+            return Err(KernelError::invalid(
+                op,
+                format!("sharing {s} needs a cluster of 2 CTAs, not 1"),
+            ))
+        }
+        (2, s) => {
+            if schedule == Schedule::PingPong {
+                return Err(KernelError::invalid(
+                    op,
+                    "a cluster of 2 takes the cooperative schedule: ping-pong's two consumers walk different tiles, which the pair's lockstep stage protocol does not follow",
+                ));
+            }
+            Some(s.unwrap_or(if bn >= bm {
+                ClusterShare::B
+            } else {
+                ClusterShare::A
+            }))
+        }
+        (c, _) => {
+            return Err(KernelError::invalid(
+                op,
+                format!("cluster of {c} CTAs: 1 or 2"),
+            ))
+        }
+    };
+    if let Some(s) = share {
+        let o = if s == ClusterShare::A { a } else { b };
+        let split = tma_split_for(&o.smem, e, cluster).map_err(|err| {
+            KernelError::invalid(
+                op,
+                format!(
+                    "tile {bm}x{bn}, cluster of {cluster} sharing {s}: the {} rows of {s} do not split into {cluster} TMA boxes at 1024-byte-aligned offsets of the stage ({err})",
+                    o.tile_mn
+                ),
+            )
+        })?;
+        o.multicast = Some(split);
+    }
+    Ok((cluster, share))
+}
+
+/// Whether D goes out through the TMA-store epilogue: as `opts` asks, which needs a 16-bit
+/// output and no C; by default whenever it can.
+fn wants_tma_store(problem: &GemmProblem, opts: &Sm90Options) -> Result<bool> {
+    let op = "Sm90Plan::new";
+    let epi = &problem.epilogue;
+    let can_store = problem.output.bytes() == 2 && epi.beta == 0.0;
+    Ok(match opts.tma_store {
+        Some(true) if !can_store => {
+            return Err(KernelError::invalid(
+                op,
+                format!("{problem}: the TMA-store epilogue takes a 16-bit output and no C"),
+            ))
+        }
+        Some(w) => w,
+        // By default whenever it can: with the bias staged in shared memory per tile
+        // (`bias_stage_bytes`), the fragment-layout epilogue's bias reads do not wait for
+        // L2 (`docs/design/003-epilogue-vector-loads.md`).
+        None => can_store,
+    })
+}
+
+/// The pipeline stages of `stage` bytes (`forced`, or as many as fit up to 6) and the store
+/// buffers per consumer beside them in `room` bytes, the epilogue taking `scratch_bytes(n)`
+/// with `n` buffers: the stages first, then buffers up to [`MAX_STORE_BUFFERS`] in what they
+/// leave.
+fn fit_stages(
+    forced: Option<i64>,
+    stage: i64,
+    room: i64,
+    budget: i64,
+    scratch_bytes: impl Fn(i64) -> i64,
+) -> Result<(i64, i64)> {
+    let op = "Sm90Plan::new";
+    let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
+    let stages = forced.unwrap_or(fit.min(6));
+    if stages < 2 || stages > fit {
+        return Err(KernelError::UnsupportedArch {
+            op,
+            arch: Arch::Sm90a.to_string(),
+            msg: format!("{stages} stages of {stage} B: between 2 and {fit} fit in {budget} B"),
+        });
+    }
+    // More store buffers in what the stages leave (never fewer stages for them).
+    let mut buffers = STORE_BUFFERS;
+    while buffers < MAX_STORE_BUFFERS && stages * stage + scratch_bytes(buffers + 1) <= room {
+        buffers += 1;
+    }
+    Ok((stages, buffers))
+}
+
 /// Whether a plan left to the planner takes the ping-pong schedule: a plain GEMM (no bias,
 /// activation, aux or C; any alpha) with a 16-bit D, tiles enough for 128 x 256 to fill the
 /// device, at most [`PINGPONG_MAX_K_TILES`] k-tiles, and no other choice of [`Sm90Options`]
@@ -1133,7 +1178,7 @@ pub struct PathOptions {
     pub sm90: Sm90Options,
     /// The sm80-class planner's forced choices, used when that path is taken.
     pub sm80: crate::plan::PlanOptions,
-    /// Compile a tree epilogue with the generated epilogue even where the fused v1 epilogue
+    /// Compile a tree epilogue with the generated epilogue even where the flag-driven epilogue
     /// expresses it (`launch::tree::TreeFused`); for comparing the two.
     pub generated_epilogue: bool,
 }

@@ -22,7 +22,7 @@ fn examples() -> Vec<(String, EpilogueTree)> {
             "aux_fp32_rowgrad",
             "bgrad_row(fp16(aux(alpha * acc, fp32)) * dsigmoid(aux_in))",
         ),
-        ("v1_list", "bias,gelu,aux"),
+        ("comma_list", "bias,gelu,aux"),
     ] {
         v.push((name.into(), parse_epilogue(text).unwrap()));
     }

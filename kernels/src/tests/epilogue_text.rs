@@ -1,10 +1,10 @@
-//! The text form of epilogue trees: the examples, the named fusions, the v1 comma
+//! The text form of epilogue trees: the examples, the named fusions, the comma
 //! list, rejected texts, and print -> parse round trips over random trees.
 
 use tessera_kernels::epilogue::build::*;
 use tessera_kernels::epilogue::{
-    from_v1, parse_epilogue, to_v1, AuxFormat, EpilogueError, EpilogueTree, Expr, Fusion, Operand,
-    UnaryOp, VecAxis,
+    from_comma_list, parse_epilogue, to_comma_list, AuxFormat, EpilogueError, EpilogueTree, Expr,
+    Fusion, Operand, UnaryOp, VecAxis,
 };
 use tessera_kernels::rng::Rng;
 use tessera_kernels::{DType, Epilogue};
@@ -91,7 +91,7 @@ fn every_named_fusion_parses_by_its_name_and_prints_its_tree() {
 }
 
 #[test]
-fn v1_comma_lists_stay_accepted() {
+fn comma_lists_stay_accepted() {
     for s in [
         "bias,gelu,aux",
         "rowbias,relu",
@@ -101,8 +101,8 @@ fn v1_comma_lists_stay_accepted() {
         "none",
         "relu",
     ] {
-        let v1 = Epilogue::parse(s).unwrap();
-        assert_eq!(parsed(s), from_v1(&v1), "`{s}`");
+        let flags = Epilogue::parse(s).unwrap();
+        assert_eq!(parsed(s), from_comma_list(&flags), "`{s}`");
     }
     assert_eq!(
         parsed("bias,gelu,aux").d,
@@ -115,7 +115,7 @@ fn v1_comma_lists_stay_accepted() {
         parsed("rowbias,relu").d,
         (alpha() * acc() + bias_row()).relu()
     );
-    // Every v1 epilogue comes back from its tree.
+    // Every comma-list epilogue comes back from its tree.
     for s in [
         "bias,gelu,aux",
         "rowbias,relu",
@@ -124,11 +124,15 @@ fn v1_comma_lists_stay_accepted() {
         "",
         "relu,aux",
     ] {
-        let v1 = Epilogue::parse(s).unwrap();
-        assert_eq!(to_v1(&from_v1(&v1)), Some(v1), "`{s}`");
+        let flags = Epilogue::parse(s).unwrap();
+        assert_eq!(
+            to_comma_list(&from_comma_list(&flags)),
+            Some(flags),
+            "`{s}`"
+        );
     }
     assert_eq!(
-        to_v1(&Fusion::GeluBias.tree()).unwrap().to_string(),
+        to_comma_list(&Fusion::GeluBias.tree()).unwrap().to_string(),
         "c,bias,gelu_tanh"
     );
     for f in [
@@ -137,10 +141,10 @@ fn v1_comma_lists_stay_accepted() {
         Fusion::DGeluBgrad,
         Fusion::BgradA,
     ] {
-        assert_eq!(to_v1(&f.tree()), None, "{}", f.name());
+        assert_eq!(to_comma_list(&f.tree()), None, "{}", f.name());
     }
-    assert_eq!(to_v1(&parsed("relu(acc + bias_col)")), None); // no alpha
-                                                              // `relu,gelu` is a v1 list with two activations: rejected.
+    assert_eq!(to_comma_list(&parsed("relu(acc + bias_col)")), None); // no alpha
+                                                                      // `relu,gelu` is a comma list with two activations: rejected.
     assert!(parse_epilogue("relu,gelu").is_err());
 }
 

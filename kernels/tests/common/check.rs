@@ -418,6 +418,463 @@ fn checked_rows(spec: &GemmSpec) -> Result<Vec<Range<usize>>, KernelError> {
     Ok(v)
 }
 
+/// Bit masks (`aux_in_bits`, a bit-mask aux) in D's storage order: rows padded to 128 bits,
+/// packed into `u32` words.
+struct BitMask {
+    m: usize,
+    n: usize,
+    nb: usize,
+    dm: Major,
+    outer: usize,
+    ldb: usize,
+}
+
+impl BitMask {
+    fn new(m: usize, n: usize, nb: usize, dm: Major) -> BitMask {
+        let (outer, inner) = match dm {
+            Major::Row => (m, n),
+            Major::Col => (n, m),
+        };
+        let ldb = inner.div_ceil(128) * 128;
+        BitMask {
+            m,
+            n,
+            nb,
+            dm,
+            outer,
+            ldb,
+        }
+    }
+
+    /// The bit of element `(i, j)` of batch `b`.
+    fn at(&self, b: usize, i: usize, j: usize) -> usize {
+        let (o, x) = match self.dm {
+            Major::Row => (i, j),
+            Major::Col => (j, i),
+        };
+        (b * self.outer + o) * self.ldb + x
+    }
+
+    fn layout(&self) -> Layout {
+        let (m, n, nb) = (self.m, self.n, self.nb);
+        let (si, sj) = match self.dm {
+            Major::Row => (self.ldb, 1),
+            Major::Col => (1, self.ldb),
+        };
+        let t = if nb > 1 {
+            format!("({m},{n},{nb}):({si},{sj},{})", self.outer * self.ldb)
+        } else {
+            format!("({m},{n}):({si},{sj})")
+        };
+        t.parse().expect("layout")
+    }
+
+    fn words(&self) -> usize {
+        (self.nb * self.outer * self.ldb).div_ceil(32)
+    }
+
+    /// `bits` (tight, `batch x M x N`) as the mask's words.
+    fn pack(&self, bits: &[bool]) -> Vec<u32> {
+        let mut w = vec![0u32; self.words()];
+        for b in 0..self.nb {
+            for i in 0..self.m {
+                for j in 0..self.n {
+                    if bits[(b * self.m + i) * self.n + j] {
+                        let p = self.at(b, i, j);
+                        w[p / 32] |= 1 << (p % 32);
+                    }
+                }
+            }
+        }
+        w
+    }
+}
+
+/// A case's extents and the storage of its operands.
+struct Shapes {
+    m: usize,
+    n: usize,
+    k: usize,
+    nb: usize,
+    a: Strided,
+    b: Strided,
+    /// D's, and every other `M x N` tensor's.
+    mn: Strided,
+    mask: BitMask,
+}
+
+impl Shapes {
+    fn new(case: &Case) -> Shapes {
+        let spec = &case.spec;
+        let (m, n, k, batch) = spec.extents();
+        let (m, n, k, nb) = (m as usize, n as usize, k as usize, batch as usize);
+        let (am, bm, dm) = spec.majors();
+        Shapes {
+            m,
+            n,
+            k,
+            nb,
+            a: Strided::new(m, k, nb, am, case.pad),
+            b: Strided::new(k, n, nb, bm, case.pad),
+            mn: Strided {
+                off: case.offset,
+                ..Strided::new(m, n, nb, dm, case.pad)
+            },
+            mask: BitMask::new(m, n, nb, dm),
+        }
+    }
+}
+
+/// The aux output a tree stores: a bit mask, or full values of this type.
+fn aux_kind(tree: &EpilogueTree, out: DType) -> (bool, Option<DType>) {
+    let sinks = tree.d.sinks();
+    let bits = sinks.contains(&Sink::Aux(AuxFormat::Bits));
+    let full = sinks.iter().find_map(|s| match s {
+        Sink::Aux(AuxFormat::Full(t)) => Some(t.unwrap_or(out)),
+        _ => None,
+    });
+    (bits, full)
+}
+
+/// A case's random inputs, each matrix as stored (`_st`, NaN in the padding) and tight (`_t`,
+/// for the reference).
+struct HostInputs {
+    a_st: Vec<f64>,
+    a_t: Vec<f64>,
+    b_st: Vec<f64>,
+    b_t: Vec<f64>,
+    c_st: Vec<f64>,
+    c_t: Vec<f64>,
+    r_st: Vec<f64>,
+    r_t: Vec<f64>,
+    x_st: Vec<f64>,
+    x_t: Vec<f64>,
+    bias_row: Vec<f64>,
+    bias_col: Vec<f64>,
+    bits: Vec<bool>,
+}
+
+impl HostInputs {
+    fn random(rng: &mut Rng, s: &Shapes, input: DType, out: DType) -> HostInputs {
+        let (a_st, a_t) = s.a.random(rng, input);
+        let (b_st, b_t) = s.b.random(rng, input);
+        let (c_st, c_t) = s.mn.random(rng, out);
+        let (r_st, r_t) = s.mn.random(rng, out);
+        let (x_st, x_t) = s.mn.random(rng, out);
+        let bias_row: Vec<f64> = (0..s.m).map(|_| round(rng.unit(), out)).collect();
+        let bias_col: Vec<f64> = (0..s.n).map(|_| round(rng.unit(), out)).collect();
+        let bits: Vec<bool> = (0..s.nb * s.m * s.n)
+            .map(|_| rng.next_u64() & 1 == 1)
+            .collect();
+        HostInputs {
+            a_st,
+            a_t,
+            b_st,
+            b_t,
+            c_st,
+            c_t,
+            r_st,
+            r_t,
+            x_st,
+            x_t,
+            bias_row,
+            bias_col,
+            bits,
+        }
+    }
+}
+
+/// A case's device buffers: the inputs uploaded, D (C's values when written in place over
+/// C) and the epilogue's outputs NaN-poisoned; a bit-mask aux holds junk instead, since the
+/// kernel must clear bits as well as set them.
+struct DeviceData {
+    a: Buf,
+    b: Buf,
+    c: Buf,
+    r: Buf,
+    x: Buf,
+    bias_row: Buf,
+    bias_col: Buf,
+    d: Buf,
+    aux: Option<Buf>,
+    bgrad_row: Option<Buf>,
+    bgrad_col: Option<Buf>,
+    sum_k_a: Option<Buf>,
+    sum_k_b: Option<Buf>,
+}
+
+impl DeviceData {
+    fn upload(
+        stream: &Arc<CudaStream>,
+        rng: &mut Rng,
+        case: &Case,
+        s: &Shapes,
+        h: &HostInputs,
+    ) -> DeviceData {
+        let spec = &case.spec;
+        let (input, out, tree) = (spec.input(), spec.out(), spec.tree());
+        let (nb, m, n) = (s.nb, s.m, s.n);
+        let (aux_bits, aux_full) = aux_kind(tree, out);
+        let sinks = tree.d.sinks();
+        let a = Buf::upload(stream, input, &h.a_st);
+        let b = Buf::upload(stream, input, &h.b_st);
+        let c = Buf::upload(stream, out, &h.c_st);
+        let r = Buf::upload(stream, out, &h.r_st);
+        let x = if tree.d.uses(Leaf::AuxInBits) {
+            Buf::words(stream, &s.mask.pack(&h.bits))
+        } else {
+            Buf::upload(stream, out, &h.x_st)
+        };
+        let bias_row = Buf::upload(stream, out, &h.bias_row);
+        let bias_col = Buf::upload(stream, out, &h.bias_col);
+        let d = if case.d_over_c {
+            Buf::upload(stream, out, &h.c_st)
+        } else {
+            Buf::poisoned(stream, out, s.mn.storage_len())
+        };
+        let aux = if aux_bits {
+            let junk: Vec<u32> = (0..s.mask.words()).map(|_| rng.next_u64() as u32).collect();
+            Some(Buf::words(stream, &junk))
+        } else {
+            aux_full.map(|t| Buf::poisoned(stream, t, s.mn.storage_len()))
+        };
+        let f32_out = |used: bool, len: usize| used.then(|| Buf::poisoned(stream, DType::F32, len));
+        DeviceData {
+            a,
+            b,
+            c,
+            r,
+            x,
+            bias_row,
+            bias_col,
+            d,
+            aux,
+            bgrad_row: f32_out(sinks.contains(&Sink::Bgrad(VecAxis::Row)), nb * m),
+            bgrad_col: f32_out(sinks.contains(&Sink::Bgrad(VecAxis::Col)), nb * n),
+            sum_k_a: f32_out(tree.sum_k.contains(&Operand::A), nb * m),
+            sum_k_b: f32_out(tree.sum_k.contains(&Operand::B), nb * n),
+        }
+    }
+}
+
+/// Launches `gemm` `case.repeat + 1` times over `dev`, with every tensor the epilogue uses
+/// (D poisoned again before the last launch, the one checked).
+fn launch_case(
+    gemm: &Gemm,
+    stream: &Arc<CudaStream>,
+    case: &Case,
+    s: &Shapes,
+    dev: &mut DeviceData,
+) -> Result<(), KernelError> {
+    let spec = &case.spec;
+    let tree = spec.tree();
+    let uses = |l: Leaf| tree.d.uses(l);
+    let (_, beta) = spec.scalars();
+    let out = spec.out();
+    let aux_bits = aux_kind(tree, out).0;
+    let (la, lb, lmn) = (s.a.layout(), s.b.layout(), s.mn.layout());
+    let off = case.offset;
+    for launch in 0..=case.repeat {
+        if launch == case.repeat && launch > 0 {
+            // The checked launch writes into poison again.
+            stream.synchronize().expect("sync");
+            dev.d = Buf::poisoned(stream, out, s.mn.storage_len());
+        }
+        let mut ops = Operands::new();
+        if uses(Leaf::C) && beta != 0.0 && !case.d_over_c {
+            ops = ops.c(dev.c.tensor_at(stream, off).with_layout_ref(&lmn));
+        }
+        if uses(Leaf::Residual) {
+            ops = ops.residual(dev.r.tensor_at(stream, off).with_layout_ref(&lmn));
+        }
+        if uses(Leaf::AuxInBits) {
+            ops = ops.aux_in(dev.x.tensor().with_layout(s.mask.layout()));
+        } else if uses(Leaf::AuxIn) {
+            ops = ops.aux_in(dev.x.tensor_at(stream, off).with_layout_ref(&lmn));
+        }
+        if uses(Leaf::BiasRow) {
+            ops = ops.bias_row(dev.bias_row.tensor());
+        }
+        if uses(Leaf::BiasCol) {
+            ops = ops.bias_col(dev.bias_col.tensor());
+        }
+        if let Some(x) = dev.aux.as_mut() {
+            ops = ops.aux(if aux_bits {
+                x.tensor_mut().with_layout(s.mask.layout())
+            } else {
+                x.tensor_mut_at(stream, off).with_layout_ref(&lmn)
+            });
+        }
+        if let Some(x) = dev.bgrad_row.as_mut() {
+            ops = ops.bgrad_row(x.tensor_mut());
+        }
+        if let Some(x) = dev.bgrad_col.as_mut() {
+            ops = ops.bgrad_col(x.tensor_mut());
+        }
+        if let Some(x) = dev.sum_k_a.as_mut() {
+            ops = ops.sum_k_a(x.tensor_mut());
+        }
+        if let Some(x) = dev.sum_k_b.as_mut() {
+            ops = ops.sum_k_b(x.tensor_mut());
+        }
+        if case.d_over_c {
+            // D in place over C: C is read through D's buffer.
+            // SAFETY: D's buffer, alive and on this stream for the whole launch.
+            let c_alias = unsafe {
+                Tensor::from_raw(
+                    raw_ptr(stream, &dev.d) + (off * out.bytes() as usize) as u64,
+                    Some(out),
+                    s.mn.storage_len() - off,
+                )
+            };
+            ops = ops.c(c_alias.with_layout_ref(&lmn));
+        }
+        gemm.launch(
+            stream,
+            dev.a.tensor().with_layout_ref(&la),
+            dev.b.tensor().with_layout_ref(&lb),
+            dev.d.tensor_mut_at(stream, off).with_layout_ref(&lmn),
+            ops,
+        )?;
+    }
+    Ok(())
+}
+
+/// Every output of the launch in `dev` against the float64 reference over the rows of
+/// `row_blocks`.
+fn compare_outputs(
+    stream: &Arc<CudaStream>,
+    spec: &GemmSpec,
+    s: &Shapes,
+    h: &HostInputs,
+    dev: &DeviceData,
+    row_blocks: &[Range<usize>],
+) -> Vec<Compared> {
+    let (m, n, k, nb) = (s.m, s.n, s.k, s.nb);
+    let (alpha, beta) = spec.scalars();
+    let out = spec.out();
+    let tree: &EpilogueTree = spec.tree();
+    let (aux_bits, aux_full) = aux_kind(tree, out);
+    let acc = matmul_rows(&h.a_t, &h.b_t, (m, n, k, nb), row_blocks);
+    let mut inp = EvalInputs::new(m, n, nb, &acc);
+    inp.k = k;
+    inp.alpha = alpha as f64;
+    inp.beta = beta as f64;
+    inp.c = Some(&h.c_t);
+    inp.residual = Some(&h.r_t);
+    inp.aux_in = Some(&h.x_t);
+    inp.aux_in_bits = Some(&h.bits);
+    inp.bias_row = Some(&h.bias_row);
+    inp.bias_col = Some(&h.bias_col);
+    inp.a = Some(&h.a_t);
+    inp.b = Some(&h.b_t);
+    let eval = |t: &EpilogueTree| -> EvalOutputs {
+        let mut o = evaluate_region(t, &inp, row_blocks[0].clone(), 0..n).expect("evaluate");
+        for r in &row_blocks[1..] {
+            let x = evaluate_region(t, &inp, r.clone(), 0..n).expect("evaluate");
+            merge_rows(&mut o, &x, r, (m, n, nb));
+        }
+        o
+    };
+    let want = eval(tree);
+    let in_rows = |v: &[f64]| -> Vec<f64> {
+        let mut out = Vec::new();
+        for b in 0..nb {
+            for r in row_blocks {
+                out.extend_from_slice(&v[(b * m + r.start) * n..(b * m + r.end) * n]);
+            }
+        }
+        out
+    };
+
+    let eps = 1e-4 + 4.0 * k as f64 * 2f64.powi(-24);
+    let unit = |t: DType| match t {
+        DType::Bf16 => 2f64.powi(-8),
+        DType::F16 => 2f64.powi(-11),
+        _ => 2f64.powi(-24),
+    };
+    let elem = |t: DType| move |w: f64| unit(t) * w.abs() + eps * (1.0 + w.abs());
+    let vec_bound =
+        |terms: usize| move |w: f64| eps * (1.0 + w.abs()) * (terms as f64 / 64.0).max(1.0);
+    let d_got = s.mn.gather(&dev.d.download(stream));
+    let mut outputs = vec![compare("D", &in_rows(&d_got), &in_rows(&want.d), elem(out))];
+    if let (Some(buf), Some(wa)) = (&dev.aux, &want.aux) {
+        if aux_bits {
+            // The value behind each bit decides it only when not within rounding of zero.
+            let pre = eval(&EpilogueTree::new(bits_to_full(&tree.d)))
+                .aux
+                .unwrap_or_default();
+            let words = buf.download_words(stream);
+            outputs.push(compare_bits(&words, wa, &pre, s, row_blocks, elem(out)));
+        } else {
+            let t = aux_full.unwrap_or(out);
+            let got = s.mn.gather(&buf.download(stream));
+            outputs.push(compare("aux", &in_rows(&got), &in_rows(wa), elem(t)));
+        }
+    }
+    if let (Some(g), Some(w)) = (&dev.bgrad_row, &want.bgrad_row) {
+        let (got, want): (Vec<f64>, Vec<f64>) = g
+            .download(stream)
+            .into_iter()
+            .zip(w.iter().copied())
+            .enumerate()
+            .filter(|(i, _)| row_blocks.iter().any(|r| r.contains(&(i % m))))
+            .map(|(_, x)| x)
+            .unzip();
+        outputs.push(compare("bgrad_row", &got, &want, vec_bound(n)));
+    }
+    if let (Some(g), Some(w)) = (&dev.bgrad_col, &want.bgrad_col) {
+        debug_assert!(row_blocks.len() == 1 && row_blocks[0] == (0..m));
+        outputs.push(compare("bgrad_col", &g.download(stream), w, vec_bound(m)));
+    }
+    if let (Some(g), Some(w)) = (&dev.sum_k_a, &want.sum_k_a) {
+        outputs.push(compare("sum_k_a", &g.download(stream), w, vec_bound(k)));
+    }
+    if let (Some(g), Some(w)) = (&dev.sum_k_b, &want.sum_k_b) {
+        outputs.push(compare("sum_k_b", &g.download(stream), w, vec_bound(k)));
+    }
+    outputs
+}
+
+/// A bit-mask aux (`words`) against the reference's bits `want`, at the elements whose value
+/// before the mask (`pre`) is not within `bound` of zero.
+fn compare_bits(
+    words: &[u32],
+    want: &[f64],
+    pre: &[f64],
+    s: &Shapes,
+    row_blocks: &[Range<usize>],
+    bound: impl Fn(f64) -> f64,
+) -> Compared {
+    let (m, n) = (s.m, s.n);
+    let mut c = Compared {
+        name: "aux bits",
+        compared: 0,
+        failed: 0,
+        worst: 0.0,
+    };
+    for b in 0..s.nb {
+        for r in row_blocks {
+            for i in r.clone() {
+                for j in 0..n {
+                    let at = (b * m + i) * n + j;
+                    let v = pre[at];
+                    if v.abs() <= bound(v) {
+                        continue;
+                    }
+                    let p = s.mask.at(b, i, j);
+                    c.compared += 1;
+                    if ((words[p / 32] >> (p % 32)) & 1 == 1) != (want[at] == 1.0) {
+                        c.failed += 1;
+                        c.worst = f64::INFINITY;
+                    }
+                }
+            }
+        }
+    }
+    c
+}
+
 /// Runs `case` with fresh random operands and NaN-poisoned outputs, compares every output
 /// with the float64 reference, and reports (or returns the launch's error).
 pub fn run_case(ctx: &Context, case: &Case) -> Result<Report, KernelError> {
@@ -440,284 +897,15 @@ pub fn run_case(ctx: &Context, case: &Case) -> Result<Report, KernelError> {
         }
     );
     let stream = ctx.cudarc().default_stream();
-    let (m, n, k, batch) = spec.extents();
-    let (m, n, k, nb) = (m as usize, n as usize, k as usize, batch as usize);
-    let (am, bm, dm) = spec.majors();
-    let (alpha, beta) = spec.scalars();
-    let input = spec.input();
-    let out = spec.out();
-    let tree: &EpilogueTree = spec.tree();
+    let shapes = Shapes::new(case);
     let mut rng = Rng::new(case.seed);
-    let sa = Strided::new(m, k, nb, am, case.pad);
-    let sb = Strided::new(k, n, nb, bm, case.pad);
-    let smn = Strided {
-        off: case.offset,
-        ..Strided::new(m, n, nb, dm, case.pad)
-    };
-    let (a_st, a_t) = sa.random(&mut rng, input);
-    let (b_st, b_t) = sb.random(&mut rng, input);
-    let a_d = Buf::upload(&stream, input, &a_st);
-    let b_d = Buf::upload(&stream, input, &b_st);
-    let uses = |l: Leaf| tree.d.uses(l);
-    let sinks = tree.d.sinks();
-    let full = |rng: &mut Rng| smn.random(rng, out);
-    let (c_st, c_t) = full(&mut rng);
-    let (r_st, r_t) = full(&mut rng);
-    let (x_st, x_t) = full(&mut rng);
-    let bias_row: Vec<f64> = (0..m).map(|_| round(rng.unit(), out)).collect();
-    let bias_col: Vec<f64> = (0..n).map(|_| round(rng.unit(), out)).collect();
-    let bits: Vec<bool> = (0..nb * m * n).map(|_| rng.next_u64() & 1 == 1).collect();
-    let aux_bits = sinks.contains(&Sink::Aux(AuxFormat::Bits));
-    let aux_full = sinks.iter().find_map(|s| match s {
-        Sink::Aux(AuxFormat::Full(t)) => Some(t.unwrap_or(out)),
-        _ => None,
-    });
-    // Bit masks: rows of D's storage order padded to 128 bits.
-    let (outer, inner) = match dm {
-        Major::Row => (m, n),
-        Major::Col => (n, m),
-    };
-    let ldb = inner.div_ceil(128) * 128;
-    let bit_at = |b: usize, i: usize, j: usize| {
-        let (o, x) = match dm {
-            Major::Row => (i, j),
-            Major::Col => (j, i),
-        };
-        (b * outer + o) * ldb + x
-    };
-    let bits_layout = || -> Layout {
-        let (si, sj) = match dm {
-            Major::Row => (ldb, 1),
-            Major::Col => (1, ldb),
-        };
-        let t = if nb > 1 {
-            format!("({m},{n},{nb}):({si},{sj},{})", outer * ldb)
-        } else {
-            format!("({m},{n}):({si},{sj})")
-        };
-        t.parse().expect("layout")
-    };
-    let words = (nb * outer * ldb).div_ceil(32);
-
-    let c_d = Buf::upload(&stream, out, &c_st);
-    let r_d = Buf::upload(&stream, out, &r_st);
-    let x_d = if uses(Leaf::AuxInBits) {
-        let mut w = vec![0u32; words];
-        for b in 0..nb {
-            for i in 0..m {
-                for j in 0..n {
-                    if bits[(b * m + i) * n + j] {
-                        let p = bit_at(b, i, j);
-                        w[p / 32] |= 1 << (p % 32);
-                    }
-                }
-            }
-        }
-        Buf::words(&stream, &w)
-    } else {
-        Buf::upload(&stream, out, &x_st)
-    };
-    let br_d = Buf::upload(&stream, out, &bias_row);
-    let bc_d = Buf::upload(&stream, out, &bias_col);
-    let mut d_d = if case.d_over_c {
-        Buf::upload(&stream, out, &c_st)
-    } else {
-        Buf::poisoned(&stream, out, smn.storage_len())
-    };
-    let mut aux_d = if aux_bits {
-        // Junk: the kernel must clear bits as well as set them.
-        let junk: Vec<u32> = (0..words).map(|_| rng.next_u64() as u32).collect();
-        Some(Buf::words(&stream, &junk))
-    } else {
-        aux_full.map(|t| Buf::poisoned(&stream, t, smn.storage_len()))
-    };
-    let mut gr_d = sinks
-        .contains(&Sink::Bgrad(VecAxis::Row))
-        .then(|| Buf::poisoned(&stream, DType::F32, nb * m));
-    let mut gc_d = sinks
-        .contains(&Sink::Bgrad(VecAxis::Col))
-        .then(|| Buf::poisoned(&stream, DType::F32, nb * n));
-    let mut sa_d = tree
-        .sum_k
-        .contains(&Operand::A)
-        .then(|| Buf::poisoned(&stream, DType::F32, nb * m));
-    let mut sb_d = tree
-        .sum_k
-        .contains(&Operand::B)
-        .then(|| Buf::poisoned(&stream, DType::F32, nb * n));
-
-    let (la, lb, lmn) = (sa.layout(), sb.layout(), smn.layout());
-    let off = case.offset;
-    for launch in 0..=case.repeat {
-        if launch == case.repeat && launch > 0 {
-            // The checked launch writes into poison again.
-            stream.synchronize().expect("sync");
-            d_d = Buf::poisoned(&stream, out, smn.storage_len());
-        }
-        let mut ops = Operands::new();
-        if uses(Leaf::C) && beta != 0.0 && !case.d_over_c {
-            ops = ops.c(c_d.tensor_at(&stream, off).with_layout_ref(&lmn));
-        }
-        if uses(Leaf::Residual) {
-            ops = ops.residual(r_d.tensor_at(&stream, off).with_layout_ref(&lmn));
-        }
-        if uses(Leaf::AuxInBits) {
-            ops = ops.aux_in(x_d.tensor().with_layout(bits_layout()));
-        } else if uses(Leaf::AuxIn) {
-            ops = ops.aux_in(x_d.tensor_at(&stream, off).with_layout_ref(&lmn));
-        }
-        if uses(Leaf::BiasRow) {
-            ops = ops.bias_row(br_d.tensor());
-        }
-        if uses(Leaf::BiasCol) {
-            ops = ops.bias_col(bc_d.tensor());
-        }
-        if let Some(x) = aux_d.as_mut() {
-            ops = ops.aux(if aux_bits {
-                x.tensor_mut().with_layout(bits_layout())
-            } else {
-                x.tensor_mut_at(&stream, off).with_layout_ref(&lmn)
-            });
-        }
-        if let Some(x) = gr_d.as_mut() {
-            ops = ops.bgrad_row(x.tensor_mut());
-        }
-        if let Some(x) = gc_d.as_mut() {
-            ops = ops.bgrad_col(x.tensor_mut());
-        }
-        if let Some(x) = sa_d.as_mut() {
-            ops = ops.sum_k_a(x.tensor_mut());
-        }
-        if let Some(x) = sb_d.as_mut() {
-            ops = ops.sum_k_b(x.tensor_mut());
-        }
-        if case.d_over_c {
-            // D in place over C: C is read through D's buffer.
-            // SAFETY: D's buffer, alive and on this stream for the whole launch.
-            let c_alias = unsafe {
-                Tensor::from_raw(
-                    raw_ptr(&stream, &d_d) + (off * out.bytes() as usize) as u64,
-                    Some(out),
-                    smn.storage_len() - off,
-                )
-            };
-            ops = ops.c(c_alias.with_layout_ref(&lmn));
-        }
-        gemm.launch(
-            &stream,
-            a_d.tensor().with_layout_ref(&la),
-            b_d.tensor().with_layout_ref(&lb),
-            d_d.tensor_mut_at(&stream, off).with_layout_ref(&lmn),
-            ops,
-        )?;
-    }
+    let host = HostInputs::random(&mut rng, &shapes, spec.input(), spec.out());
+    let mut dev = DeviceData::upload(&stream, &mut rng, case, &shapes, &host);
+    launch_case(&gemm, &stream, case, &shapes, &mut dev)?;
     stream.synchronize().expect("sync");
 
-    // The float64 reference over the checked rows.
-    let acc = matmul_rows(&a_t, &b_t, (m, n, k, nb), &row_blocks);
-    let mut inp = EvalInputs::new(m, n, nb, &acc);
-    inp.k = k;
-    inp.alpha = alpha as f64;
-    inp.beta = beta as f64;
-    inp.c = Some(&c_t);
-    inp.residual = Some(&r_t);
-    inp.aux_in = Some(&x_t);
-    inp.aux_in_bits = Some(&bits);
-    inp.bias_row = Some(&bias_row);
-    inp.bias_col = Some(&bias_col);
-    inp.a = Some(&a_t);
-    inp.b = Some(&b_t);
-    let eval = |t: &EpilogueTree| -> EvalOutputs {
-        let mut o = evaluate_region(t, &inp, row_blocks[0].clone(), 0..n).expect("evaluate");
-        for r in &row_blocks[1..] {
-            let x = evaluate_region(t, &inp, r.clone(), 0..n).expect("evaluate");
-            merge_rows(&mut o, &x, r, (m, n, nb));
-        }
-        o
-    };
-    let want = eval(tree);
-    let in_rows = |v: &[f64]| -> Vec<f64> {
-        let mut out = Vec::new();
-        for b in 0..nb {
-            for r in &row_blocks {
-                out.extend_from_slice(&v[(b * m + r.start) * n..(b * m + r.end) * n]);
-            }
-        }
-        out
-    };
-
-    let eps = 1e-4 + 4.0 * k as f64 * 2f64.powi(-24);
-    let unit = |t: DType| match t {
-        DType::Bf16 => 2f64.powi(-8),
-        DType::F16 => 2f64.powi(-11),
-        _ => 2f64.powi(-24),
-    };
-    let elem = |t: DType| move |w: f64| unit(t) * w.abs() + eps * (1.0 + w.abs());
-    let vec_bound =
-        |terms: usize| move |w: f64| eps * (1.0 + w.abs()) * (terms as f64 / 64.0).max(1.0);
-    let d_got = smn.gather(&d_d.download(&stream));
-    let mut outputs = vec![compare("D", &in_rows(&d_got), &in_rows(&want.d), elem(out))];
-    if let (Some(buf), Some(wa)) = (&aux_d, &want.aux) {
-        if aux_bits {
-            let w = buf.download_words(&stream);
-            // The value behind each bit decides it only when not within rounding of zero.
-            let pre = eval(&EpilogueTree::new(bits_to_full(&tree.d)))
-                .aux
-                .unwrap_or_default();
-            let mut c = Compared {
-                name: "aux bits",
-                compared: 0,
-                failed: 0,
-                worst: 0.0,
-            };
-            for b in 0..nb {
-                for r in &row_blocks {
-                    for i in r.clone() {
-                        for j in 0..n {
-                            let at = (b * m + i) * n + j;
-                            let v = pre[at];
-                            if v.abs() <= elem(out)(v) {
-                                continue;
-                            }
-                            let p = bit_at(b, i, j);
-                            c.compared += 1;
-                            if ((w[p / 32] >> (p % 32)) & 1 == 1) != (wa[at] == 1.0) {
-                                c.failed += 1;
-                                c.worst = f64::INFINITY;
-                            }
-                        }
-                    }
-                }
-            }
-            outputs.push(c);
-        } else {
-            let t = aux_full.unwrap_or(out);
-            let got = smn.gather(&buf.download(&stream));
-            outputs.push(compare("aux", &in_rows(&got), &in_rows(wa), elem(t)));
-        }
-    }
-    let full_rows = row_blocks.len() == 1 && row_blocks[0] == (0..m);
-    if let (Some(g), Some(w)) = (&gr_d, &want.bgrad_row) {
-        let (got, want): (Vec<f64>, Vec<f64>) = g
-            .download(&stream)
-            .into_iter()
-            .zip(w.iter().copied())
-            .enumerate()
-            .filter(|(i, _)| row_blocks.iter().any(|r| r.contains(&(i % m))))
-            .map(|(_, x)| x)
-            .unzip();
-        outputs.push(compare("bgrad_row", &got, &want, vec_bound(n)));
-    }
-    if let (Some(g), Some(w)) = (&gc_d, &want.bgrad_col) {
-        debug_assert!(full_rows);
-        outputs.push(compare("bgrad_col", &g.download(&stream), w, vec_bound(m)));
-    }
-    if let (Some(g), Some(w)) = (&sa_d, &want.sum_k_a) {
-        outputs.push(compare("sum_k_a", &g.download(&stream), w, vec_bound(k)));
-    }
-    if let (Some(g), Some(w)) = (&sb_d, &want.sum_k_b) {
-        outputs.push(compare("sum_k_b", &g.download(&stream), w, vec_bound(k)));
-    }
+    let outputs = compare_outputs(&stream, spec, &shapes, &host, &dev, &row_blocks);
+    let full_rows = row_blocks.len() == 1 && row_blocks[0] == (0..shapes.m);
     let rows = if full_rows {
         "all".to_string()
     } else {
