@@ -461,7 +461,7 @@ fn validate(tree: &EpilogueTree, inp: &EvalInputs<'_>) -> Result<()> {
 /// Evaluates `tree` over the whole output.
 ///
 /// ```
-/// use tessera_kernels::epilogue::{eval::{evaluate, EvalInputs}, parse_epilogue};
+/// use tessera_kernels::epilogue::{evaluate, parse_epilogue, EvalInputs};
 /// let t = parse_epilogue("relu(acc + bias_col)").unwrap();
 /// let acc = [1.0, -2.0, 3.0, -4.0]; // 2 x 2
 /// let mut inp = EvalInputs::new(2, 2, 1, &acc);

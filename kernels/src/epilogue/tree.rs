@@ -907,7 +907,7 @@ impl EpilogueTree {
 /// bits test, for checking a mask away from its ties.
 ///
 /// ```
-/// use tessera_kernels::epilogue::{parse_epilogue, tree::bits_to_full};
+/// use tessera_kernels::epilogue::{bits_to_full, parse_epilogue};
 /// let t = parse_epilogue("relu_aux_bias").unwrap();
 /// assert!(t.d.to_string().contains("aux_bits"));
 /// assert!(!bits_to_full(&t.d).to_string().contains("aux_bits"));

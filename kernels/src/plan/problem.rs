@@ -193,7 +193,7 @@ impl Epilogue {
     /// `gelu` (erf), `gelu_tanh`, `aux`, `c` (beta = 1). Empty or `none` is the plain GEMM.
     ///
     /// ```
-    /// use tessera_kernels::{Activation, BiasMode, Epilogue};
+    /// use tessera_kernels::plan::{Activation, BiasMode, Epilogue};
     /// let e = Epilogue::parse("bias,gelu,aux").unwrap();
     /// assert_eq!((e.bias, e.act, e.aux), (BiasMode::PerCol, Activation::GeluErf, true));
     /// assert_eq!(e.to_string(), "bias,gelu,aux");
@@ -320,7 +320,8 @@ impl GemmProblem {
     /// becomes a bias per column. C and aux are transposed with D.
     ///
     /// ```
-    /// use tessera_kernels::{BiasMode, Epilogue, GemmProblem, Major};
+    /// use tessera_kernels::plan::{BiasMode, Epilogue, GemmProblem};
+    /// use tessera_kernels::Major;
     /// let mut p = GemmProblem::new(100, 300, 64); // A row-major, B column-major
     /// p.d_major = Major::Col;
     /// p.epilogue = Epilogue::parse("rowbias,relu").unwrap();

@@ -518,8 +518,7 @@ impl Sm90Plan {
     /// Plans `problem` with the planner's own choices.
     ///
     /// ```
-    /// use tessera_kernels::plan::{Schedule, Sm90Plan};
-    /// use tessera_kernels::GemmProblem;
+    /// use tessera_kernels::plan::{GemmProblem, Schedule, Sm90Plan};
     /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
     /// assert_eq!((plan.cta_tile, plan.consumers, plan.threads), ((128, 256, 64), 2, 384));
     /// assert_eq!(plan.b.tma.outer, 256);
@@ -713,8 +712,7 @@ impl Sm90Plan {
     /// and its stores are skipped). The tile grid itself when `cluster` is 1.
     ///
     /// ```
-    /// use tessera_kernels::plan::{ClusterShare, Sm90Options, Sm90Plan};
-    /// use tessera_kernels::GemmProblem;
+    /// use tessera_kernels::plan::{ClusterShare, GemmProblem, Sm90Options, Sm90Plan};
     /// let opts = Sm90Options { tile: Some((128, 256)), cluster: Some(2), share: Some(ClusterShare::A), ..Default::default() };
     /// let plan = Sm90Plan::with_options(&GemmProblem::new(1000, 1300, 512), opts).unwrap();
     /// assert_eq!(plan.grid_tiles(), (8, 6));
@@ -735,8 +733,7 @@ impl Sm90Plan {
     /// most the caps, whole clusters, at least one cluster.
     ///
     /// ```
-    /// use tessera_kernels::plan::{Sm90Options, Sm90Plan};
-    /// use tessera_kernels::GemmProblem;
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Options, Sm90Plan};
     /// let p = GemmProblem::new(4096, 4096, 4096);
     /// let single = Sm90Plan::new(&p).unwrap();
     /// assert_eq!(single.persistent_ctas(132, None), 132);
@@ -765,8 +762,7 @@ impl Sm90Plan {
     /// a CTA waiting for another's part needs.
     ///
     /// ```
-    /// use tessera_kernels::plan::{Schedule, Sm90Options, Sm90Plan};
-    /// use tessera_kernels::GemmProblem;
+    /// use tessera_kernels::plan::{GemmProblem, Schedule, Sm90Options, Sm90Plan};
     /// let coop = Sm90Options { schedule: Some(Schedule::Cooperative), ..Default::default() };
     /// let plan = Sm90Plan::with_options(&GemmProblem::new(8192, 14336, 4096), coop).unwrap();
     /// assert!(plan.stream_k);
@@ -800,8 +796,7 @@ impl Sm90Plan {
     /// launches on smaller grids, [`crate::launch::sm90::Sm90Kernel::set_max_ctas`].)
     ///
     /// ```
-    /// use tessera_kernels::plan::Sm90Plan;
-    /// use tessera_kernels::GemmProblem;
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
     /// let split = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
     /// assert!(split.compiled_for(132).stream_k);
     /// // 4096 x 4096 x 8192 leaves 15.5 k-tiles a CTA idle in its last wave: every tile whole.

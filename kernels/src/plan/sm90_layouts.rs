@@ -221,8 +221,7 @@ fn byte_swizzle(op: &'static str, smem: &SmemLayout, elem_bytes: i64) -> Result<
 /// (`swizzle.apply((r * inner + c) * elem_bytes)`) is `smem.offset(r, c) * elem_bytes`.
 ///
 /// ```
-/// use tessera_kernels::plan::{SmemLayout, SwizzleBits};
-/// use tessera_kernels::plan::sm90_layouts::{tma_box_for, TmaSwizzle};
+/// use tessera_kernels::plan::{tma_box_for, SmemLayout, SwizzleBits, TmaSwizzle};
 /// // The 128-byte K-major atom for 16-bit data, tiled to 128 rows: Sw<3,3,3> o (128,64):(64,1)
 /// // in elements, which is Sw<3,4,3> on bytes.
 /// let smem = SmemLayout {
@@ -402,8 +401,7 @@ pub fn tma_split_for(smem: &SmemLayout, elem_bytes: i64, parts: i64) -> Result<T
 /// slices of `elem_bytes`-byte elements.
 ///
 /// ```
-/// use tessera_kernels::plan::{SmemLayout, SwizzleBits};
-/// use tessera_kernels::plan::sm90_layouts::wgmma_desc_for;
+/// use tessera_kernels::plan::{wgmma_desc_for, SmemLayout, SwizzleBits};
 /// let smem = SmemLayout {
 ///     swizzle: SwizzleBits { bits: 3, base: 3, shift: 3 },
 ///     layout: "(256,64):(64,1)".parse().unwrap(),
@@ -463,7 +461,7 @@ pub fn wgmma_desc_for(smem: &SmemLayout, elem_bytes: i64) -> Result<WgmmaDesc> {
 /// `((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`.
 ///
 /// ```
-/// use tessera_kernels::plan::sm90_layouts::wgmma_acc_layout;
+/// use tessera_kernels::plan::wgmma_acc_layout;
 /// let acc = wgmma_acc_layout(256).unwrap();
 /// assert_eq!(acc.to_string(), "((4,8,4),(2,2,32)):((128,1,16),(64,8,512))");
 /// // A bijection onto the 64 x 256 tile.
