@@ -22,11 +22,7 @@ pub const MMA_PEAK_CUH: &str = include_str!("../../cuda/mma_peak.cuh");
 
 /// The C++ expression of a one-mode layout (or a whole layout seen as 1-D) at index `arg`.
 ///
-/// ```
-/// use tessera_kernels::codegen::index_expr;
-/// let l: tessera_layout::Layout = "(4,(2,8)):(2,(1,16))".parse().unwrap();
-/// assert_eq!(index_expr(&l, "t"), "(t % 4) * 2 + (t / 4 % 2) + (t / 8) * 16");
-/// ```
+/// For example, `(4,(2,8)):(2,(1,16))` at `t` is `(t % 4) * 2 + (t / 4 % 2) + (t / 8) * 16`.
 pub fn index_expr(layout: &Layout, arg: &str) -> String {
     let shapes = layout.shape().leaves();
     let strides = layout.stride().leaves();

@@ -257,16 +257,15 @@ fn write_store(s: &mut String, plan: &Sm90Plan) {
 /// that they can be added (an address's immediate) rather than XOR-ed. Checked for all 128
 /// threads of a consumer warpgroup and every pair of a pass.
 ///
+/// For the 4096 x 4096 x 4096 plan, whose store buffer is Sw<2,3,3> o (64,32):(32,1) in 16-bit
+/// elements, the pairs `(x_k, a_k)` are
+///
+/// ```text
+/// (0, 0), (0, 512), (16, 0), (16, 512), (32, 0), (32, 512), (48, 0), (48, 512)
 /// ```
-/// use tessera_kernels::{codegen::sm90::frag_pair_offsets, plan::Sm90Plan};
-/// use tessera_kernels::GemmProblem;
-/// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
-/// // Sw<2,3,3> o (64,32):(32,1), 16-bit: rows r and r + 8 are 512 bytes apart (a bit no
-/// // first pair sets: added); columns c + 8j move 16-byte chunks that the swizzle permutes
-/// // with the row (XOR-ed).
-/// let pairs = frag_pair_offsets(&plan).unwrap();
-/// assert_eq!(pairs, vec![(0, 0), (0, 512), (16, 0), (16, 512), (32, 0), (32, 512), (48, 0), (48, 512)]);
-/// ```
+///
+/// rows r and r + 8 are 512 bytes apart (a bit no first pair sets: added); columns c + 8j move
+/// 16-byte chunks that the swizzle permutes with the row (XOR-ed).
 pub fn frag_pair_offsets(plan: &Sm90Plan) -> Option<Vec<(i64, i64)>> {
     let st = plan.store.as_ref()?;
     let regs = EPI_COLS / 2;
@@ -325,14 +324,9 @@ fn frag_offsets_source(plan: &Sm90Plan) -> String {
 
 /// The complete, self-contained CUDA source NVRTC compiles for `plan`.
 ///
-/// ```
-/// use tessera_kernels::{codegen::sm90::cuda_source, plan::Sm90Plan};
-/// use tessera_kernels::GemmProblem;
-/// let src = cuda_source(&Sm90Plan::new(&GemmProblem::new(4096, 4096, 8192)).unwrap());
-/// assert!(src.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
-/// assert!(src.contains("cp.async.bulk.tensor.3d"));
-/// assert!(src.contains("kDescHiA = 0x4000004000010000ull"));
-/// ```
+/// For the cooperative 128 x 256 plan of a 4096 x 4096 x 8192 bf16 GEMM it holds the
+/// instruction `wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`, the 3-D TMA load
+/// `cp.async.bulk.tensor.3d` and `kDescHiA = 0x4000004000010000ull`.
 pub fn cuda_source(plan: &Sm90Plan) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "// tessera sm_90a GEMM `{}`", plan.kernel_name());

@@ -399,12 +399,7 @@ impl Gen {
 /// The generated part for `tree`: the reduction switches and `tessera_ep_element`.
 /// Deterministic: the same tree gives the same text.
 ///
-/// ```
-/// use tessera_kernels::epilogue::{cuda::generate, parse_epilogue};
-/// let src = generate(&parse_epilogue("relu(acc + bias_col)").unwrap()).unwrap();
-/// assert!(src.contains("const float v1 = acc + v0;"));
-/// assert!(src.contains("fmaxf(v1, 0.0f)"));
-/// ```
+/// For `relu(acc + bias_col)` it holds `const float v1 = acc + v0;` and `fmaxf(v1, 0.0f)`.
 pub fn generate(tree: &EpilogueTree) -> Result<String> {
     tree.check_structure()?;
     let hoisted = hoisted_predicates(tree);
@@ -843,15 +838,8 @@ pub fn gemm_has_tree_hook() -> bool {
 /// tensors' types and whether C is read are compiled in ([`static_types`]); launches must then
 /// bind the same.
 ///
-/// ```
-/// use tessera_kernels::epilogue::{cuda::sm90_tree_source, Fusion};
-/// use tessera_kernels::plan::Sm90Plan;
-/// use tessera_kernels::GemmProblem;
-/// let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
-/// let src = sm90_tree_source(&plan, &Fusion::DGeluBgrad.tree(), None).unwrap();
-/// assert!(src.contains("kTesseraEpColSum = true"));
-/// assert!(src.contains("tessera_ep_flush_col"));
-/// ```
+/// With `dgelu_bgrad` on the 4096 x 4096 x 4096 plan, the source sets
+/// `kTesseraEpColSum = true` and flushes the column sums (`tessera_ep_flush_col`).
 pub fn sm90_tree_source(
     plan: &crate::plan::Sm90Plan,
     tree: &EpilogueTree,
@@ -946,20 +934,10 @@ pub fn staged_inputs(
 /// ([`crate::plan::Sm90Plan::vector_stage`]). A caller plans with these first and falls back
 /// to `opts` when they do not fit.
 ///
-/// ```
-/// use tessera_kernels::epilogue::cuda::tree_sm90_options;
-/// use tessera_kernels::epilogue::{parse_epilogue, Binding};
-/// use tessera_kernels::plan::{Sm90Options, Sm90Plan};
-/// use tessera_kernels::{DType, GemmProblem, Major};
-/// let t = parse_epilogue("relu(acc + bias_col + residual)").unwrap();
-/// let b = Binding::for_tree(&t, 512, 512, 256, 1, DType::Bf16);
-/// let o = tree_sm90_options(&t, &b, Sm90Options::default());
-/// assert_eq!((o.epilogue_inputs, o.epilogue_vectors), (Some(1), (false, true)));
-/// let mut p = GemmProblem::new(512, 512, 256);
-/// p.b_major = Major::Col;
-/// let plan = Sm90Plan::with_options(&p, o).unwrap();
-/// assert_eq!(plan.vector_stage, (0, plan.cta_tile.1));
-/// ```
+/// For `relu(acc + bias_col + residual)` bound as 512 x 512 x 256 in bf16, the default options
+/// become one staged input and the column bias (`epilogue_inputs: Some(1)`,
+/// `epilogue_vectors: (false, true)`); the Hopper plan of that problem (B column-major) with
+/// them stages the bias over the CTA tile's columns (`vector_stage == (0, cta_tile.1)`).
 pub fn tree_sm90_options(
     tree: &EpilogueTree,
     binding: &super::check::Binding,
@@ -988,15 +966,8 @@ pub fn tree_sm90_options(
 /// comparisons, selects and aux outputs are light. The planner gives such a tree the plain
 /// GEMM's schedule ([`tree_takes_pingpong`]), and a [`full_aux_tree`] as well.
 ///
-/// ```
-/// use tessera_kernels::epilogue::cuda::light_tree;
-/// use tessera_kernels::epilogue::{parse_epilogue, Fusion};
-/// assert!(light_tree(&Fusion::ReluAuxBias.tree()));
-/// assert!(light_tree(&Fusion::DRelu.tree()));
-/// assert!(!light_tree(&Fusion::DReluBgrad.tree()));
-/// assert!(!light_tree(&Fusion::GeluBias.tree()));
-/// assert!(!light_tree(&parse_epilogue("select(row < 8, acc, sigmoid(acc))").unwrap()));
-/// ```
+/// `relu_aux_bias` and `drelu` are light; `drelu_bgrad`, `gelu_bias` and
+/// `select(row < 8, acc, sigmoid(acc))` are not.
 pub fn light_tree(tree: &EpilogueTree) -> bool {
     sums_nothing(tree)
         && !tree.d.any(&|e| {
@@ -1027,14 +998,8 @@ fn sums_nothing(tree: &EpilogueTree) -> bool {
 /// Whether `tree` stores a full aux tensor (one element per output element, as GELU_AUX_BIAS
 /// keeps the pre-activation) and has no reduction (bias gradient) or operand sum.
 ///
-/// ```
-/// use tessera_kernels::epilogue::cuda::full_aux_tree;
-/// use tessera_kernels::epilogue::{parse_epilogue, Fusion};
-/// assert!(full_aux_tree(&Fusion::GeluAuxBias.tree()));
-/// assert!(!full_aux_tree(&Fusion::GeluBias.tree()));
-/// assert!(!full_aux_tree(&Fusion::ReluAuxBias.tree())); // a bit mask
-/// assert!(!full_aux_tree(&parse_epilogue("bgrad_col(gelu_aux(acc))").unwrap()));
-/// ```
+/// `gelu_aux_bias` is one; `gelu_bias` (no aux), `relu_aux_bias` (a bit mask) and
+/// `bgrad_col(gelu_aux(acc))` (a reduction) are not.
 pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
     sums_nothing(tree)
         && tree
@@ -1068,32 +1033,12 @@ pub fn tree_takes_pingpong(
 /// fewer costs the mainloop more than either saves the epilogue
 /// (`docs/design/003-epilogue-vector-loads.md`).
 ///
-/// ```
-/// use tessera_kernels::epilogue::cuda::tree_sm90_plan;
-/// use tessera_kernels::epilogue::{parse_epilogue, Binding};
-/// use tessera_kernels::plan::{Schedule, Sm90Options};
-/// use tessera_kernels::{DType, GemmProblem, Major};
-/// let mut p = GemmProblem::new(4096, 4096, 4096);
-/// p.b_major = Major::Col;
-/// let t = parse_epilogue("relu(acc + bias_col) + aux_in").unwrap();
-/// let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
-/// let coop = Sm90Options { schedule: Some(Schedule::Cooperative), ..Sm90Options::default() };
-/// let plan = tree_sm90_plan(&p, &t, &b, coop).unwrap();
-/// // Both do not fit beside four 128 x 256 stages: aux_in is staged, the bias is not.
-/// assert_eq!((plan.stages, plan.staged_inputs, plan.vector_stage), (4, 1, (0, 0)));
-/// let t = parse_epilogue("relu(acc + bias_col)").unwrap();
-/// let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
-/// let plan = tree_sm90_plan(&p, &t, &b, coop).unwrap();
-/// assert_eq!((plan.stages, plan.vector_stage), (4, (0, 256)));
-/// // Left to the planner, that light tree takes the plain GEMM's ping-pong 128 x 128 plan
-/// // (K is 64 k-tiles), with its six stages.
-/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
-/// assert_eq!((plan.schedule, plan.cta_tile, plan.stages), (Schedule::PingPong, (128, 128, 64), 6));
-/// // A GELU keeps the cooperative schedule.
-/// let t = parse_epilogue("gelu(acc + bias_col)").unwrap();
-/// let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
-/// assert_eq!((plan.schedule, plan.cta_tile), (Schedule::Cooperative, (128, 256, 64)));
-/// ```
+/// For a 4096 x 4096 x 4096 bf16 problem (B column-major) with the cooperative schedule asked
+/// for, `relu(acc + bias_col) + aux_in` keeps four 128 x 256 stages with aux_in staged and the
+/// bias not (both do not fit beside those stages), and `relu(acc + bias_col)` keeps four
+/// stages with the bias staged (`vector_stage == (0, 256)`). Left to the planner, that light
+/// tree takes the plain GEMM's ping-pong 128 x 128 plan (K is 64 k-tiles) with its six stages;
+/// `gelu(acc + bias_col)` keeps the cooperative 128 x 256 one.
 pub fn tree_sm90_plan(
     problem: &crate::plan::problem::GemmProblem,
     tree: &EpilogueTree,
@@ -1142,14 +1087,7 @@ pub fn tree_sm90_plan(
 /// The inputs of `tree` under `binding` that can be staged, in the kernel's order: those the
 /// tree reads (C only with a nonzero beta), bound as 16-bit tensors.
 ///
-/// ```
-/// use tessera_kernels::epilogue::cuda::{stageable_inputs, StagedInput};
-/// use tessera_kernels::epilogue::{Binding, Fusion};
-/// use tessera_kernels::DType;
-/// let t = Fusion::DGelu.tree();
-/// let b = Binding::for_tree(&t, 64, 64, 64, 1, DType::Bf16);
-/// assert_eq!(stageable_inputs(&t, &b), vec![StagedInput::AuxIn]);
-/// ```
+/// For `dgelu` bound in bf16 that is the aux input alone ([`StagedInput::AuxIn`]).
 pub fn stageable_inputs(tree: &EpilogueTree, b: &super::check::Binding) -> Vec<StagedInput> {
     let half =
         |m: &Option<super::check::MatSpec>| m.is_some_and(|m| !m.bits && m.dtype.bytes() == 2);
@@ -1219,16 +1157,8 @@ impl std::fmt::Display for StaticTypes {
 /// The `#define`s that fix the tensors' types and the reading of C for one binding
 /// ([`StaticTypes`] as text).
 ///
-/// ```
-/// use tessera_kernels::epilogue::cuda::static_types;
-/// use tessera_kernels::epilogue::{Binding, Fusion};
-/// use tessera_kernels::DType;
-/// let t = Fusion::GeluAuxBias.tree();
-/// let b = Binding::for_tree(&t, 64, 64, 64, 1, DType::Bf16);
-/// let s = static_types(&t, &b);
-/// assert!(s.contains("#define TESSERA_EP_DT_D 0"));
-/// assert!(s.contains("#define TESSERA_EP_READ_C false")); // beta = 0
-/// ```
+/// For `gelu_aux_bias` bound in bf16 it holds `#define TESSERA_EP_DT_D 0` (bf16) and
+/// `#define TESSERA_EP_READ_C false` (beta is 0).
 pub fn static_types(tree: &EpilogueTree, b: &super::check::Binding) -> String {
     StaticTypes::of(tree, b).to_string()
 }

@@ -169,15 +169,9 @@ pub fn apply_unary(op: UnaryOp, x: f64) -> f64 {
 /// 20,000 near a midpoint comes out one unit too small in magnitude), so the 16-bit cases
 /// settle the answer against the exact midpoints of the neighbouring values.
 ///
-/// ```
-/// use tessera_kernels::epilogue::eval::round;
-/// use tessera_kernels::DType;
-/// // Just above the midpoint of 1.25 and 1.2578125 (bf16 neighbours): rounds up.
-/// assert_eq!(round(1.2539064904531738, DType::Bf16), 1.2578125);
-/// // An exact midpoint goes to the even neighbour.
-/// assert_eq!(round(1.25390625, DType::Bf16), 1.25);
-/// assert_eq!(round(1e6, DType::F16), f64::INFINITY);
-/// ```
+/// So in bf16 1.2539064904531738, just above the midpoint of the neighbours 1.25 and
+/// 1.2578125, rounds up to 1.2578125; the exact midpoint 1.25390625 goes to the even
+/// neighbour, 1.25; and 1e6 in fp16 is infinity.
 pub fn round(x: f64, t: DType) -> f64 {
     match t {
         DType::Bf16 => round_16(

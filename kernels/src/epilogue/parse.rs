@@ -96,11 +96,7 @@ fn is_comma_list(s: &str) -> bool {
 /// The struct's `alpha` and `beta` values are run-time scalars of the tree (`alpha`,
 /// `beta` leaves): bind them when launching.
 ///
-/// ```
-/// use tessera_kernels::{epilogue::from_comma_list, Epilogue};
-/// let t = from_comma_list(&Epilogue::parse("bias,gelu,aux").unwrap());
-/// assert_eq!(t.to_string(), "gelu(aux(alpha * acc + bias_col))");
-/// ```
+/// `bias,gelu,aux` is `gelu(aux(alpha * acc + bias_col))`.
 pub fn from_comma_list(e: &Epilogue) -> EpilogueTree {
     use crate::plan::problem::{Activation, BiasMode};
     let mut x = build::alpha() * build::acc();
@@ -129,12 +125,8 @@ pub fn from_comma_list(e: &Epilogue) -> EpilogueTree {
 /// `relu`, `gelu`, `gelu_tanh` (or none) and `aux` optional, in D's type. `alpha` and `beta`
 /// are 1 in the result (their terms are present); set the values to run with.
 ///
-/// ```
-/// use tessera_kernels::epilogue::{parse_epilogue, to_comma_list};
-/// let e = to_comma_list(&parse_epilogue("gelu_aux(alpha * acc + bias_col)").unwrap()).unwrap();
-/// assert_eq!(e.to_string(), "bias,gelu,aux");
-/// assert!(to_comma_list(&parse_epilogue("relu_aux(alpha * acc)").unwrap()).is_none()); // a bit-mask
-/// ```
+/// `gelu_aux(alpha * acc + bias_col)` is `bias,gelu,aux`; `relu_aux(alpha * acc)` (a bit mask)
+/// has none.
 pub fn to_comma_list(tree: &EpilogueTree) -> Option<Epilogue> {
     use crate::plan::problem::{Activation, BiasMode};
     if !tree.sum_k.is_empty() {
@@ -601,20 +593,9 @@ impl Parser<'_> {
 /// bound in `out` (it reads C and the bias and writes aux in D's type). alpha and beta are the
 /// binding's.
 ///
-/// ```
-/// use tessera_kernels::epilogue::{flag_epilogue_for, Binding, Fusion, VecSpec};
-/// use tessera_kernels::DType;
-/// let tree = Fusion::GeluAuxBias.tree();
-/// let mut binding = Binding::for_tree(&tree, 256, 512, 64, 1, DType::Bf16);
-/// assert_eq!(flag_epilogue_for(&tree, &binding, DType::Bf16).unwrap().to_string(), "bias,gelu_tanh,aux");
-/// // An fp32 bias is not what the flag-driven epilogue reads.
-/// binding.bias_col = Some(VecSpec::shared(512, DType::F32));
-/// assert!(flag_epilogue_for(&tree, &binding, DType::Bf16).is_none());
-/// // The ReLU bit-mask is not a full aux.
-/// let relu_aux = Fusion::ReluAuxBias.tree();
-/// let b = Binding::for_tree(&relu_aux, 256, 512, 64, 1, DType::Bf16);
-/// assert!(flag_epilogue_for(&relu_aux, &b, DType::Bf16).is_none());
-/// ```
+/// `gelu_aux_bias` bound in bf16 is `bias,gelu_tanh,aux`; with an fp32 column bias there is
+/// none (not what the flag-driven epilogue reads), nor for `relu_aux_bias` (a bit mask is not
+/// a full aux).
 pub fn flag_epilogue_for(
     tree: &EpilogueTree,
     binding: &Binding,

@@ -273,12 +273,7 @@ fn warp_box(smem: &SmemLayout) -> Result<TmaBox> {
 /// a column pair, a row's columns of a pass are the 4 lanes of a quad, and a column's rows are
 /// the 8 lanes of a warp with the same `lane % 4`.
 ///
-/// ```
-/// use tessera_kernels::plan::{sm90::fragment_pass_form, Sm90Plan};
-/// use tessera_kernels::GemmProblem;
-/// let plan = Sm90Plan::new(&GemmProblem::new(256, 256, 64)).unwrap();
-/// fragment_pass_form(&plan.acc).unwrap();
-/// ```
+/// The accumulator of the plan of a 256 x 256 x 64 GEMM has that form.
 pub fn fragment_pass_form(acc: &Layout) -> Result<()> {
     let op = "Sm90Plan fragment form";
     let lerr = KernelError::layout;
@@ -1181,18 +1176,9 @@ pub struct PathOptions {
 /// The plan of `problem` on the path `opts` asks for: [`choose_path`]'s choice planned with
 /// `opts.sm90`, or the sm80-class plan when `opts.force_sm80`.
 ///
-/// ```
-/// use tessera_kernels::plan::{plan_path, GemmPath, PathOptions, Schedule, Sm90Options};
-/// use tessera_kernels::{Arch, GemmProblem};
-/// let p = GemmProblem::new(4096, 4096, 4096);
-/// assert!(matches!(plan_path(&p, Arch::Sm90a, PathOptions::default()), Ok(GemmPath::Hopper(_))));
-/// assert!(matches!(plan_path(&p, Arch::Sm90a, PathOptions::sm80()), Ok(GemmPath::Sm80(_))));
-/// let pp = Sm90Options { tile: Some((128, 128)), schedule: Some(Schedule::PingPong), ..Default::default() };
-/// match plan_path(&p, Arch::Sm90a, PathOptions::hopper(pp)) {
-///     Ok(GemmPath::Hopper(h)) => assert_eq!(h.schedule, Schedule::PingPong),
-///     _ => panic!("a Hopper plan"),
-/// }
-/// ```
+/// For 4096 x 4096 x 4096 on sm_90a: the Hopper plan with the default options, the sm80-class
+/// plan with `force_sm80`, and with `sm90` forcing a ping-pong 128 x 128 tile, the Hopper plan
+/// with that schedule.
 pub fn plan_path(problem: &GemmProblem, arch: Arch, opts: PathOptions) -> Result<GemmPath> {
     let sm80 = || {
         crate::plan::GemmPlan::with_options(problem, arch, opts.sm80)

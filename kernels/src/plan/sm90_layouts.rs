@@ -327,22 +327,10 @@ impl fmt::Display for TmaSplit {
 /// swizzles by the destination's address bits, so a part starting mid-period would be written
 /// with another pattern than the one the wgmma descriptor reads.
 ///
-/// ```
-/// use tessera_kernels::plan::{SmemLayout, SwizzleBits};
-/// use tessera_kernels::plan::sm90_layouts::{tma_split_for, TmaSwizzle};
-/// let smem = SmemLayout {
-///     swizzle: SwizzleBits { bits: 3, base: 3, shift: 3 },
-///     layout: "(256,64):(64,1)".parse().unwrap(),
-///     atom: "(8,64):(64,1)".parse().unwrap(),
-/// };
-/// // Two CTAs load 128 rows each; the second half starts 16 KiB (16 swizzle periods) in.
-/// let s = tma_split_for(&smem, 2, 2).unwrap();
-/// assert_eq!((s.part.inner, s.part.outer, s.part.bytes, s.stride_bytes), (64, 128, 16384, 16384));
-/// assert_eq!(s.part.swizzle, TmaSwizzle::B128);
-/// // 8 rows are one swizzle atom: half of it is not a box the 128-byte swizzle can write.
-/// let atom = SmemLayout { layout: "(8,64):(64,1)".parse().unwrap(), ..smem };
-/// assert!(tma_split_for(&atom, 2, 2).is_err());
-/// ```
+/// For Sw<3,3,3> o (256,64):(64,1) in 2-byte elements (atom (8,64):(64,1)), two parts are
+/// 64 x 128 boxes of 16384 bytes with the 128-byte swizzle, the second starting 16384 bytes
+/// (16 swizzle periods) in. One 8-row atom cannot be split in two: half of it is not a box
+/// the 128-byte swizzle can write.
 pub fn tma_split_for(smem: &SmemLayout, elem_bytes: i64, parts: i64) -> Result<TmaSplit> {
     let op = "tma_split_for";
     let whole = tma_box_for(smem, elem_bytes)?;

@@ -160,3 +160,71 @@ fn tree_gemm_params_match_the_sm80_template() {
     assert_eq!(device, host);
     assert_eq!(size, std::mem::size_of::<TreeGemmParams>());
 }
+
+#[test]
+fn generate_relu_bias_adds_the_bias_then_clamps_at_zero() {
+    let src = generate(&parse_epilogue("relu(acc + bias_col)").unwrap()).unwrap();
+    assert!(src.contains("const float v1 = acc + v0;"));
+    assert!(src.contains("fmaxf(v1, 0.0f)"));
+}
+
+/// A column bias gradient in the Hopper GEMM's source: the column sums are on and flushed.
+#[test]
+fn sm90_tree_source_of_a_column_bias_gradient_flushes_column_sums() {
+    use tessera_kernels::epilogue::cuda::sm90_tree_source;
+    use tessera_kernels::plan::Sm90Plan;
+    use tessera_kernels::GemmProblem;
+    let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    let src = sm90_tree_source(&plan, &Fusion::DGeluBgrad.tree(), None).unwrap();
+    assert!(src.contains("kTesseraEpColSum = true"));
+    assert!(src.contains("tessera_ep_flush_col"));
+}
+
+/// Light: no exponential, erf or tanh, no reduction, no operand sum.
+#[test]
+fn light_tree_refuses_reductions_gelu_and_sigmoid() {
+    use tessera_kernels::epilogue::cuda::light_tree;
+    assert!(light_tree(&Fusion::ReluAuxBias.tree()));
+    assert!(light_tree(&Fusion::DRelu.tree()));
+    assert!(!light_tree(&Fusion::DReluBgrad.tree()));
+    assert!(!light_tree(&Fusion::GeluBias.tree()));
+    assert!(!light_tree(
+        &parse_epilogue("select(row < 8, acc, sigmoid(acc))").unwrap()
+    ));
+}
+
+/// A full aux store with no reduction: not a bit mask, not without aux, not with a bias
+/// gradient.
+#[test]
+fn full_aux_tree_needs_a_full_aux_and_no_reduction() {
+    use tessera_kernels::epilogue::cuda::full_aux_tree;
+    assert!(full_aux_tree(&Fusion::GeluAuxBias.tree()));
+    assert!(!full_aux_tree(&Fusion::GeluBias.tree()));
+    assert!(!full_aux_tree(&Fusion::ReluAuxBias.tree())); // a bit mask
+    assert!(!full_aux_tree(
+        &parse_epilogue("bgrad_col(gelu_aux(acc))").unwrap()
+    ));
+}
+
+#[test]
+fn stageable_inputs_of_dgelu_are_its_aux_input() {
+    use tessera_kernels::epilogue::cuda::{stageable_inputs, StagedInput};
+    use tessera_kernels::epilogue::Binding;
+    use tessera_kernels::DType;
+    let t = Fusion::DGelu.tree();
+    let b = Binding::for_tree(&t, 64, 64, 64, 1, DType::Bf16);
+    assert_eq!(stageable_inputs(&t, &b), vec![StagedInput::AuxIn]);
+}
+
+/// A bf16 binding of GELU_AUX_BIAS: D's type is bf16 (0), and C is not read (beta = 0).
+#[test]
+fn static_types_fix_a_bf16_output_and_no_read_of_c() {
+    use tessera_kernels::epilogue::cuda::static_types;
+    use tessera_kernels::epilogue::Binding;
+    use tessera_kernels::DType;
+    let t = Fusion::GeluAuxBias.tree();
+    let b = Binding::for_tree(&t, 64, 64, 64, 1, DType::Bf16);
+    let s = static_types(&t, &b);
+    assert!(s.contains("#define TESSERA_EP_DT_D 0"));
+    assert!(s.contains("#define TESSERA_EP_READ_C false")); // beta = 0
+}

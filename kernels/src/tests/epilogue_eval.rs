@@ -389,3 +389,16 @@ fn explicit_conversions_round_once_to_nearest_even() {
         }
     }
 }
+
+/// Correct rounding to 16-bit types at the values `half`'s own conversion gets wrong: just above
+/// a midpoint rounds up, an exact midpoint goes to the even neighbour, past fp16's range is
+/// infinity.
+#[test]
+fn round_near_midpoints_and_past_the_range() {
+    use tessera_kernels::epilogue::eval::round;
+    // Just above the midpoint of 1.25 and 1.2578125 (bf16 neighbours): rounds up.
+    assert_eq!(round(1.2539064904531738, DType::Bf16), 1.2578125);
+    // An exact midpoint goes to the even neighbour.
+    assert_eq!(round(1.25390625, DType::Bf16), 1.25);
+    assert_eq!(round(1e6, DType::F16), f64::INFINITY);
+}

@@ -361,3 +361,46 @@ fn long_chains_are_refused_before_they_get_deep() {
     assert_eq!(deep.depth(), 2_001);
     assert!(EpilogueTree::new(deep).check_structure().is_err());
 }
+
+#[test]
+fn describe_names_the_tree_its_fusion_and_the_aux_extent() {
+    let text = tessera_kernels::epilogue::describe(&Fusion::GeluAuxBias.tree());
+    assert!(text
+        .starts_with("epilogue gelu_tanh(aux(alpha * acc + beta * c + bias_col)) = gelu_aux_bias"));
+    assert!(text.contains("aux: M x N in D's type"));
+}
+
+#[test]
+fn from_comma_list_of_bias_gelu_aux() {
+    let t = from_comma_list(&Epilogue::parse("bias,gelu,aux").unwrap());
+    assert_eq!(t.to_string(), "gelu(aux(alpha * acc + bias_col))");
+}
+
+#[test]
+fn to_comma_list_of_gelu_aux_and_not_of_a_bit_mask() {
+    let e = to_comma_list(&parsed("gelu_aux(alpha * acc + bias_col)")).unwrap();
+    assert_eq!(e.to_string(), "bias,gelu,aux");
+    assert!(to_comma_list(&parsed("relu_aux(alpha * acc)")).is_none()); // a bit-mask
+}
+
+/// The flag-driven epilogue runs GELU_AUX_BIAS bound in bf16, not with an fp32 bias, and not
+/// the ReLU bit mask (not a full aux).
+#[test]
+fn flag_epilogue_for_needs_the_output_type_and_a_full_aux() {
+    use tessera_kernels::epilogue::{flag_epilogue_for, Binding, VecSpec};
+    let tree = Fusion::GeluAuxBias.tree();
+    let mut binding = Binding::for_tree(&tree, 256, 512, 64, 1, DType::Bf16);
+    assert_eq!(
+        flag_epilogue_for(&tree, &binding, DType::Bf16)
+            .unwrap()
+            .to_string(),
+        "bias,gelu_tanh,aux"
+    );
+    // An fp32 bias is not what the flag-driven epilogue reads.
+    binding.bias_col = Some(VecSpec::shared(512, DType::F32));
+    assert!(flag_epilogue_for(&tree, &binding, DType::Bf16).is_none());
+    // The ReLU bit-mask is not a full aux.
+    let relu_aux = Fusion::ReluAuxBias.tree();
+    let b = Binding::for_tree(&relu_aux, 256, 512, 64, 1, DType::Bf16);
+    assert!(flag_epilogue_for(&relu_aux, &b, DType::Bf16).is_none());
+}

@@ -325,3 +325,15 @@ fn cluster_pairs_take_the_flag_epilogue_or_are_refused() {
         );
     }
 }
+
+/// The C++ expression of a layout at one index: each leaf's coordinate (the index divided by
+/// the shapes before it, modulo its own shape) times its stride; the last leaf takes no modulo.
+#[test]
+fn index_expr_of_a_nested_layout() {
+    use tessera_kernels::codegen::sm80::index_expr;
+    let l: tessera_layout::Layout = "(4,(2,8)):(2,(1,16))".parse().unwrap();
+    assert_eq!(
+        index_expr(&l, "t"),
+        "(t % 4) * 2 + (t / 4 % 2) + (t / 8) * 16"
+    );
+}

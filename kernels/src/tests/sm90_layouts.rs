@@ -844,3 +844,166 @@ fn plain_gemm_takes_pingpong_up_to_64_k_tiles() {
         assert_eq!(tree_sched(text, &square, d), coop, "{text}");
     }
 }
+
+/// The Hopper kernel's source for the cooperative 128 x 256 plan: its wgmma instruction, the
+/// 3-D TMA load and the high word of A's descriptor.
+#[test]
+fn cuda_source_has_the_plans_wgmma_tma_and_descriptor() {
+    use tessera_kernels::codegen::sm90::cuda_source;
+    let src = cuda_source(&Sm90Plan::new(&GemmProblem::new(4096, 4096, 8192)).unwrap());
+    assert!(src.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+    assert!(src.contains("cp.async.bulk.tensor.3d"));
+    assert!(src.contains("kDescHiA = 0x4000004000010000ull"));
+}
+
+/// Sw<2,3,3> o (64,32):(32,1), 16-bit: rows r and r + 8 are 512 bytes apart (a bit no first
+/// pair sets: added); columns c + 8j move 16-byte chunks that the swizzle permutes with the
+/// row (XOR-ed).
+#[test]
+fn frag_pair_offsets_add_the_row_step_and_xor_the_column_chunks() {
+    use tessera_kernels::codegen::sm90::frag_pair_offsets;
+    let plan = Sm90Plan::new(&GemmProblem::new(4096, 4096, 4096)).unwrap();
+    let pairs = frag_pair_offsets(&plan).unwrap();
+    assert_eq!(
+        pairs,
+        vec![
+            (0, 0),
+            (0, 512),
+            (16, 0),
+            (16, 512),
+            (32, 0),
+            (32, 512),
+            (48, 0),
+            (48, 512)
+        ]
+    );
+}
+
+#[test]
+fn fragment_pass_form_holds_for_a_small_plans_accumulator() {
+    use tessera_kernels::plan::sm90::fragment_pass_form;
+    let plan = Sm90Plan::new(&GemmProblem::new(256, 256, 64)).unwrap();
+    fragment_pass_form(&plan.acc).unwrap();
+}
+
+/// Two CTAs load 128 rows each of a 256-row 128B-swizzled tile; the second half starts 16 KiB
+/// (16 swizzle periods) in. Half of one 8-row swizzle atom is not a box that swizzle can write.
+#[test]
+fn tma_split_for_halves_a_tile_on_swizzle_periods_only() {
+    let tile = SmemLayout {
+        swizzle: SwizzleBits {
+            bits: 3,
+            base: 3,
+            shift: 3,
+        },
+        layout: "(256,64):(64,1)".parse().unwrap(),
+        atom: "(8,64):(64,1)".parse().unwrap(),
+    };
+    let s = tma_split_for(&tile, 2, 2).unwrap();
+    assert_eq!(
+        (s.part.inner, s.part.outer, s.part.bytes, s.stride_bytes),
+        (64, 128, 16384, 16384)
+    );
+    assert_eq!(s.part.swizzle, TmaSwizzle::B128);
+    let atom = SmemLayout {
+        layout: "(8,64):(64,1)".parse().unwrap(),
+        ..tile
+    };
+    assert!(tma_split_for(&atom, 2, 2).is_err());
+}
+
+/// `plan_path` takes the Hopper path on sm_90a by default, the sm80-class path when forced,
+/// and plans the Hopper path with the forced Hopper choices.
+#[test]
+fn plan_path_takes_hopper_by_default_sm80_when_forced_and_the_forced_choices() {
+    use tessera_kernels::plan::sm90::PathOptions;
+    use tessera_kernels::plan::{plan_path, GemmPath};
+    use tessera_kernels::Arch;
+    let p = GemmProblem::new(4096, 4096, 4096);
+    assert!(matches!(
+        plan_path(&p, Arch::Sm90a, PathOptions::default()),
+        Ok(GemmPath::Hopper(_))
+    ));
+    let sm80 = PathOptions {
+        force_sm80: true,
+        ..PathOptions::default()
+    };
+    assert!(matches!(
+        plan_path(&p, Arch::Sm90a, sm80),
+        Ok(GemmPath::Sm80(_))
+    ));
+    let pp = Sm90Options {
+        tile: Some((128, 128)),
+        schedule: Some(Schedule::PingPong),
+        ..Default::default()
+    };
+    let hopper = PathOptions {
+        sm90: pp,
+        ..PathOptions::default()
+    };
+    match plan_path(&p, Arch::Sm90a, hopper) {
+        Ok(GemmPath::Hopper(h)) => assert_eq!(h.schedule, Schedule::PingPong),
+        _ => panic!("a Hopper plan"),
+    }
+}
+
+/// A residual and a column bias: one staged input and the column vector asked for, which the
+/// 512 x 512 plan then stages over the CTA tile's columns.
+#[test]
+fn tree_sm90_options_ask_for_the_staged_residual_and_column_bias() {
+    use tessera_kernels::epilogue::cuda::tree_sm90_options;
+    use tessera_kernels::epilogue::{parse_epilogue, Binding};
+    use tessera_kernels::Major;
+    let t = parse_epilogue("relu(acc + bias_col + residual)").unwrap();
+    let b = Binding::for_tree(&t, 512, 512, 256, 1, DType::Bf16);
+    let o = tree_sm90_options(&t, &b, Sm90Options::default());
+    assert_eq!(
+        (o.epilogue_inputs, o.epilogue_vectors),
+        (Some(1), (false, true))
+    );
+    let mut p = GemmProblem::new(512, 512, 256);
+    p.b_major = Major::Col;
+    let plan = Sm90Plan::with_options(&p, o).unwrap();
+    assert_eq!(plan.vector_stage, (0, plan.cta_tile.1));
+}
+
+/// What `tree_sm90_plan` keeps: the stages before the staged inputs and vectors, and the plain
+/// GEMM's ping-pong plan for a light tree.
+#[test]
+fn tree_sm90_plan_stages_only_what_keeps_the_pipeline_stages() {
+    use tessera_kernels::epilogue::cuda::tree_sm90_plan;
+    use tessera_kernels::epilogue::{parse_epilogue, Binding};
+    use tessera_kernels::Major;
+    let mut p = GemmProblem::new(4096, 4096, 4096);
+    p.b_major = Major::Col;
+    let t = parse_epilogue("relu(acc + bias_col) + aux_in").unwrap();
+    let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+    let coop = Sm90Options {
+        schedule: Some(Schedule::Cooperative),
+        ..Sm90Options::default()
+    };
+    let plan = tree_sm90_plan(&p, &t, &b, coop).unwrap();
+    // Both do not fit beside four 128 x 256 stages: aux_in is staged, the bias is not.
+    assert_eq!(
+        (plan.stages, plan.staged_inputs, plan.vector_stage),
+        (4, 1, (0, 0))
+    );
+    let t = parse_epilogue("relu(acc + bias_col)").unwrap();
+    let b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
+    let plan = tree_sm90_plan(&p, &t, &b, coop).unwrap();
+    assert_eq!((plan.stages, plan.vector_stage), (4, (0, 256)));
+    // Left to the planner, that light tree takes the plain GEMM's ping-pong 128 x 128 plan
+    // (K is 64 k-tiles), with its six stages.
+    let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+    assert_eq!(
+        (plan.schedule, plan.cta_tile, plan.stages),
+        (Schedule::PingPong, (128, 128, 64), 6)
+    );
+    // A GELU keeps the cooperative schedule.
+    let t = parse_epilogue("gelu(acc + bias_col)").unwrap();
+    let plan = tree_sm90_plan(&p, &t, &b, Sm90Options::default()).unwrap();
+    assert_eq!(
+        (plan.schedule, plan.cta_tile),
+        (Schedule::Cooperative, (128, 256, 64))
+    );
+}
