@@ -72,11 +72,26 @@ pub fn run(args: EvalArgs) -> ExitCode {
     }
 }
 
+/// The longest error line printed, in bytes (before `error: `).
+const MAX_ERROR_LINE: usize = 1000;
+
 /// The line printed for an error: `error: ` and the error, which starts with the operation.
+/// A message quotes its operands; the line stays one line whatever they held, and one of
+/// at most [`MAX_ERROR_LINE`] bytes (the middle of a longer one gives way to an ellipsis).
 fn error_line(e: &Error) -> String {
-    // A message quotes the input; keep the answer on one line whatever the input held.
     let msg = e.to_string().replace(['\n', '\r'], " ");
-    format!("error: {msg}")
+    if msg.len() <= MAX_ERROR_LINE {
+        return format!("error: {msg}");
+    }
+    let mut head = MAX_ERROR_LINE * 2 / 3;
+    while !msg.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = msg.len() - MAX_ERROR_LINE / 3;
+    while !msg.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("error: {}…{}", &msg[..head], &msg[tail..])
 }
 
 fn exit_status(e: &Error) -> u8 {

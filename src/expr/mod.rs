@@ -140,6 +140,16 @@ impl Error {
         }
     }
 
+    /// The same error reported as an error of `op`, the function the expression called,
+    /// whatever helper raised it (a syntax error stays a syntax error).
+    pub fn relabel(self, op: &'static str) -> Self {
+        match self {
+            Error::Layout(e) => Error::Layout(e.relabel(op)),
+            Error::Swizzle(e) => Error::Swizzle(e.relabel(op)),
+            Error::Call { msg, .. } => Error::Call { op, msg },
+        }
+    }
+
     pub(crate) fn call(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Call {
             op,

@@ -78,6 +78,42 @@ impl SwizzleError {
         matches!(self, SwizzleError::Layout(e) if e.is_parse())
     }
 
+    /// The same error reported as an error of `op`, operands unchanged: for an operation
+    /// that fails inside another one it calls (a syntax error stays a syntax error).
+    pub fn relabel(self, op: &'static str) -> Self {
+        match self {
+            SwizzleError::Layout(e) => SwizzleError::Layout(e.relabel(op)),
+            SwizzleError::BadSwizzle {
+                b, m, s, reason, ..
+            } => SwizzleError::BadSwizzle {
+                op,
+                b,
+                m,
+                s,
+                reason,
+            },
+            SwizzleError::Inadmissible {
+                operands, reason, ..
+            } => SwizzleError::Inadmissible {
+                op,
+                operands,
+                reason,
+            },
+            SwizzleError::Overflow { operands, .. } => SwizzleError::Overflow { op, operands },
+            SwizzleError::TooLarge {
+                operands,
+                needed,
+                limit,
+                ..
+            } => SwizzleError::TooLarge {
+                op,
+                operands,
+                needed,
+                limit,
+            },
+        }
+    }
+
     pub(crate) fn inadmissible(
         op: &'static str,
         operands: impl Into<String>,
