@@ -1117,3 +1117,83 @@ pub fn downcast_refused(l: &Layout, n: i64, e: &LayoutError) -> Verdict {
     let bad = n < 1 || !flat(l).iter().any(|&(_, d)| d == 1);
     ensure(bad, || unjustified("downcast", e))
 }
+
+/// `tile_to_shape(block, target, order)` refused with `e`: a target extent below 1; the block
+/// has more modes than the target; a block mode's size does not divide the target mode's; the
+/// order does not fit the shape of the copies; or the blocked product is refused for a reason
+/// [`zipped_pairs_refused`] accepts.
+pub fn tile_to_shape_refused(
+    block: &Layout,
+    target: &IntTuple,
+    order: Option<&IntTuple>,
+    e: &LayoutError,
+) -> Verdict {
+    if target.leaves().iter().any(|&t| t < 1) {
+        return ensure(matches!(e, LayoutError::BadShape { .. }), || {
+            unjustified("tile_to_shape", e)
+        });
+    }
+    let rank = target.rank();
+    if block.rank() > rank {
+        return ensure(says(e, "rank"), || unjustified("tile_to_shape", e));
+    }
+    let pb = padded(block, rank)?;
+    let sizes: Vec<i64> = if rank == 1 {
+        vec![pb.size()]
+    } else {
+        pb.modes().map(|m| m.size()).collect()
+    };
+    let mut copies = Vec::new();
+    for (b, t) in sizes.iter().zip(target.modes()) {
+        let t = t.product().map_err(|e| e.to_string())?;
+        if t % b != 0 {
+            return ensure(says(e, "does not divide"), || {
+                unjustified("tile_to_shape", e)
+            });
+        }
+        copies.push(t / b);
+    }
+    let shape = if target.is_int() {
+        IntTuple::Int(copies[0])
+    } else {
+        IntTuple::flat(copies)
+    };
+    let arrangement = match order {
+        Some(o) => match super::make_ordered_layout(&shape, o) {
+            Ok(a) => a,
+            Err(_) => {
+                return ensure(!crate::int_tuple::weakly_congruent(o, &shape), || {
+                    unjustified("tile_to_shape", e)
+                })
+            }
+        },
+        None => Layout::col_major(shape).map_err(|e| e.to_string())?,
+    };
+    zipped_pairs_refused(&pb, &arrangement, e)
+}
+
+/// A zipped, tiled or flat divide (`product == false`) or product refused with `e`: the
+/// logical form is refused (as [`logical_divide_refused`] / [`logical_product_refused`]
+/// accept), or a `_` item of the tiler stands over a mode of the logical result that is not
+/// of rank 2, which CuTe's `zip2_by` needs to split it.
+pub fn zipped_refused(l: &Layout, t: &Tiler, product: bool, e: &LayoutError) -> Verdict {
+    let logical = if product {
+        super::logical_product(l, t)
+    } else {
+        super::logical_divide(l, t)
+    };
+    match logical {
+        Err(inner) if product => logical_product_refused(l, t, &inner),
+        Err(inner) => logical_divide_refused(l, t, &inner),
+        Ok(r) => ensure(skip_over_non_pair(&r, t), || unjustified("zipped form", e)),
+    }
+}
+
+/// Whether a `_` item of `t` stands over a mode of `r` that is not of rank 2.
+fn skip_over_non_pair(r: &Layout, t: &Tiler) -> bool {
+    match t {
+        Tiler::Skip => r.is_int() || r.rank() != 2,
+        Tiler::Layout(_) => false,
+        Tiler::ByMode(ts) => r.modes().zip(ts).any(|(m, ti)| skip_over_non_pair(&m, ti)),
+    }
+}

@@ -272,7 +272,10 @@ pub fn generalized_left_inverse(l: &Layout) -> Result<Layout> {
         ));
     }
     let r = canonical(&a.modes).map_err(|e| e.within(OP, ctx))?;
-    if analyse(l).separated || overlaps_below_last(&a.modes) {
+    // An index past size(L) runs on in L's last leaf; the analytic case needs that leaf to be
+    // part of the mode of the largest stride, so it must not be a trailing extent-1 leaf.
+    let last_leaf_runs = l.shape().leaves().last().is_some_and(|&s| s > 1);
+    if analyse(l).separated || (last_leaf_runs && overlaps_below_last(&a.modes)) {
         return Ok(r);
     }
     if l.size() > GENERALIZED_CHECK_LIMIT {
@@ -311,7 +314,7 @@ const GENERALIZED_CHECK_LIMIT: i64 = 1 << 20;
 /// non-zero stride: the ratio `d_{k+1} / d_k` of consecutive sorted strides is at most the
 /// extent `s_k` (no gaps, so every digit of `x` is a coordinate of its mode), and the mode of
 /// the largest stride is L's last coalesced mode (so its digit, unbounded, runs on in L's
-/// extended domain). Modes sorted by stride, non-negative, each non-zero stride dividing the
+/// extended domain, given that L's last leaf is part of that mode). Modes sorted by stride, non-negative, each non-zero stride dividing the
 /// next.
 fn overlaps_below_last(sorted: &[(i64, i64, i64)]) -> bool {
     let nonzero: Vec<&(i64, i64, i64)> = sorted.iter().filter(|m| m.1 != 0).collect();
