@@ -1005,3 +1005,85 @@ fn typed_generator_reaches_values() {
         "only {values} of {calls} calls have a value"
     );
 }
+
+/// `tessera eval --explain EXPR` prints the steps of a divide or product and ends with the
+/// line `tessera eval EXPR` prints (`= ` before a value).
+#[test]
+fn explain_shows_the_steps() {
+    let explain = |expr: &str| -> (Vec<String>, Option<i32>) {
+        let o = run(&["eval", "--explain", expr]);
+        (
+            stdout(&o).lines().map(str::to_string).collect(),
+            o.status.code(),
+        )
+    };
+    for (expr, steps) in [
+        (
+            "logical_divide((4,2,3):(2,1,8), 4:2)",
+            // Stride 2 leaves a gap of 2 copies of stride 1, reach 8; 24 / 8 = 3 copies.
+            &[
+                "complement(4:2, (4,2,3)) = (2,3):(1,8)",
+                "(T, C) = (4,(2,3)):(2,(1,8))",
+            ][..],
+        ),
+        (
+            "logical_product((2,2):(4,1), 6:1)",
+            // size 4 * cosize 6 = 24; the holes of {0,1,4,5} are 2:2 then 3:8.
+            &[
+                "size((2,2):(4,1)) * cosize(6:1) = 4 * 6 = 24",
+                "complement((2,2):(4,1), 24) = (2,3):(2,8)",
+            ][..],
+        ),
+        (
+            "zipped_divide((8,6):(1,8), <4,3>)",
+            &[
+                "mode 0: 8:1 by 4:1",
+                "complement(4:1, 8) = 2:4",
+                "complement(3:1, 6) = 2:3",
+            ][..],
+        ),
+        (
+            "blocked_product((2,5):(5,1), (3,4):(1,3))",
+            &["complement((2,5):(5,1), 120) = 12:10"][..],
+        ),
+    ] {
+        let (lines, code) = explain(expr);
+        assert_eq!(code, Some(0), "{expr}: {lines:?}");
+        for s in steps {
+            assert!(
+                lines.iter().any(|l| l.trim() == *s),
+                "{expr}: no step `{s}` in {lines:?}"
+            );
+        }
+        let value = stdout(&run(&["eval", expr]));
+        assert_eq!(
+            lines.last().unwrap(),
+            &format!("= {}", value.trim_end()),
+            "{expr}"
+        );
+    }
+    // A failing step names the condition and the witness, and the last line is the error
+    // line of `tessera eval`.
+    for (expr, step) in [
+        (
+            "logical_divide(8:1, (2,2):(1,1))",
+            "maps indices 1 and 2 to the same offset 1",
+        ),
+        (
+            "logical_product((2,2):(1,1), 2:1)",
+            "maps indices 1 and 2 to the same offset 1",
+        ),
+        (
+            "logical_divide((6,2):(1,7), (3,2):(2,3))",
+            "the mode 2:3 has a stride below 6",
+        ),
+    ] {
+        let (lines, code) = explain(expr);
+        assert_eq!(code, Some(1), "{expr}: {lines:?}");
+        assert!(lines.iter().any(|l| l.contains(step)), "{expr}: {lines:?}");
+        let plain = stdout(&run(&["eval", expr]));
+        assert_eq!(lines.last().unwrap(), plain.trim_end(), "{expr}");
+    }
+    let (lines, code) = explain("size((2,3))");
+    assert_eq!((lines, code), (vec!["= 6".to_string()], Some(0)));
+}

@@ -43,6 +43,11 @@ fn after_help() -> String {
 #[derive(clap::Args)]
 #[command(after_help = after_help())]
 pub struct EvalArgs {
+    /// Print the intermediate layouts of a divide or a product (the complement, the
+    /// composition, mode by mode), one per line, then `= RESULT`; a failing step prints its
+    /// error and the last line is the `error: ...` line. Other expressions print `= VALUE`.
+    #[arg(long)]
+    pub explain: bool,
     /// The expression, or `-` to read one expression per line from standard input. Several
     /// words are joined with spaces, so the expression need not be quoted as one argument.
     #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
@@ -52,9 +57,19 @@ pub struct EvalArgs {
 /// Runs `tessera eval`.
 pub fn run(args: EvalArgs) -> ExitCode {
     if args.expr.len() == 1 && args.expr[0] == "-" {
+        if args.explain {
+            let _ = writeln!(
+                io::stderr(),
+                "error: eval: --explain takes one expression, not `-`"
+            );
+            return ExitCode::from(2);
+        }
         return run_stdin();
     }
     let src = args.expr.join(" ");
+    if args.explain {
+        return run_explain(&src);
+    }
     match expr::evaluate(&src) {
         Ok(v) => {
             // A closed pipe is not worth a panic; nothing useful is left to do then.
@@ -64,6 +79,29 @@ pub fn run(args: EvalArgs) -> ExitCode {
         Err(e) => {
             let line = error_line(&e);
             let _ = writeln!(io::stdout(), "{line}");
+            if !(io::stdout().is_terminal() && io::stderr().is_terminal()) {
+                let _ = writeln!(io::stderr(), "{line}");
+            }
+            ExitCode::from(exit_status(&e))
+        }
+    }
+}
+
+/// `tessera eval --explain EXPR`: the steps, then `= VALUE` or the error line.
+fn run_explain(src: &str) -> ExitCode {
+    let x = expr::explain(src);
+    let mut out = io::stdout().lock();
+    for line in &x.steps {
+        let _ = writeln!(out, "{line}");
+    }
+    match x.result {
+        Ok(v) => {
+            let _ = writeln!(out, "= {v}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let line = error_line(&e);
+            let _ = writeln!(out, "{line}");
             if !(io::stdout().is_terminal() && io::stderr().is_terminal()) {
                 let _ = writeln!(io::stderr(), "{line}");
             }

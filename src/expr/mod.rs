@@ -87,6 +87,7 @@
 //! ```
 
 mod eval;
+mod explain;
 mod parse;
 mod tuple;
 mod value;
@@ -97,6 +98,7 @@ use tessera_layout::LayoutError;
 use tessera_swizzle::SwizzleError;
 
 pub use eval::FUNCTIONS;
+pub use explain::{explain, Explanation};
 pub use parse::{parse, Expr};
 pub use value::Value;
 

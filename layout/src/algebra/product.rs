@@ -235,12 +235,12 @@ pub fn tile_to_shape(
         let target = product_each(target_shape)?;
         let (bl, tl) = (block_shape.leaves(), target.leaves());
         let mut copies = Vec::with_capacity(bl.len());
-        for (&b, &t) in bl.iter().zip(tl.iter()) {
+        for (i, (&b, &t)) in bl.iter().zip(tl.iter()).enumerate() {
             if t % b != 0 {
                 return Err(LayoutError::inadmissible(
                     OP,
                     String::new(),
-                    format!("block extent {b} does not divide target extent {t}"),
+                    format!("in mode {i}, the block's size {b} does not divide the target's {t}"),
                 ));
             }
             copies.push(t / b);
