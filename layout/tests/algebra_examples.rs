@@ -531,6 +531,12 @@ fn recast_and_nullspace_examples() {
         ok("upcast", check::upcast(&a, n, &r));
     }
     expect_inadmissible("upcast 3", upcast(&l("8:2"), 3));
+    // Found by fuzzing: i64::MIN has no i64 absolute value, but 2 divides it; the stride
+    // becomes i64::MIN / 2 (an extent-1 leaf may carry any stride).
+    let a = l("(1):(-9223372036854775808)");
+    let r = expect_layout("upcast", upcast(&a, 2), "(1):(-4611686018427387904)");
+    ok("upcast", check::upcast(&a, 2, &r));
+    expect_inadmissible("upcast 7", upcast(&a, 7));
     for (a, n, down) in [
         ("(4,(4,2)):(1,(8,4))", 2, "(8,(4,2)):(1,(16,8))"),
         ("(2,3):(3,1)", 4, "(2,12):(12,1)"),

@@ -660,14 +660,18 @@ pub fn downcast(l: &Layout, n: i64, r: &Layout) -> Verdict {
     let (lm, rm) = (flat(l), flat(r));
     let mut unit = Vec::new();
     for (&(s, d), &(rs, rd)) in lm.iter().zip(&rm) {
-        let want = if d.abs() == 1 { (s * n, d) } else { (s, d * n) };
+        let want = if d.unsigned_abs() == 1 {
+            (s * n, d)
+        } else {
+            (s, d * n)
+        };
         ensure((rs, rd) == want, || {
             format!(
                 "leaf {s}:{d} became {rs}:{rd} in {r}, expected {}:{}",
                 want.0, want.1
             )
         })?;
-        unit.push(d.abs() == 1);
+        unit.push(d.unsigned_abs() == 1);
     }
     let exts: Vec<i64> = lm.iter().map(|m| m.0).collect();
     for c in coords(&exts) {
@@ -803,20 +807,27 @@ pub fn make_layout_like(l: &Layout, r: &Layout) -> Verdict {
 /// factorizations of the size: a layout whose leading modes cover `[0, p)` extends by a mode
 /// `s:d` exactly when `g(j*p + r) == j*d + g(r)` for `j < s`, `r < p`, with `d = g(p)`.
 pub fn representable(g: &[i64]) -> bool {
-    fn extend(g: &[i64], p: usize) -> bool {
+    // Whether the values from index p on extend a layout covering [0, p); it depends on p
+    // only, so it is remembered per p (else all-zero values would try every factorization).
+    fn extend(g: &[i64], p: usize, memo: &mut std::collections::HashMap<usize, bool>) -> bool {
         let n = g.len();
         if p == n {
             return true;
         }
+        if let Some(&known) = memo.get(&p) {
+            return known;
+        }
         let d = g[p];
-        (2..=n / p).filter(|s| n % (p * s) == 0).any(|s| {
+        let found = (2..=n / p).filter(|s| n % (p * s) == 0).any(|s| {
             (0..p * s).all(|i| {
                 let (j, r) = ((i / p) as i64, i % p);
                 j.checked_mul(d).and_then(|x| x.checked_add(g[r])) == Some(g[i])
-            }) && extend(g, p * s)
-        })
+            }) && extend(g, p * s, memo)
+        });
+        memo.insert(p, found);
+        found
     }
-    !g.is_empty() && g[0] == 0 && extend(g, 1)
+    !g.is_empty() && g[0] == 0 && extend(g, 1, &mut std::collections::HashMap::new())
 }
 
 /// Whether some layout with B's shape takes the values `A(B(i))`, `i < size(B)` (`A` on its
@@ -825,31 +836,41 @@ pub fn representable(g: &[i64]) -> bool {
 /// fix it, and it exists iff each axis is representable and the sum reproduces every value.
 /// `Err` if evaluating `A(B(i))` overflows.
 pub fn composition_exists(a: &Layout, b: &Layout) -> Result<bool, String> {
-    let f: Vec<i64> = (0..b.size())
-        .map(|i| at(a, at(b, i)?))
-        .collect::<Result<_, _>>()?;
+    // Evaluations that overflow are unknown values: a known value that breaks every layout
+    // answers "no" even so; only when nothing known does, the overflow is the answer.
+    let f: Vec<Option<i64>> = (0..b.size())
+        .map(|i| at(b, i).and_then(|x| at(a, x)).ok())
+        .collect();
     let exts: Vec<i64> = b.shape().leaves().to_vec();
-    let mut axes: Vec<Vec<i64>> = Vec::new();
+    let mut axes: Vec<Option<Vec<i64>>> = Vec::new();
     let mut stride = 1i64;
     for &e in &exts {
         axes.push((0..e).map(|c| f[(c * stride) as usize]).collect());
         stride *= e;
     }
-    if !axes.iter().all(|g| representable(g)) {
+    if axes.iter().flatten().any(|g| !representable(g)) {
         return Ok(false);
     }
-    for (i, &fi) in f.iter().enumerate() {
+    let mut unknown = axes.iter().any(Option::is_none);
+    for (i, fi) in f.iter().enumerate() {
         let mut rest = i as i64;
-        let mut sum = 0i64;
+        let mut sum = Some(0i64);
         for (g, &e) in axes.iter().zip(&exts) {
-            sum += g[(rest % e) as usize];
+            let v = g.as_ref().map(|g| g[(rest % e) as usize]);
+            sum = sum.zip(v).and_then(|(s, v)| s.checked_add(v));
             rest /= e;
         }
-        if sum != fi {
-            return Ok(false);
+        match (fi, sum) {
+            (Some(x), Some(y)) if *x != y => return Ok(false),
+            (Some(_), Some(_)) => {}
+            _ => unknown = true,
         }
     }
-    Ok(true)
+    if unknown {
+        Err(format!("some A(B(i)) of {a} o {b} overflows"))
+    } else {
+        Ok(true)
+    }
 }
 
 fn says(e: &LayoutError, what: &str) -> bool {
@@ -872,9 +893,20 @@ pub fn composition_refused(a: &Layout, b: &Layout, e: &LayoutError) -> Verdict {
             Ok(exists) => ensure(!exists, || unjustified("composition", e)),
             Err(_) => Err(unjustified("composition (overflow, not inadmissible)", e)),
         },
-        LayoutError::Overflow { .. } if !big => ensure(composition_exists(a, b).is_err(), || {
-            unjustified("composition", e)
-        }),
+        // Some A(B(i)) leaves the i64 range, or the values span more than a layout's cosize
+        // may (every layout taking them has max - min + 1 of them at least).
+        LayoutError::Overflow { .. } if !big => {
+            let values: Result<Vec<i64>, String> =
+                (0..b.size()).map(|i| at(a, at(b, i)?)).collect();
+            let too_wide = values.as_ref().is_ok_and(|v| {
+                let lo = v.iter().copied().min().unwrap_or(0);
+                let hi = v.iter().copied().max().unwrap_or(0);
+                i128::from(hi) - i128::from(lo) + 1 > i128::from(i64::MAX)
+            });
+            ensure(values.is_err() || too_wide, || {
+                unjustified("composition", e)
+            })
+        }
         _ => ensure(big, || unjustified("composition", e)),
     }
 }
@@ -908,6 +940,19 @@ pub fn complement_refused(l: &Layout, cotarget: &IntTuple, e: &LayoutError) -> V
             let fl = layout_of(&f)?;
             ensure(!is_injective(&fl), || unjustified("complement", e))
         }
+        // An extent times a stride of filter(L), the size of the cotarget, or a stride's
+        // magnitude, that leaves the i64 range: the chain the post-condition speaks of
+        // cannot be computed.
+        LayoutError::Overflow { .. } => ensure(
+            cotarget.product().is_err()
+                || flat(l)
+                    .iter()
+                    .any(|&(s, d)| d.checked_abs().and_then(|a| a.checked_mul(s)).is_none())
+                || filtered_modes(l)
+                    .iter()
+                    .any(|&(s, d)| d.checked_abs().and_then(|a| a.checked_mul(s)).is_none()),
+            || unjustified("complement", e),
+        ),
         LayoutError::Inadmissible { .. } if says(e, "interleave") => {
             let mut f: Vec<(i64, i64)> = filtered_modes(l)
                 .into_iter()
@@ -979,6 +1024,8 @@ pub fn left_inverse_refused(l: &Layout, e: &LayoutError) -> Verdict {
         LayoutError::Inadmissible { .. } if says(e, "not injective") => !is_injective(l),
         LayoutError::Inadmissible { .. } if says(e, "negative stride") => negative_stride(l),
         LayoutError::Inadmissible { .. } if says(e, "divisibility") => not_divisible(l),
+        // CuTe's construction has size (largest stride) * (its extent), which may not fit.
+        LayoutError::Overflow { .. } => cute_left_inverse(l).is_err(),
         _ => false,
     };
     ensure(ok, || unjustified("left_inverse", e))
@@ -996,7 +1043,7 @@ fn cute_left_inverse(l: &Layout) -> Result<Layout, String> {
     let mut strides = vec![0i64];
     let mut prev = 1i64;
     for &(_, d, p) in m.iter().filter(|x| x.1 != 0) {
-        shapes.push(d / prev);
+        shapes.push(d.checked_div(prev).ok_or("overflow")?);
         strides.push(p);
         prev = d;
     }
@@ -1018,6 +1065,7 @@ pub fn generalized_left_inverse_refused(l: &Layout, e: &LayoutError) -> Verdict 
             generalized_left_inverse(l, &r).is_err()
         }
         LayoutError::Inadmissible { .. } if says(e, "may exist") => l.size() > 1 << 20,
+        LayoutError::Overflow { .. } => cute_left_inverse(l).is_err(),
         _ => false,
     };
     ensure(ok, || unjustified("generalized_left_inverse", e))
@@ -1106,15 +1154,39 @@ pub fn zipped_pairs_refused(a: &Layout, b: &Layout, e: &LayoutError) -> Verdict 
 pub fn upcast_refused(l: &Layout, n: i64, e: &LayoutError) -> Verdict {
     let bad = n < 1
         || flat(l).iter().any(|&(_, d)| {
-            let ad = d.saturating_abs();
-            d != 0 && ad % n != 0 && n % ad != 0
+            let (ad, un) = (d.unsigned_abs(), n.unsigned_abs());
+            d != 0 && ad % un != 0 && un % ad != 0
         });
     ensure(bad, || unjustified("upcast", e))
 }
 
 /// `downcast(L, n)` refused with `e`: `n < 1`, or no leaf has stride 1.
 pub fn downcast_refused(l: &Layout, n: i64, e: &LayoutError) -> Verdict {
-    let bad = n < 1 || !flat(l).iter().any(|&(_, d)| d == 1);
+    let bad = match e {
+        // The layout downcast would give (extent times n on stride-±1 leaves, stride times n
+        // on the others) does not fit.
+        LayoutError::Overflow { .. } => {
+            let mut shapes = Vec::new();
+            let mut strides = Vec::new();
+            let mut fits = true;
+            for (s, d) in flat(l) {
+                let (s2, d2) = if d.unsigned_abs() == 1 {
+                    (s.checked_mul(n), Some(d))
+                } else {
+                    (Some(s), d.checked_mul(n))
+                };
+                match (s2, d2) {
+                    (Some(s2), Some(d2)) => {
+                        shapes.push(s2);
+                        strides.push(d2);
+                    }
+                    _ => fits = false,
+                }
+            }
+            !fits || layout_of(&shapes.into_iter().zip(strides).collect::<Vec<_>>()).is_err()
+        }
+        _ => n < 1 || !flat(l).iter().any(|&(_, d)| d == 1),
+    };
     ensure(bad, || unjustified("downcast", e))
 }
 

@@ -111,18 +111,26 @@ pub fn upcast(l: &Layout, n: i64) -> Result<Layout> {
             strides.push(0);
             continue;
         }
-        let ad = d
-            .checked_abs()
-            .ok_or_else(|| LayoutError::overflow(OP, ctx()))?;
-        if ad % n != 0 && n % ad != 0 {
+        // |d| as u64: i64::MIN has a magnitude but no i64 absolute value.
+        let (ad, un) = (d.unsigned_abs(), n.unsigned_abs());
+        if ad % un != 0 && un % ad != 0 {
             return Err(LayoutError::inadmissible(
                 OP,
                 ctx(),
                 format!("divisibility: stride {d} and {n} do not divide one another"),
             ));
         }
-        shapes.push(ceil_div(s, ceil_div(n, ad)));
-        strides.push(d.signum() * ceil_div(ad, n));
+        if ad >= un {
+            // n divides d: the exact quotient, which i64 division gives without overflow
+            // for n >= 1.
+            shapes.push(s);
+            strides.push(d / n);
+        } else {
+            // |d| divides n: one element in n / |d| is kept, at stride ±1.
+            let k = (un / ad) as i64;
+            shapes.push(ceil_div(s, k));
+            strides.push(d.signum());
+        }
     }
     let shape = l.shape().with_leaves(&shapes).expect("same leaf count");
     let stride = l.stride().with_leaves(&strides).expect("same leaf count");

@@ -450,8 +450,7 @@ pub(crate) fn composition_parts(
     let leaves: usize = parts.iter().map(|(s, _)| s.leaf_count()).sum();
     if !carry_free && leaves > 1 {
         let b = make_b()?;
-        verify_pointwise(a, &b, &r)
-            .map_err(|reason| LayoutError::inadmissible(OP, String::new(), reason))?;
+        verify_pointwise(a, &b, &r)?;
     }
     Ok(r)
 }
@@ -461,21 +460,23 @@ pub(crate) fn composition_parts(
 /// Each leaf of `R` is exact on its own axis (checked, or by the per-leaf test), and a layout
 /// with B's shape is the sum of its leaves' functions, which those axes fix; so a point where
 /// `R` fails is a point where every layout with B's shape fails.
-fn verify_pointwise(a: &Layout, b: &Layout, r: &Layout) -> std::result::Result<(), String> {
+fn verify_pointwise(a: &Layout, b: &Layout, r: &Layout) -> Result<()> {
+    const OP: &str = "composition";
     if b.size() > BRUTE_FORCE_LIMIT {
-        return Err(format!(
+        return Err(LayoutError::inadmissible(OP, String::new(), format!(
             "the leaves of B may carry into one another in A's modes, and with size(B) = {} (above {BRUTE_FORCE_LIMIT}) the sum of their compositions is not checked point by point; a layout may still exist",
             b.size()
-        ));
+        )));
     }
     for i in 0..b.size() {
-        let bi = b.call(i).map_err(|e| e.to_string())?;
-        let want = a.call(bi).map_err(|e| e.to_string())?;
-        let got = r.call(i).map_err(|e| e.to_string())?;
+        // An evaluation that overflows is an overflow of the composition.
+        let bi = b.call(i)?;
+        let want = a.call(bi)?;
+        let got = r.call(i)?;
         if want != got {
-            return Err(format!(
+            return Err(LayoutError::inadmissible(OP, String::new(), format!(
                 "no layout with B's shape is A o B: each leaf of B composes alone, but at i = {i} A(B(i)) = A({bi}) = {want} while the sum of the leaves' compositions, {r}, gives {got}"
-            ));
+            )));
         }
     }
     Ok(())
