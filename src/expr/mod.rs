@@ -31,7 +31,8 @@
 //!   column-major layout of that shape, two int tuples are a shape and a stride), `col_major(S)`,
 //!   `row_major(S)`, `make_ordered_layout(S, order)`, `make_layout_like(L)`;
 //! - algebra: `coalesce(L[, profile])`, `filter(L)`, `filter_zeros(L)`, `composition(A, B)`,
-//!   `complement(L[, cotarget])`, `right_inverse(L)`, `left_inverse(L)`,
+//!   `complement(L[, cotarget])`, `right_inverse(L)`, `left_inverse(L)` (of an injective
+//!   layout), `generalized_left_inverse(L)` (`L(R(L(i))) == L(i)`),
 //!   `logical_divide zipped_divide tiled_divide flat_divide logical_product zipped_product
 //!   tiled_product flat_product` (`(L, T)`), `blocked_product(A, B)`, `raked_product(A, B)`,
 //!   `tile_to_shape(L, S[, order])`, `max_common_vector(A, B)`, `max_common_layout(A, B)`,
@@ -67,7 +68,9 @@
 //! A malformed literal, an unknown function name or a misplaced token is a syntax error
 //! ([`Error::is_syntax`]); everything else (an inadmissible composition, a wrong number or
 //! kind of arguments to a known function, an index out of range) is an error of the operation.
-//! An error's `Display` starts with the name of the operation (`parse` for syntax errors).
+//! An error's `Display` starts with the name of the function called (`parse` for syntax
+//! errors), whichever step inside it failed. [`explain`] lists the steps of a divide or a
+//! product (`tessera eval --explain`).
 //!
 //! ```
 //! use tessera::expr::evaluate;

@@ -28,8 +28,8 @@ pub enum SwizzleError {
         /// Which condition fails.
         reason: String,
     },
-    /// The operands violate the operation's precondition, so no result meets its
-    /// post-condition.
+    /// The operation has no answer for these operands: a precondition fails, or no result
+    /// meets the post-condition; `reason` says which.
     #[error("{op}: {operands}: {reason}")]
     Inadmissible {
         /// The operation.
