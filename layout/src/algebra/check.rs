@@ -942,8 +942,9 @@ pub fn complement_refused(l: &Layout, cotarget: &IntTuple, e: &LayoutError) -> V
             ensure(!is_injective(&fl), || unjustified("complement", e))
         }
         // An extent times a stride of filter(L), the size of the cotarget, or a stride's
-        // magnitude, that leaves the i64 range: the chain the post-condition speaks of
-        // cannot be computed.
+        // magnitude, that leaves the i64 range (the chain the post-condition speaks of
+        // cannot be computed); or the last mode the documentation gives, which for a shape
+        // cotarget may round up mode by mode, reaches past i64.
         LayoutError::Overflow { .. } => ensure(
             cotarget.product().is_err()
                 || flat(l)
@@ -951,7 +952,8 @@ pub fn complement_refused(l: &Layout, cotarget: &IntTuple, e: &LayoutError) -> V
                     .any(|&(s, d)| d.checked_abs().and_then(|a| a.checked_mul(s)).is_none())
                 || filtered_modes(l)
                     .iter()
-                    .any(|&(s, d)| d.checked_abs().and_then(|a| a.checked_mul(s)).is_none()),
+                    .any(|&(s, d)| d.checked_abs().and_then(|a| a.checked_mul(s)).is_none())
+                || last_mode_overflows(l, cotarget),
             || unjustified("complement", e),
         ),
         LayoutError::Inadmissible { .. } if says(e, "interleave") => {
@@ -967,6 +969,33 @@ pub fn complement_refused(l: &Layout, cotarget: &IntTuple, e: &LayoutError) -> V
         }
         _ => Err(unjustified("complement", e)),
     }
+}
+
+/// Whether the last mode of `complement(L, cotarget)`, `rest` copies at stride `reach` (the
+/// largest `extent * |stride|` of filter(L)), leaves the i64 range: `rest` is
+/// `ceil(size(cotarget) / reach)`, or for a shape cotarget CuTe's quotient taken mode by mode
+/// (`ceil(c0 / reach)`, then `ceil(c1 / ceil(reach / c0))`, ...) if that is larger.
+fn last_mode_overflows(l: &Layout, cotarget: &IntTuple) -> bool {
+    let reach = filtered_modes(l)
+        .iter()
+        .map(|&(s, d)| i128::from(s) * i128::from(d).abs())
+        .max()
+        .unwrap_or(1);
+    let Ok(size) = cotarget.product() else {
+        return true;
+    };
+    let ceil = |a: i128, b: i128| (a + b - 1) / b;
+    let mut rest = ceil(i128::from(size), reach);
+    if cotarget.is_tuple() {
+        let mut div = reach;
+        let mut by_mode = 1i128;
+        for c in cotarget.leaves() {
+            by_mode *= ceil(i128::from(c), div);
+            div = ceil(div, i128::from(c));
+        }
+        rest = rest.max(by_mode);
+    }
+    (rest - 1) * reach + reach > i128::from(i64::MAX)
 }
 
 fn layout_of(modes: &[(i64, i64)]) -> Result<Layout, String> {
