@@ -419,6 +419,9 @@ fn errors_name_the_function_called() {
         "is_bijective(Sw<25,0,25> o (2,1099511627776):(0,1))",
         "false",
     );
+    // Injective, so only the image's extent decides, and bounding it needs 2^26 points: an
+    // error of is_bijective (the helper that gave up was cosize).
+    fails("is_bijective(Sw<25,0,25> o 1099511627776:1)", 1, "is_bijective");
     // i64::MIN / -1 overflows: an overflow, not a zero stride.
     let o = run(&["eval", "idx2crd(-9223372036854775808, 5, -1)"]);
     assert!(
