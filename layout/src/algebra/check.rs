@@ -1113,12 +1113,22 @@ pub fn logical_divide_refused(l: &Layout, t: &Tiler, e: &LayoutError) -> Verdict
                     unjustified("logical_divide", e)
                 });
             }
-            for (m, ti) in l.modes().zip(ts) {
-                if let Err(inner) = super::logical_divide(&m, ti) {
-                    return logical_divide_refused(&m, ti, &inner);
+            let mut modes = Vec::new();
+            for (i, m) in l.modes().enumerate() {
+                match ts.get(i) {
+                    Some(ti) => match super::logical_divide(&m, ti) {
+                        Err(inner) => return logical_divide_refused(&m, ti, &inner),
+                        Ok(r) => modes.push(r),
+                    },
+                    None => modes.push(m),
                 }
             }
-            Err(unjustified("logical_divide (every mode divides)", e))
+            // Every mode has its answer; only putting them together can fail, when the whole
+            // leaves the i64 range.
+            ensure(
+                matches!(e, LayoutError::Overflow { .. }) && Layout::concat(modes).is_err(),
+                || unjustified("logical_divide (every mode divides)", e),
+            )
         }
         Tiler::Layout(tl) => {
             let cl = super::coalesce(l);
@@ -1145,12 +1155,22 @@ pub fn logical_product_refused(a: &Layout, t: &Tiler, e: &LayoutError) -> Verdic
                     unjustified("logical_product", e)
                 });
             }
-            for (m, ti) in a.modes().zip(ts) {
-                if let Err(inner) = super::logical_product(&m, ti) {
-                    return logical_product_refused(&m, ti, &inner);
+            let mut modes = Vec::new();
+            for (i, m) in a.modes().enumerate() {
+                match ts.get(i) {
+                    Some(ti) => match super::logical_product(&m, ti) {
+                        Err(inner) => return logical_product_refused(&m, ti, &inner),
+                        Ok(r) => modes.push(r),
+                    },
+                    None => modes.push(m),
                 }
             }
-            Err(unjustified("logical_product (every mode multiplies)", e))
+            // Every mode has its answer; only putting them together can fail, when the whole
+            // leaves the i64 range.
+            ensure(
+                matches!(e, LayoutError::Overflow { .. }) && Layout::concat(modes).is_err(),
+                || unjustified("logical_product (every mode multiplies)", e),
+            )
         }
         Tiler::Layout(b) => {
             let Some(bound) = a.size().checked_mul(b.cosize()) else {
