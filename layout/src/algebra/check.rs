@@ -895,7 +895,9 @@ pub fn composition_refused(a: &Layout, b: &Layout, e: &LayoutError) -> Verdict {
             Err(_) => Ok(()),
         },
         // Some A(B(i)) leaves the i64 range, or the values span more than a layout's cosize
-        // may (every layout taking them has max - min + 1 of them at least).
+        // may (every layout taking them has max - min + 1 of them at least), or no layout
+        // takes them (the only candidate, the sum of the leaves' layouts, reaches past i64
+        // somewhere A o B does not).
         LayoutError::Overflow { .. } if !big => {
             let values: Result<Vec<i64>, String> =
                 (0..b.size()).map(|i| at(a, at(b, i)?)).collect();
@@ -904,7 +906,9 @@ pub fn composition_refused(a: &Layout, b: &Layout, e: &LayoutError) -> Verdict {
                 let hi = v.iter().copied().max().unwrap_or(0);
                 i128::from(hi) - i128::from(lo) + 1 > i128::from(i64::MAX)
             });
-            ensure(values.is_err() || too_wide, || {
+            // Or no layout exists at all: the forced candidate overflowed while being built.
+            let none = !matches!(composition_exists(a, b), Ok(true));
+            ensure(values.is_err() || too_wide || none, || {
                 unjustified("composition", e)
             })
         }

@@ -390,7 +390,8 @@ fn compose_tree(
 /// message names the index where the only candidate fails), or, for a leaf of B above
 /// 2^16 elements or a `B` above 2^16 elements whose leaves may interact, when the layout is
 /// not established point by point (the message says so: one may exist); `Overflow` when
-/// `A(B(i))` leaves the `i64` range.
+/// `A(B(i))` leaves the `i64` range, or the layout built for B's shape does (its leaves'
+/// offsets add up past `i64` where those of `A ∘ B` do not, so no layout is `A ∘ B`).
 ///
 /// ```
 /// use tessera_layout::{composition, Layout};
