@@ -22,7 +22,9 @@
 //!   sizes by `k`.
 //!
 //! A failure lists the operands, the answer or the error, and what is wrong, for up to 20
-//! cases; the counts of each outcome are printed (run with `--nocapture`).
+//! cases; the counts of each outcome are printed (run with `--nocapture`). The whole file takes
+//! about 30 s of CPU in the dev profile, split over nine tests that run in parallel (the root
+//! `Cargo.toml` builds tessera-layout at opt-level 2 there, assertions and overflow checks on).
 
 use std::collections::BTreeMap;
 
