@@ -198,6 +198,20 @@ fn complement_and_inverses() {
     // C++'s canonical left inverse of 3:2: (2,3):(0,1), Linv(2i) = i.
     ok("left_inverse(3:2)", "(2,3):(0,1)");
     ok("left_inverse(8:1)", "8:1");
+    // A shape cotarget is reached in full: (2:3, R) must reach 8 = size((4,2)); the gap
+    // below stride 3 holds 3 copies of stride 1, then ceil(8 / 6) = 2 copies of stride 6.
+    ok("complement(2:3, (4,2))", "(3,2):(1,6)");
+    ok("complement(4:1, (3,2))", "2:4"); // ceil(6 / 4) = 2 copies of stride 4
+                                         // Tied orders are broken by position: a bijection onto [0, 96).
+    ok(
+        "make_ordered_layout((2,3,4,2), (0,2,3,0))",
+        "(2,3,4,2):(1,4,12,2)",
+    );
+    ok("make_ordered_layout((2,2), (1,1))", "(2,2):(1,2)");
+    // L(1) = L(2) = 1: no left inverse exists.
+    fails("left_inverse((2,2):(1,1))", 1, "left_inverse");
+    fails("left_inverse(4:0)", 1, "left_inverse");
+    ok("generalized_left_inverse(4:0)", "4:0");
 }
 
 #[test]
@@ -228,6 +242,19 @@ fn divides() {
         "((4,3),2,2):((1,8),4,24)",
     );
     ok("flat_divide((8,6):(1,8), <4,3>)", "(4,3,2,2):(1,8,4,24)");
+    // (3,1):(1,4) and 3:1 are one function on [0, 3): the same divide. The tile 2:1 and its
+    // complement 2:2 give indices 0, 1, 2, 3; index 3 overhangs, where coalesce(L) = 3:1
+    // runs on: (2,2):(1,2).
+    ok("logical_divide((3,1):(1,4), 2:1)", "(2,2):(1,2)");
+    ok("logical_divide(3:1, 2:1)", "(2,2):(1,2)");
+}
+
+#[test]
+fn compositions_beyond_cutes_rule() {
+    // A(k*d) for k < n, worked out by hand; CuTe's divisibility rule refuses each.
+    ok("composition((10,1):(0,1), 4:6)", "(2,2):(0,1)"); // A(0,6,12,18) = 0,0,1,1
+    ok("composition((5,2):(0,1), 4:3)", "(2,2):(0,1)"); // A(0,3,6,9) = 0,0,1,1
+    ok("composition((4,8):(1,5), 2:5)", "2:6"); // A(5) = 1 + 5
 }
 
 #[test]
@@ -357,6 +384,86 @@ fn operation_errors_exit_1() {
     fails("get((2,3):(1,2), 2)", 1, "get");
     fails("upcast(8:1, size(<2>))", 1, "size");
     fails("(size(4:1), 2:1)", 1, "tuple");
+}
+
+/// An error names the function the expression called, whatever helper failed inside it.
+#[test]
+fn errors_name_the_function_called() {
+    // The tiler (2,2):(1,1) is not injective, so its complement fails inside each divide.
+    for op in [
+        "logical_divide",
+        "zipped_divide",
+        "tiled_divide",
+        "flat_divide",
+    ] {
+        fails(&format!("{op}(8:1, (2,2):(1,1))"), 1, op);
+    }
+    // A = (2,2):(1,1) is not injective, so complement(A, ...) fails inside each product.
+    for op in [
+        "logical_product",
+        "zipped_product",
+        "tiled_product",
+        "flat_product",
+        "blocked_product",
+        "raked_product",
+    ] {
+        fails(&format!("{op}((2,2):(1,1), 2:1)"), 1, op);
+    }
+    fails("size(2:1, 5)", 1, "size");
+    fails("shape((2,3):(1,2), 4)", 1, "shape");
+    fails("eval(2:1, (1,2))", 1, "eval");
+    fails("eval(Sw<1,0,1> o 2:1, (1,2))", 1, "eval");
+    // Its image cannot be bounded below 2^26 points, but the stride-0 mode of extent 2
+    // already makes it non-injective: false, not an error.
+    ok(
+        "is_bijective(Sw<25,0,25> o (2,1099511627776):(0,1))",
+        "false",
+    );
+    // Injective, so only the image's extent decides, and bounding it needs 2^26 points: an
+    // error of is_bijective (the helper that gave up was cosize).
+    fails(
+        "is_bijective(Sw<25,0,25> o 1099511627776:1)",
+        1,
+        "is_bijective",
+    );
+    // Found by fuzzing: 5.4 million elements of 921 bytes span 1.2 billion words, which the
+    // count used to list (minutes and gigabytes); now a bound error, at once.
+    fails("bank_conflicts(((),9,65,9218), 921)", 1, "bank_conflicts");
+    // i64::MIN / -1 overflows: an overflow, not a zero stride.
+    let o = run(&["eval", "idx2crd(-9223372036854775808, 5, -1)"]);
+    assert!(
+        stdout(&o).starts_with("error: idx2crd: integer overflow"),
+        "{}",
+        stdout(&o)
+    );
+    fails("idx2crd(3, 5, 0)", 1, "idx2crd");
+}
+
+/// An error line quotes its input shortened: a 2 MB expression gives a line of at most about
+/// a kilobyte, with an ellipsis where the middle was.
+#[test]
+fn error_lines_stay_short() {
+    let long = format!("size({}", "(".repeat(1 << 21));
+    let o = run_stdin(&format!("{long}\n"));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "one line");
+    assert!(
+        out.starts_with("error: parse: "),
+        "{}",
+        &out[..out.len().min(200)]
+    );
+    assert!(out.len() < 1200, "the line has {} bytes", out.len());
+    assert!(out.contains('…'), "{out}");
+    let huge_layout = format!(
+        "composition({}:1, 6:3)",
+        "(2,".repeat(5000) + "2" + &")".repeat(5000)
+    );
+    let o = run_stdin(&format!("{huge_layout}\n"));
+    assert!(
+        stdout(&o).len() < 1200,
+        "the line has {} bytes",
+        stdout(&o).len()
+    );
 }
 
 #[test]
@@ -620,6 +727,11 @@ fn every_function_is_dispatched() {
         ("complement", "complement(2:1,8)=4:2"),
         ("right_inverse", "right_inverse((2,3):(3,1))=(3,2):(2,1)"),
         ("left_inverse", "left_inverse((2,3):(3,1))=(3,2):(2,1)"),
+        // L(0..11) = 0,1,2,3,0,1,...: R = 4:1 sends every offset x < 4 to the index x.
+        (
+            "generalized_left_inverse",
+            "generalized_left_inverse((4,3):(1,0))=4:1",
+        ),
         ("logical_divide", "logical_divide(6:1,2)=(2,3):(1,2)"),
         ("zipped_divide", "zipped_divide(6:1,2)=(2,3):(1,2)"),
         ("tiled_divide", "tiled_divide(6:1,2)=(2,3):(1,2)"),
@@ -974,4 +1086,86 @@ fn typed_generator_reaches_values() {
         values * 3 > calls,
         "only {values} of {calls} calls have a value"
     );
+}
+
+/// `tessera eval --explain EXPR` prints the steps of a divide or product and ends with the
+/// line `tessera eval EXPR` prints (`= ` before a value).
+#[test]
+fn explain_shows_the_steps() {
+    let explain = |expr: &str| -> (Vec<String>, Option<i32>) {
+        let o = run(&["eval", "--explain", expr]);
+        (
+            stdout(&o).lines().map(str::to_string).collect(),
+            o.status.code(),
+        )
+    };
+    for (expr, steps) in [
+        (
+            "logical_divide((4,2,3):(2,1,8), 4:2)",
+            // Stride 2 leaves a gap of 2 copies of stride 1, reach 8; 24 / 8 = 3 copies.
+            &[
+                "complement(4:2, (4,2,3)) = (2,3):(1,8)",
+                "(T, C) = (4,(2,3)):(2,(1,8))",
+            ][..],
+        ),
+        (
+            "logical_product((2,2):(4,1), 6:1)",
+            // size 4 * cosize 6 = 24; the holes of {0,1,4,5} are 2:2 then 3:8.
+            &[
+                "size((2,2):(4,1)) * cosize(6:1) = 4 * 6 = 24",
+                "complement((2,2):(4,1), 24) = (2,3):(2,8)",
+            ][..],
+        ),
+        (
+            "zipped_divide((8,6):(1,8), <4,3>)",
+            &[
+                "mode 0: 8:1 by 4:1",
+                "complement(4:1, 8) = 2:4",
+                "complement(3:1, 6) = 2:3",
+            ][..],
+        ),
+        (
+            "blocked_product((2,5):(5,1), (3,4):(1,3))",
+            &["complement((2,5):(5,1), 120) = 12:10"][..],
+        ),
+    ] {
+        let (lines, code) = explain(expr);
+        assert_eq!(code, Some(0), "{expr}: {lines:?}");
+        for s in steps {
+            assert!(
+                lines.iter().any(|l| l.trim() == *s),
+                "{expr}: no step `{s}` in {lines:?}"
+            );
+        }
+        let value = stdout(&run(&["eval", expr]));
+        assert_eq!(
+            lines.last().unwrap(),
+            &format!("= {}", value.trim_end()),
+            "{expr}"
+        );
+    }
+    // A failing step names the condition and the witness, and the last line is the error
+    // line of `tessera eval`.
+    for (expr, step) in [
+        (
+            "logical_divide(8:1, (2,2):(1,1))",
+            "maps indices 1 and 2 to the same offset 1",
+        ),
+        (
+            "logical_product((2,2):(1,1), 2:1)",
+            "maps indices 1 and 2 to the same offset 1",
+        ),
+        (
+            "logical_divide((6,2):(1,7), (3,2):(2,3))",
+            "the mode 2:3 has a stride below 6",
+        ),
+    ] {
+        let (lines, code) = explain(expr);
+        assert_eq!(code, Some(1), "{expr}: {lines:?}");
+        assert!(lines.iter().any(|l| l.contains(step)), "{expr}: {lines:?}");
+        let plain = stdout(&run(&["eval", expr]));
+        assert_eq!(lines.last().unwrap(), plain.trim_end(), "{expr}");
+    }
+    let (lines, code) = explain("size((2,3))");
+    assert_eq!((lines, code), (vec!["= 6".to_string()], Some(0)));
 }

@@ -9,8 +9,11 @@ use crate::shape::{Coord, Shape, Stride};
 /// A hierarchical `shape:stride` layout, CuTe's `Layout`.
 ///
 /// Invariants (checked by [`Layout::new`]): shape and stride are congruent, every extent is at
-/// least 1, and the size and the image bounds fit in an `i64`, so evaluating any in-range
-/// coordinate cannot overflow.
+/// least 1, and the size, the image bounds and the span of the image (`max - min + 1`, the
+/// [`cosize`](Layout::cosize)) fit in an `i64`. So evaluating any in-range coordinate cannot
+/// overflow, and `size`, `cosize`, `coshape` and `image_bounds` are exact and infallible.
+/// (`2:-9223372036854775808` is refused: its offsets 0 and `i64::MIN` fit, but its cosize,
+/// `2^63 + 1`, does not.)
 ///
 /// ```
 /// use tessera_layout::Layout;
@@ -34,8 +37,8 @@ impl fmt::Display for Layout {
 impl Layout {
     /// A layout from a shape and a congruent stride.
     ///
-    /// Errors if they are not congruent, an extent is below 1, or the size or image bounds
-    /// overflow `i64`.
+    /// Errors: `Mismatch` if they are not congruent, `BadShape` if an extent is below 1,
+    /// `Overflow` if the size, the image bounds or the cosize does not fit in an `i64`.
     pub fn new(shape: impl Into<IntTuple>, stride: impl Into<IntTuple>) -> Result<Layout> {
         let shape = Shape(shape.into());
         let stride = Stride(stride.into());
@@ -300,7 +303,7 @@ impl Layout {
     /// whose integer leaves each index a whole sub-mode (CuTe's `crd2idx`).
     pub fn eval(&self, coord: &IntTuple) -> Result<i64> {
         crd2idx(coord, &self.shape, &self.stride)
-            .map_err(|e| e.within("crd2idx", || format!("{coord}, {self}")))
+            .map_err(|e| e.within("eval", || format!("{self} at {coord}")))
     }
 
     /// All offsets `[L(0), ..., L(size-1)]`.
@@ -311,20 +314,33 @@ impl Layout {
     }
 
     fn image_bounds_checked(&self) -> Result<(i64, i64)> {
-        let (mut lo, mut hi) = (0i64, 0i64);
-        let err = || LayoutError::overflow("cosize", self.to_string());
+        let (mut lo, mut hi) = (0i128, 0i128);
         for (s, d) in self.shape.leaves().iter().zip(self.stride.leaves().iter()) {
-            let ext = (s - 1).checked_mul(*d).ok_or_else(err)?;
+            let ext = i128::from(s - 1) * i128::from(*d);
             if ext < 0 {
-                lo = lo.checked_add(ext).ok_or_else(err)?;
+                lo += ext;
             } else {
-                hi = hi.checked_add(ext).ok_or_else(err)?;
+                hi += ext;
+            }
+            // |ext| < 2^126 and at most a few thousand leaves: the sums cannot wrap i128
+            // before this test stops them.
+            if lo < i128::from(i64::MIN) || hi > i128::from(i64::MAX) {
+                return Err(LayoutError::overflow(
+                    "make_layout",
+                    format!("{self} (its image bounds leave the i64 range)"),
+                ));
             }
         }
-        hi.checked_sub(lo)
-            .and_then(|x| x.checked_add(1))
-            .ok_or_else(err)?;
-        Ok((lo, hi))
+        if hi - lo + 1 > i128::from(i64::MAX) {
+            return Err(LayoutError::overflow(
+                "make_layout",
+                format!(
+                    "{self} (its cosize, max - min + 1 = {} - ({}) + 1, is above i64::MAX)",
+                    hi, lo
+                ),
+            ));
+        }
+        Ok((lo as i64, hi as i64))
     }
 
     /// The smallest and largest offset the layout reaches on its domain `[0, size)`.
@@ -364,7 +380,12 @@ impl Layout {
         self.shape.map_leaves(&mut |s| {
             let d = strides[k];
             k += 1;
-            (s - 1) * d.abs() + 1
+            // An extent-1 leaf may have any stride (i64::MIN too), and contributes 1.
+            if s == 1 {
+                1
+            } else {
+                (s - 1) * d.abs() + 1
+            }
         })
     }
 }

@@ -25,10 +25,10 @@ mod shape;
 pub use algebra::{
     blocked_product, canonical, coalesce, coalesce_profile, complement, complement_default,
     composition, composition_tiler, downcast, equal, filter, filter_zeros, flat_divide,
-    flat_product, left_inverse, logical_divide, logical_product, make_layout_like,
-    make_ordered_layout, max_common_layout, max_common_vector, nullspace, raked_product,
-    right_inverse, tile_to_shape, tiled_divide, tiled_product, upcast, zipped_divide,
-    zipped_product, Tiler,
+    flat_product, generalized_left_inverse, left_inverse, logical_divide, logical_product,
+    make_layout_like, make_ordered_layout, max_common_layout, max_common_vector, nullspace,
+    raked_product, right_inverse, tile_to_shape, tiled_divide, tiled_product, upcast,
+    zipped_divide, zipped_product, Tiler,
 };
 pub use error::{LayoutError, Result};
 pub use int_tuple::{compatible, congruent, weakly_congruent, IntTuple, Leaves};

@@ -203,12 +203,30 @@ fn composition_rejects_inadmissible_pairs() {
         // Steps of both signs with digits below A's last mode: C++ division truncates, so
         // A(1 - 4) = A(-3) = -3, not A(1) + A(-4) = 1 - 7.
         ("(4,1000000):(1,7)", "(2,1000):(1,-4)"),
-        // Stride divisibility: CuTe static_asserts, and so does this crate (2:7 would do,
-        // but no rule of CuTe's form finds it).
-        ("(4,3):(1,5)", "2:6"),
     ] {
         let what = format!("{a} o {b}");
         expect_inadmissible(&what, composition(&l(a), &l(b)));
+    }
+}
+
+/// Pairs CuTe's divisibility rule refuses (or accepts only by luck), for which a layout with
+/// B's shape exists: worked out from `R(k) = A(B(k))`.
+#[test]
+fn compositions_beyond_cutes_rule() {
+    for (a, b, want) in [
+        // A(0) = 0, A(6) = A(2,1) = 2 + 5 = 7: CuTe static_asserts (6 vs extent 4).
+        ("(4,3):(1,5)", "2:6", "2:7"),
+        // A(5) = A(1,1) = 1 + 5 = 6.
+        ("(4,8):(1,5)", "2:5", "2:6"),
+        // A(0, 6, 12, 18) = 0, 0, 1, 1 (mode 0 has stride 0; 12 and 18 are in the last mode).
+        ("(10,1):(0,1)", "4:6", "(2,2):(0,1)"),
+        // A(0, 3, 6, 9) = 0, 0, 1, 1.
+        ("(5,2):(0,1)", "4:3", "(2,2):(0,1)"),
+    ] {
+        let what = format!("{a} o {b}");
+        let (a, b) = (l(a), l(b));
+        let r = expect_layout(&what, composition(&a, &b), want);
+        ok(&what, check::composition(&a, &b, &r));
     }
 }
 
@@ -299,14 +317,31 @@ fn inverse_examples() {
         ("(4,8):(1,5)", "(5,8):(1,4)"),
         ("(2,3):(3,1)", "(3,2):(2,1)"),
         ("8:1", "8:1"),
-        ("4:0", "4:0"),
     ] {
         let what = format!("left_inverse({a})");
         let a = l(a);
         let r = expect_layout(&what, left_inverse(&a), want);
         ok(&what, check::left_inverse(&a, &r));
     }
+    // Injective, but 3 is not a multiple of 2 (CuTe's divisibility condition).
     expect_inadmissible("left_inverse((3,2):(2,3))", left_inverse(&l("(3,2):(2,3)")));
+    // Not injective: no left inverse exists.
+    for a in ["4:0", "(2,2):(1,1)", "(3,21846):(1,2)", "(2,3):(2,1)"] {
+        expect_inadmissible(a, left_inverse(&l(a)));
+    }
+    for (a, want) in [
+        ("4:0", "4:0"),
+        ("(4,3):(1,0)", "4:1"),
+        // Sorted strides 1, 2: R(x) = x % 2 + 3 (x / 2), and L(R(x)) = x for every even
+        // and odd x: the overlap of (3:1) and (21846:2) is below a gap-free chain.
+        ("(3,21846):(1,2)", "(2,21846):(1,3)"),
+        ("(4,8):(8,1)", "(8,4):(4,1)"),
+    ] {
+        let what = format!("generalized_left_inverse({a})");
+        let a = l(a);
+        let r = expect_layout(&what, generalized_left_inverse(&a), want);
+        ok(&what, check::generalized_left_inverse(&a, &r));
+    }
 }
 
 #[test]
@@ -496,6 +531,12 @@ fn recast_and_nullspace_examples() {
         ok("upcast", check::upcast(&a, n, &r));
     }
     expect_inadmissible("upcast 3", upcast(&l("8:2"), 3));
+    // Found by fuzzing: i64::MIN has no i64 absolute value, but 2 divides it; the stride
+    // becomes i64::MIN / 2 (an extent-1 leaf may carry any stride).
+    let a = l("(1):(-9223372036854775808)");
+    let r = expect_layout("upcast", upcast(&a, 2), "(1):(-4611686018427387904)");
+    ok("upcast", check::upcast(&a, 2, &r));
+    expect_inadmissible("upcast 7", upcast(&a, 7));
     for (a, n, down) in [
         ("(4,(4,2)):(1,(8,4))", 2, "(8,(4,2)):(1,(16,8))"),
         ("(2,3):(3,1)", 4, "(2,12):(12,1)"),
@@ -569,9 +610,26 @@ fn errors_name_the_operation_and_operands() {
     assert_eq!(e.op(), "complement");
     assert!(e.to_string().contains("(2,2):(2,3)"), "{e}");
 
-    let e = logical_divide(&l("(3,1):(0,-1)"), &tl("2:1")).unwrap_err();
-    assert_eq!(e.op(), "logical_divide");
-    assert!(e.to_string().contains("(3,1):(0,-1)"), "{e}");
+    // A divide or product that fails inside reports the operation called.
+    let (a, bad) = (l("8:1"), tl("(2,2):(1,1)"));
+    for (op, e) in [
+        ("logical_divide", logical_divide(&a, &bad).unwrap_err()),
+        ("zipped_divide", zipped_divide(&a, &bad).unwrap_err()),
+        ("tiled_divide", tiled_divide(&a, &bad).unwrap_err()),
+        ("flat_divide", flat_divide(&a, &bad).unwrap_err()),
+    ] {
+        assert_eq!(e.op(), op, "{e}");
+        assert!(e.to_string().contains("(2,2):(1,1)"), "{e}");
+    }
+    let (a, b) = (l("(2,2):(1,1)"), tl("2:1"));
+    for (op, e) in [
+        ("logical_product", logical_product(&a, &b).unwrap_err()),
+        ("zipped_product", zipped_product(&a, &b).unwrap_err()),
+        ("tiled_product", tiled_product(&a, &b).unwrap_err()),
+        ("flat_product", flat_product(&a, &b).unwrap_err()),
+    ] {
+        assert_eq!(e.op(), op, "{e}");
+    }
 
     let e = composition(
         &l("(1,2):(0,1073741824)"),
@@ -595,18 +653,25 @@ fn errors_name_the_operation_and_operands() {
     assert_eq!(e.op(), "upcast");
 }
 
-/// Overlapping modes: the canonical left inverse of `(2,3):(2,1)` would be `(2,2):(2,1)`,
-/// for which L(R(L(5))) = L(R(4)) = L(2) = 1 != 4, so the operation must refuse rather than
-/// return it. With stride-0 (broadcast) modes the weak post-condition still holds.
+/// Overlapping modes: `(2,3):(2,1)` maps 1 and 2 to offset 2, so it has no left inverse;
+/// CuTe's canonical generalized inverse would be `(2,2):(2,1)`, for which
+/// L(R(L(5))) = L(R(4)) = L(2) = 1 != 4, so that operation must refuse rather than return
+/// it. With stride-0 (broadcast) modes the weak post-condition still holds.
 #[test]
 fn left_inverse_of_overlapping_modes() {
     let l: Layout = "(2,3):(2,1)".parse().unwrap();
-    let err = tessera_layout::left_inverse(&l).unwrap_err();
+    let err = left_inverse(&l).unwrap_err();
     assert_eq!(err.op(), "left_inverse");
+    assert!(err.to_string().contains("not injective"), "{err}");
+    let err = generalized_left_inverse(&l).unwrap_err();
+    assert_eq!(err.op(), "generalized_left_inverse");
+    assert!(err.to_string().contains("i = 5"), "{err}");
     let l: Layout = "(4,6):(4,1)".parse().unwrap();
-    assert!(tessera_layout::left_inverse(&l).is_err());
+    assert!(left_inverse(&l).is_err());
+    assert!(generalized_left_inverse(&l).is_err());
     let l: Layout = "(4,3):(1,0)".parse().unwrap();
-    let r = tessera_layout::left_inverse(&l).unwrap();
+    assert!(left_inverse(&l).is_err());
+    let r = generalized_left_inverse(&l).unwrap();
     for i in 0..l.size() {
         let o = l.call(i).unwrap();
         assert_eq!(l.call(r.call(o).unwrap()).unwrap(), o);

@@ -408,13 +408,23 @@ fn product_complement(a: &Layout, b: &Layout) -> Option<Layout> {
     cxx_complement(a, &[a.size() * span(b)])
 }
 
-/// `R = L ∘ (T, C)` with `C = complement(T, shape(coalesce(L)))`: rank 2, shapes following
-/// `(T, C)`, and `R(i) == L((T, C)(i))` everywhere. Where C++ has no complement here, the
-/// weaker conditions: mode 0 is `L ∘ T` and R covers L's image.
+/// `R = coalesce(L) ∘ (T, C)` with `C = complement(T, shape(coalesce(L)))`: rank 2, shapes
+/// following `(T, C)`, and `R(i) == coalesce(L)((T, C)(i))` everywhere (tessera divides the
+/// coalesced L, so that the overhang past L's domain depends on L's values only; C++ and
+/// pycute compose L as written and agree with this inside L's domain). Where C++ has no
+/// complement here, the weaker conditions: mode 0 is `L ∘ T` and R covers L's image.
 fn post_divide_leaf(l: &Layout, t: &Layout, r: &Layout) -> Result<(), String> {
     ensure(r.rank() == 2, || format!("rank {} != 2", r.rank()))?;
     if let Some(b) = divide_operand(l, t) {
-        return post_composition(l, &b, r).map_err(|e| format!("as L o {b}: {e}"));
+        let leaves: Vec<(i64, i64)> = l
+            .shape()
+            .leaves()
+            .iter()
+            .copied()
+            .zip(l.stride().leaves().iter().copied())
+            .collect();
+        let lc = flat_coalesced(&leaves);
+        return post_composition(&lc, &b, r).map_err(|e| format!("as coalesce(L) o {b}: {e}"));
     }
     let r0 = mode(r, 0).unwrap();
     ensure(r0.size() == t.size(), || {

@@ -44,6 +44,11 @@ fn after_help() -> String {
 #[derive(clap::Args)]
 #[command(after_help = after_help())]
 pub struct EvalArgs {
+    /// Print the intermediate layouts of a divide or a product (the complement, the
+    /// composition, mode by mode), one per line, then `= RESULT`; a failing step prints its
+    /// error and the last line is the `error: ...` line. Other expressions print `= VALUE`.
+    #[arg(long)]
+    pub explain: bool,
     /// The expression, or `-` to read one expression per line from standard input. Several
     /// words are joined with spaces, so the expression need not be quoted as one argument.
     #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
@@ -53,9 +58,19 @@ pub struct EvalArgs {
 /// Runs `tessera eval`.
 pub fn run(args: EvalArgs) -> ExitCode {
     if args.expr.len() == 1 && args.expr[0] == "-" {
+        if args.explain {
+            let _ = writeln!(
+                io::stderr(),
+                "error: eval: --explain takes one expression, not `-`"
+            );
+            return ExitCode::from(2);
+        }
         return run_stdin();
     }
     let src = args.expr.join(" ");
+    if args.explain {
+        return run_explain(&src);
+    }
     match expr::evaluate(&src) {
         Ok(v) => {
             // A closed pipe is not worth a panic; nothing useful is left to do then.
@@ -73,11 +88,49 @@ pub fn run(args: EvalArgs) -> ExitCode {
     }
 }
 
+/// `tessera eval --explain EXPR`: the steps, then `= VALUE` or the error line.
+fn run_explain(src: &str) -> ExitCode {
+    let x = expr::explain(src);
+    let mut out = io::stdout().lock();
+    for line in &x.steps {
+        let _ = writeln!(out, "{line}");
+    }
+    match x.result {
+        Ok(v) => {
+            let _ = writeln!(out, "= {v}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let line = error_line(&e);
+            let _ = writeln!(out, "{line}");
+            if !(io::stdout().is_terminal() && io::stderr().is_terminal()) {
+                let _ = writeln!(io::stderr(), "{line}");
+            }
+            ExitCode::from(exit_status(&e))
+        }
+    }
+}
+
+/// The longest error line printed, in bytes (before `error: `).
+const MAX_ERROR_LINE: usize = 1000;
+
 /// The line printed for an error: `error: ` and the error, which starts with the operation.
+/// A message quotes its operands; the line stays one line whatever they held, and one of
+/// at most [`MAX_ERROR_LINE`] bytes (the middle of a longer one gives way to an ellipsis).
 fn error_line(e: &Error) -> String {
-    // A message quotes the input; keep the answer on one line whatever the input held.
     let msg = e.to_string().replace(['\n', '\r'], " ");
-    format!("error: {msg}")
+    if msg.len() <= MAX_ERROR_LINE {
+        return format!("error: {msg}");
+    }
+    let mut head = MAX_ERROR_LINE * 2 / 3;
+    while !msg.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = msg.len() - MAX_ERROR_LINE / 3;
+    while !msg.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("error: {}…{}", &msg[..head], &msg[tail..])
 }
 
 fn exit_status(e: &Error) -> u8 {

@@ -49,6 +49,10 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("complement", "complement(L[, cotarget])"),
     ("right_inverse", "right_inverse(L)"),
     ("left_inverse", "left_inverse(L)"),
+    (
+        "generalized_left_inverse",
+        "generalized_left_inverse(L)  (R with L(R(L(i))) == L(i))",
+    ),
     ("logical_divide", "logical_divide(L, T)"),
     ("zipped_divide", "zipped_divide(L, T)"),
     ("tiled_divide", "tiled_divide(L, T)"),
@@ -138,13 +142,16 @@ impl Expr {
                 offset.as_ref().map(|o| o.eval()).transpose()?,
                 layout.eval()?,
             ),
+            // The arguments' errors are their own; every error raised by the call itself,
+            // in whatever helper, is reported as an error of the function called.
             Expr::Call { name, args } => call(
                 name,
                 Args {
                     op: name,
                     vals: eval_all(args)?,
                 },
-            ),
+            )
+            .map_err(|e| e.relabel(name)),
         }
     }
 }
@@ -400,6 +407,9 @@ fn call(name: &'static str, a: Args) -> Result<Value, Error> {
         }
         "right_inverse" => unary(a, tl::right_inverse, sa::right_inverse),
         "left_inverse" => unary(a, tl::left_inverse, sa::left_inverse),
+        "generalized_left_inverse" => unary(a, tl::generalized_left_inverse, |_| {
+            Err(not_swizzled("generalized_left_inverse"))
+        }),
         "nullspace" => unary(a, tl::nullspace, |_| Err(not_swizzled("nullspace"))),
         "logical_divide" => by_tiler(a, tl::logical_divide, sa::logical_divide),
         "zipped_divide" => by_tiler(a, tl::zipped_divide, sa::zipped_divide),
@@ -818,16 +828,32 @@ fn make_layout(a: Args) -> Result<Value, Error> {
 /// CuTe's `idx2crd(idx, shape, stride)`: each leaf of the coordinate is
 /// `(idx / stride) % shape` (C++ truncating division); a tuple `idx` is split mode by mode.
 fn idx2crd_strided(idx: &IntTuple, l: &Layout) -> Result<IntTuple, Error> {
-    fn go(idx: &IntTuple, s: &IntTuple, d: &IntTuple) -> Option<IntTuple> {
-        Some(match (idx, s, d) {
+    const OP: &str = "idx2crd";
+    fn go(idx: &IntTuple, s: &IntTuple, d: &IntTuple) -> Result<IntTuple, Error> {
+        Ok(match (idx, s, d) {
             (IntTuple::Int(i), IntTuple::Int(s), IntTuple::Int(d)) => {
-                IntTuple::Int(i.checked_div(*d)?.checked_rem(*s)?)
+                if *d == 0 {
+                    return Err(Error::call(
+                        OP,
+                        format!(
+                            "index {i} reaches a mode {s}:0, and a stride of 0 divides nothing"
+                        ),
+                    ));
+                }
+                // i64::MIN / -1 is the only quotient that overflows.
+                let q = i.checked_div(*d).ok_or_else(|| {
+                    Error::Layout(tessera_layout::LayoutError::overflow(
+                        OP,
+                        format!("{i} / {d}"),
+                    ))
+                })?;
+                IntTuple::Int(q % s)
             }
             (IntTuple::Int(_), IntTuple::Tuple(ss), IntTuple::Tuple(ds)) => IntTuple::Tuple(
                 ss.iter()
                     .zip(ds)
                     .map(|(s, d)| go(idx, s, d))
-                    .collect::<Option<_>>()?,
+                    .collect::<Result<_, _>>()?,
             ),
             (IntTuple::Tuple(is), IntTuple::Tuple(ss), IntTuple::Tuple(ds))
                 if is.len() == ss.len() =>
@@ -837,21 +863,20 @@ fn idx2crd_strided(idx: &IntTuple, l: &Layout) -> Result<IntTuple, Error> {
                         .zip(ss)
                         .zip(ds)
                         .map(|((i, s), d)| go(i, s, d))
-                        .collect::<Option<_>>()?,
+                        .collect::<Result<_, _>>()?,
                 )
             }
-            _ => return None,
+            _ => {
+                return Err(Error::call(
+                    OP,
+                    format!(
+                        "{idx} is not an index of {s} (a tuple index must match the shape's modes)"
+                    ),
+                ))
+            }
         })
     }
-    go(idx, l.shape(), l.stride()).ok_or_else(|| {
-        Error::call(
-            "idx2crd",
-            format!(
-                "{idx} is not an index of {l} (a tuple index must match the shape's modes, \
-                 and a leaf it reaches must have a non-zero stride)"
-            ),
-        )
-    })
+    go(idx, l.shape(), l.stride())
 }
 
 /// `crd2idx(coord, L)`, `crd2idx(L, coord)`, `crd2idx(coord, S)` (column-major strides) and

@@ -32,7 +32,8 @@
 //!   column-major layout of that shape, two int tuples are a shape and a stride), `col_major(S)`,
 //!   `row_major(S)`, `make_ordered_layout(S, order)`, `make_layout_like(L)`;
 //! - algebra: `coalesce(L[, profile])`, `filter(L)`, `filter_zeros(L)`, `composition(A, B)`,
-//!   `complement(L[, cotarget])`, `right_inverse(L)`, `left_inverse(L)`,
+//!   `complement(L[, cotarget])`, `right_inverse(L)`, `left_inverse(L)` (of an injective
+//!   layout), `generalized_left_inverse(L)` (`L(R(L(i))) == L(i)`),
 //!   `logical_divide zipped_divide tiled_divide flat_divide logical_product zipped_product
 //!   tiled_product flat_product` (`(L, T)`), `blocked_product(A, B)`, `raked_product(A, B)`,
 //!   `tile_to_shape(L, S[, order])`, `max_common_vector(A, B)`, `max_common_layout(A, B)`,
@@ -80,7 +81,9 @@
 //! A malformed literal, an unknown function name or a misplaced token is a syntax error
 //! ([`Error::is_syntax`]); everything else (an inadmissible composition, a wrong number or
 //! kind of arguments to a known function, an index out of range) is an error of the operation.
-//! An error's `Display` starts with the name of the operation (`parse` for syntax errors).
+//! An error's `Display` starts with the name of the function called (`parse` for syntax
+//! errors), whichever step inside it failed. [`explain`] lists the steps of a divide or a
+//! product (`tessera eval --explain`).
 //!
 //! ```
 //! use tessera::expr::evaluate;
@@ -103,6 +106,7 @@
 //! ```
 
 mod eval;
+mod explain;
 mod parse;
 mod tuple;
 mod value;
@@ -113,6 +117,7 @@ use tessera_layout::LayoutError;
 use tessera_swizzle::SwizzleError;
 
 pub use eval::{call_function, FUNCTIONS};
+pub use explain::{explain, Explanation};
 pub use parse::{parse, Expr};
 pub use value::Value;
 
@@ -153,6 +158,16 @@ impl Error {
             Error::Layout(e) => e.op(),
             Error::Swizzle(e) => e.op(),
             Error::Call { op, .. } => op,
+        }
+    }
+
+    /// The same error reported as an error of `op`, the function the expression called,
+    /// whatever helper raised it (a syntax error stays a syntax error).
+    pub fn relabel(self, op: &'static str) -> Self {
+        match self {
+            Error::Layout(e) => Error::Layout(e.relabel(op)),
+            Error::Swizzle(e) => Error::Swizzle(e.relabel(op)),
+            Error::Call { msg, .. } => Error::Call { op, msg },
         }
     }
 

@@ -167,11 +167,20 @@ impl AnyLayout {
     /// assert!(!p("(2,2):(1,1)").is_bijective().unwrap());
     /// ```
     pub fn is_bijective(&self) -> Result<bool> {
-        let size = self.size();
-        if self.cosize()? != size {
+        const OP: &str = "is_bijective";
+        // Either test failing decides the answer, so a bound hit by one does not matter when
+        // the other fails: injectivity first (a stride-0 mode or a size above the inner
+        // cosize decides it at once), then the extent of the image.
+        let injective = layout_is_injective(OP, self.inner());
+        if matches!(injective, Ok(false)) {
             return Ok(false);
         }
-        self.is_injective()
+        let extent = self.cosize().map_err(|e| e.relabel(OP));
+        match (injective, extent) {
+            (_, Ok(c)) if c != self.size() => Ok(false),
+            (Ok(inj), Ok(_)) => Ok(inj),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        }
     }
 
     /// Parses a plain or a swizzled layout at the cursor.

@@ -100,7 +100,12 @@ pub fn bank_conflicts<L: Clone + Into<AnyLayout>>(l: &L, elem_bytes: i64) -> Res
     let l: AnyLayout = l.clone().into();
     check_elem_bytes(OP, &l, elem_bytes)?;
     let (lanes, v) = lanes_and_values(OP, &l)?;
-    check_enumerable(OP, (lanes * v) as u128, || l.to_string())?;
+    // The words are listed, not only the elements: an element of `elem_bytes` bytes spans up
+    // to `elem_bytes / 4 + 2` of them.
+    let words_per_element = (elem_bytes / 4 + 2) as u128;
+    check_enumerable(OP, (lanes * v) as u128 * words_per_element, || {
+        l.to_string()
+    })?;
     let eb = i128::from(elem_bytes);
     let lane_bytes = i128::from(v) * eb;
     let per_phase = (i128::from(WAVEFRONT_BYTES) / lane_bytes).clamp(1, 32) as i64;

@@ -28,8 +28,8 @@ pub enum SwizzleError {
         /// Which condition fails.
         reason: String,
     },
-    /// The operands violate the operation's precondition, so no result meets its
-    /// post-condition.
+    /// The operation has no answer for these operands: a precondition fails, or no result
+    /// meets the post-condition; `reason` says which.
     #[error("{op}: {operands}: {reason}")]
     Inadmissible {
         /// The operation.
@@ -76,6 +76,42 @@ impl SwizzleError {
     /// Whether this is a syntax error of the text form.
     pub fn is_parse(&self) -> bool {
         matches!(self, SwizzleError::Layout(e) if e.is_parse())
+    }
+
+    /// The same error reported as an error of `op`, operands unchanged: for an operation
+    /// that fails inside another one it calls (a syntax error stays a syntax error).
+    pub fn relabel(self, op: &'static str) -> Self {
+        match self {
+            SwizzleError::Layout(e) => SwizzleError::Layout(e.relabel(op)),
+            SwizzleError::BadSwizzle {
+                b, m, s, reason, ..
+            } => SwizzleError::BadSwizzle {
+                op,
+                b,
+                m,
+                s,
+                reason,
+            },
+            SwizzleError::Inadmissible {
+                operands, reason, ..
+            } => SwizzleError::Inadmissible {
+                op,
+                operands,
+                reason,
+            },
+            SwizzleError::Overflow { operands, .. } => SwizzleError::Overflow { op, operands },
+            SwizzleError::TooLarge {
+                operands,
+                needed,
+                limit,
+                ..
+            } => SwizzleError::TooLarge {
+                op,
+                operands,
+                needed,
+                limit,
+            },
+        }
     }
 
     pub(crate) fn inadmissible(

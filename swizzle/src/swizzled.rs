@@ -90,7 +90,7 @@ impl SwizzledLayout {
     /// `R(c) = Sw(OFFSET + L(c))` for a coordinate weakly congruent with the shape.
     pub fn eval(&self, coord: &IntTuple) -> Result<i64> {
         let x = self.inner.eval(coord)?;
-        self.finish("crd2idx", x)
+        self.finish("eval", x)
     }
 
     /// All offsets `[R(0), ..., R(size-1)]`.

@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 
+use crate::error::LayoutError;
 use crate::int_tuple::{compatible, congruent, IntTuple};
 use crate::layout::Layout;
 
@@ -53,9 +54,42 @@ pub fn same_function(l: &Layout, r: &Layout) -> Verdict {
     Ok(())
 }
 
-/// `coalesce`: same size, depth at most 1, `R(i) == L(i)` for `i < size(L)`.
-pub fn coalesce(l: &Layout, r: &Layout) -> Verdict {
+/// `R` is in coalesced form: depth at most 1, and `1:0` or modes of extent above 1 of which
+/// no two neighbours `s0:d0, s1:d1` have `d1 == s0*d0` (they would merge).
+fn coalesced_form(r: &Layout) -> Verdict {
     ensure(r.depth() <= 1, || format!("{r} has depth {}", r.depth()))?;
+    let m = flat(r);
+    if m == [(1, 0)] {
+        return Ok(());
+    }
+    for &(s, d) in &m {
+        ensure(s > 1, || format!("{r} keeps a mode {s}:{d} of extent 1"))?;
+    }
+    for w in m.windows(2) {
+        ensure(w[0].0.checked_mul(w[0].1) != Some(w[1].1), || {
+            format!(
+                "{r} keeps the modes {}:{} and {}:{}, which merge",
+                w[0].0, w[0].1, w[1].0, w[1].1
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The flat `(extent, stride)` leaves of a layout, in order.
+fn flat(l: &Layout) -> Vec<(i64, i64)> {
+    l.shape()
+        .leaves()
+        .iter()
+        .copied()
+        .zip(l.stride().leaves().iter().copied())
+        .collect()
+}
+
+/// `coalesce`: `R` in coalesced form (depth at most 1; `1:0`, or no mode of extent 1 and no
+/// two neighbours that merge), the same size, and `R(i) == L(i)` for `i < size(L)`.
+pub fn coalesce(l: &Layout, r: &Layout) -> Verdict {
+    coalesced_form(r)?;
     same_function(l, r)
 }
 
@@ -189,8 +223,9 @@ pub fn complement(l: &Layout, cotarget: &IntTuple, r: &Layout) -> Verdict {
     })
 }
 
-/// `right_inverse(L)`: `L(R(i)) == i` for every `i < size(R)`.
+/// `right_inverse(L)`: `R` in coalesced form and `L(R(i)) == i` for every `i < size(R)`.
 pub fn right_inverse(l: &Layout, r: &Layout) -> Verdict {
+    coalesced_form(r)?;
     for i in 0..r.size() {
         let ri = at(r, i)?;
         let back = at(l, ri)?;
@@ -199,12 +234,9 @@ pub fn right_inverse(l: &Layout, r: &Layout) -> Verdict {
     Ok(())
 }
 
-/// `left_inverse(L)`: `R(L(i)) == i` for every `i < size(L)` when `L` is injective (nothing
-/// is promised otherwise).
+/// `left_inverse(L)`: `R(L(i)) == i` for every `i < size(L)` (so `L` must be injective: a
+/// result for any other `L` fails here).
 pub fn left_inverse(l: &Layout, r: &Layout) -> Verdict {
-    if !is_injective(l) {
-        return Ok(());
-    }
     for i in 0..l.size() {
         let li = at(l, i)?;
         let back = at(r, li)?;
@@ -213,15 +245,32 @@ pub fn left_inverse(l: &Layout, r: &Layout) -> Verdict {
     Ok(())
 }
 
+/// `generalized_left_inverse(L)`: `L(R(L(i))) == L(i)` for every `i < size(L)`, `L`
+/// evaluated on its extended domain.
+pub fn generalized_left_inverse(l: &Layout, r: &Layout) -> Verdict {
+    for i in 0..l.size() {
+        let li = at(l, i)?;
+        let ri = at(r, li)?;
+        let back = at(l, ri)?;
+        ensure(back == li, || {
+            format!("L(R(L({i}))) = L(R({li})) = L({ri}) = {back}, not {li}")
+        })?;
+    }
+    Ok(())
+}
+
 /// `logical_divide(L, T)`: for a layout tiler, `R` has rank 2, `shape(T)` and `shape(C)` are
-/// compatible with its modes, and `R(i, j) == L(T(i) + C(j))` where
-/// `C = complement(T, shape(coalesce(L)))`. `_` keeps the mode; by-mode tilers mode by mode,
-/// L's further modes unchanged.
+/// compatible with its modes, and `R(i, j) == coalesce(L)(T(i) + C(j))` (on the extended
+/// domain of `coalesce(L)`) where `C = complement(T, shape(coalesce(L)))`. `_` keeps the
+/// mode; by-mode tilers mode by mode, L's further modes unchanged.
 pub fn logical_divide(l: &Layout, t: &Tiler, r: &Layout) -> Verdict {
     match t {
         Tiler::Layout(tl) => {
-            let cot = super::coalesce(l).shape().as_tuple().clone();
+            let cl = super::coalesce(l);
+            coalesce(l, &cl)?;
+            let cot = cl.shape().as_tuple().clone();
             let c = super::complement(tl, &cot).map_err(|e| e.to_string())?;
+            complement(tl, &cot, &c)?;
             ensure(!r.is_int() && r.rank() == 2, || {
                 format!("{r} is not rank 2")
             })?;
@@ -236,11 +285,11 @@ pub fn logical_divide(l: &Layout, t: &Tiler, r: &Layout) -> Verdict {
                     let x = at(tl, i)?
                         .checked_add(cj)
                         .ok_or_else(|| "overflow in the checker".to_string())?;
-                    let want = at(l, x)?;
+                    let want = at(&cl, x)?;
                     let coord = IntTuple::flat([i, j]);
                     let got = r.eval(&coord).map_err(|e| e.to_string())?;
                     ensure(want == got, || {
-                        format!("{r} at ({i},{j}) is {got}, L(T({i}) + C({j})) = L({x}) = {want}")
+                        format!("{r} at ({i},{j}) is {got}, coalesce(L)(T({i}) + C({j})) = {cl}({x}) = {want}")
                     })?;
                 }
             }
@@ -501,7 +550,7 @@ pub fn tile_to_shape(block: &Layout, target: &IntTuple, r: &Layout) -> Verdict {
             format!("mode {i} of {r} does not start with the block mode {bm}")
         })?;
     }
-    if compact(block).is_ok() {
+    if bijective_onto_size(block) {
         ensure(is_injective(r), || format!("{r} is not injective"))?;
     }
     Ok(())
@@ -532,48 +581,123 @@ fn image(l: &Layout) -> Result<HashSet<i64>, String> {
     (0..l.size()).map(|i| at(l, i)).collect()
 }
 
-/// `upcast(L, n)`: congruent with `L`, and every offset of `R` times `n` is an offset of `L`.
+/// Every flat coordinate of extents `exts`, in colexicographic order.
+fn coords(exts: &[i64]) -> Vec<Vec<i64>> {
+    let mut out = vec![Vec::new()];
+    for &e in exts {
+        out = (0..e)
+            .flat_map(|x| {
+                out.iter().map(move |c| {
+                    let mut c = c.clone();
+                    c.push(x);
+                    c
+                })
+            })
+            .collect();
+    }
+    // Each new extent is the outer loop, so earlier coordinates vary fastest: colexicographic.
+    out
+}
+
+/// `L` at a flat coordinate (one integer per leaf).
+fn at_flat(l: &Layout, c: &[i64]) -> Result<i64, String> {
+    let coord = match c {
+        [x] if l.is_int() => IntTuple::Int(*x),
+        _ => IntTuple::flat(c.iter().copied()),
+    };
+    l.flatten()
+        .eval(&coord)
+        .map_err(|e| format!("evaluating {l} at {c:?}: {e}"))
+}
+
+/// `upcast(L, n)`: `R` congruent with `L`; per leaf `s:d`: stride 0 kept as `s:0`; a stride
+/// with `|d| >= n` becomes `s:(d/n)`; one with `|d| < n` becomes `ceil(s/(n/|d|)):sign(d)`;
+/// and `n * R(c) == L(c')` for every coordinate `c` of `R`, where `c'` scales the coordinate of
+/// every leaf with `0 < |d| < n` by `n/|d|`.
 pub fn upcast(l: &Layout, n: i64, r: &Layout) -> Verdict {
     ensure(congruent(l.shape(), r.shape()), || {
         format!("{r} is not congruent with {l}")
     })?;
-    let img = image(l)?;
-    for i in 0..r.size() {
-        let x = at(r, i)?.saturating_mul(n);
-        ensure(img.contains(&x), || {
-            format!("{n} * R({i}) = {x} is not an offset of {l}")
+    let (lm, rm) = (flat(l), flat(r));
+    let mut scale = Vec::new();
+    for (&(s, d), &(rs, rd)) in lm.iter().zip(&rm) {
+        let ad = d.saturating_abs();
+        let want = if d == 0 {
+            (s, 0)
+        } else if ad >= n {
+            (s, d / n)
+        } else {
+            let k = n / ad;
+            ((s + k - 1) / k, d.signum())
+        };
+        ensure((rs, rd) == want, || {
+            format!(
+                "leaf {s}:{d} became {rs}:{rd} in {r}, expected {}:{}",
+                want.0, want.1
+            )
+        })?;
+        scale.push(if d != 0 && ad < n { n / ad } else { 1 });
+    }
+    let exts: Vec<i64> = rm.iter().map(|m| m.0).collect();
+    for c in coords(&exts) {
+        let cl: Vec<i64> = c.iter().zip(&scale).map(|(x, k)| x * k).collect();
+        let (got, want) = (at_flat(r, &c)?, at_flat(l, &cl)?);
+        ensure(got.checked_mul(n) == Some(want), || {
+            format!("{n} * R({c:?}) = {n} * {got} differs from L({cl:?}) = {want}")
         })?;
     }
     Ok(())
 }
 
-/// `downcast(L, n)`: congruent with `L`; the extent of each stride-±1 leaf times `n`, the
-/// other leaves' strides times `n`; every offset of `L` times `n` is an offset of `R`.
+/// `downcast(L, n)`: `R` congruent with `L`; a leaf `s:±1` becomes `(n*s):±1`, any other leaf
+/// `s:d` becomes `s:(n*d)`; so `R(c') == n * L(c)` for every coordinate `c` of `L`, where `c'`
+/// scales the coordinate of every stride-±1 leaf by `n`, and the `n - 1` coordinates after it
+/// step by ±1 through the offsets in between.
 pub fn downcast(l: &Layout, n: i64, r: &Layout) -> Verdict {
     ensure(congruent(l.shape(), r.shape()), || {
         format!("{r} is not congruent with {l}")
     })?;
-    let unit = l.stride().leaves().iter().filter(|d| d.abs() == 1).count();
-    let want = (0..unit).fold(l.size(), |acc, _| acc.saturating_mul(n));
-    ensure(r.size() == want, || format!("size of {r} is not {want}"))?;
-    let img = image(r)?;
-    for i in 0..l.size() {
-        let x = at(l, i)?.saturating_mul(n);
-        ensure(img.contains(&x), || {
-            format!("{n} * L({i}) = {x} is not an offset of {r}")
+    let (lm, rm) = (flat(l), flat(r));
+    let mut unit = Vec::new();
+    for (&(s, d), &(rs, rd)) in lm.iter().zip(&rm) {
+        let want = if d.unsigned_abs() == 1 {
+            (s * n, d)
+        } else {
+            (s, d * n)
+        };
+        ensure((rs, rd) == want, || {
+            format!(
+                "leaf {s}:{d} became {rs}:{rd} in {r}, expected {}:{}",
+                want.0, want.1
+            )
+        })?;
+        unit.push(d.unsigned_abs() == 1);
+    }
+    let exts: Vec<i64> = lm.iter().map(|m| m.0).collect();
+    for c in coords(&exts) {
+        let cr: Vec<i64> = c
+            .iter()
+            .zip(&unit)
+            .map(|(x, &u)| if u { x * n } else { *x })
+            .collect();
+        let (got, want) = (at_flat(r, &cr)?, at_flat(l, &c)?);
+        ensure(Some(got) == want.checked_mul(n), || {
+            format!("R({cr:?}) = {got} differs from {n} * L({c:?}) = {n} * {want}")
         })?;
     }
     Ok(())
 }
 
-/// `nullspace(L)`: `L(R(i)) == 0` for `i < size(R)`, and `size(R) * size(filter(L)) == size(L)`.
+/// `nullspace(L)`: `R` injective (distinct indices of `L`), `L(R(i)) == 0` for `i < size(R)`,
+/// and `size(R) * size(filter(L)) == size(L)`.
 pub fn nullspace(l: &Layout, r: &Layout) -> Verdict {
     for i in 0..r.size() {
         let ri = at(r, i)?;
         let v = at(l, ri)?;
         ensure(v == 0, || format!("L(R({i})) = L({ri}) = {v}"))?;
     }
-    let f = super::filter(l).size();
+    ensure(is_injective(r), || format!("{r} is not injective"))?;
+    let f: i64 = flat(l).iter().filter(|m| m.1 != 0).map(|m| m.0).product();
     ensure(r.size().saturating_mul(f) == l.size(), || {
         format!("size {} * size(filter) {f} != size {}", r.size(), l.size())
     })
@@ -591,23 +715,23 @@ fn expand_order(order: &IntTuple, shape: &IntTuple, out: &mut Vec<i64>) {
     }
 }
 
+/// Of two leaves of extent above 1 and non-zero stride, the one with the smaller
+/// `(order value, position)` has the smaller stride.
 fn ordered_by(r: &Layout, order: &[i64]) -> Verdict {
-    let modes: Vec<(i64, i64, i64)> = r
-        .shape()
-        .leaves()
-        .iter()
-        .zip(r.stride().leaves().iter())
+    let modes: Vec<(i64, (i64, usize))> = flat(r)
+        .into_iter()
         .zip(order)
-        .filter(|((s, d), _)| **s > 1 && **d != 0)
-        .map(|((s, d), o)| (*s, *d, *o))
+        .enumerate()
+        .filter(|(_, ((s, d), _))| *s > 1 && *d != 0)
+        .map(|(pos, ((_, d), o))| (d, (*o, pos)))
         .collect();
     for x in &modes {
         for y in &modes {
-            if x.2 < y.2 {
-                ensure(x.1 < y.1, || {
+            if x.1 < y.1 {
+                ensure(x.0 < y.0, || {
                     format!(
-                        "in {r}, a mode of order {} has stride {} >= {}",
-                        x.2, x.1, y.1
+                        "in {r}, the leaf {} (order {}) has stride {} >= {}, the stride of leaf {} (order {})",
+                        x.1 .1, x.1 .0, x.0, y.0, y.1 .1, y.1 .0
                     )
                 })?;
             }
@@ -616,62 +740,588 @@ fn ordered_by(r: &Layout, order: &[i64]) -> Verdict {
     Ok(())
 }
 
+/// The leaves of `r` with extent above 1 and non-zero stride form a bijection onto
+/// `[0, product of their extents)`.
 fn compact(r: &Layout) -> Verdict {
-    let img = image(r)?;
+    let m: Vec<(i64, i64)> = flat(r)
+        .into_iter()
+        .filter(|m| m.0 > 1 && m.1 != 0)
+        .collect();
+    let exts: Vec<i64> = m.iter().map(|x| x.0).collect();
+    let n: i64 = exts.iter().product();
+    let mut img = HashSet::new();
+    for c in coords(&exts) {
+        let x: i64 = c.iter().zip(&m).map(|(c, (_, d))| c * d).sum();
+        img.insert(x);
+    }
     ensure(
-        img.len() as i64 == r.size() && (0..r.size()).all(|x| img.contains(&x)),
-        || format!("{r} is not a bijection onto [0, {})", r.size()),
+        img.len() as i64 == n && (0..n).all(|x| img.contains(&x)),
+        || format!("{r} is not a bijection onto [0, {n})"),
     )
 }
 
-/// `make_ordered_layout(shape, order)`: shape kept; with distinct order values, a bijection
-/// onto `[0, size)` in which a smaller order value means a smaller stride.
+/// Whether `r` maps `[0, size)` one to one onto `[0, size)`.
+fn bijective_onto_size(r: &Layout) -> bool {
+    image(r)
+        .is_ok_and(|img| img.len() as i64 == r.size() && (0..r.size()).all(|x| img.contains(&x)))
+}
+
+/// `make_ordered_layout(shape, order)`: shape kept, size-1 leaves have stride 0, a bijection
+/// onto `[0, size)`, and of two leaves the one with the smaller `(order value, position)`
+/// has the smaller stride.
 pub fn make_ordered_layout(shape: &IntTuple, order: &IntTuple, r: &Layout) -> Verdict {
     ensure(r.shape().as_tuple() == shape, || {
         format!("{r} does not have shape {shape}")
     })?;
+    for (s, d) in flat(r) {
+        ensure(s > 1 || d == 0, || format!("{r} has a leaf {s}:{d}"))?;
+    }
+    ensure(bijective_onto_size(r), || {
+        format!("{r} is not a bijection onto [0, {})", r.size())
+    })?;
     let mut o = Vec::new();
     expand_order(order, shape, &mut o);
-    let mut distinct = order.leaves().to_vec();
-    distinct.sort_unstable();
-    distinct.dedup();
-    if distinct.len() == order.leaf_count() {
-        compact(r)?;
-    }
     ordered_by(r, &o)
 }
 
-/// `make_layout_like(L)`: shape kept; stride 0 where L's is 0 (and on extent-1 modes); the
-/// rest compact (with distinct strides in `L`) and ordered like L's strides.
+/// `make_layout_like(L)`: shape kept; stride 0 exactly where L's stride is 0 or the extent is
+/// 1; the other leaves a bijection onto `[0, their size)`, ordered by (L's stride, position).
 pub fn make_layout_like(l: &Layout, r: &Layout) -> Verdict {
     ensure(r.shape() == l.shape(), || {
         format!("{r} does not have the shape of {l}")
     })?;
-    for ((s, d), rd) in l
-        .shape()
-        .leaves()
-        .iter()
-        .zip(l.stride().leaves().iter())
-        .zip(r.stride().leaves().iter())
-    {
-        ensure((*d == 0 || *s == 1) == (*rd == 0), || {
+    for ((s, d), (_, rd)) in flat(l).into_iter().zip(flat(r)) {
+        ensure((d == 0 || s == 1) == (rd == 0), || {
             format!("{l} -> {r}: stride 0 not kept")
         })?;
     }
-    let mut ds: Vec<i64> = l
-        .stride()
-        .leaves()
-        .iter()
-        .copied()
-        .filter(|d| *d != 0)
-        .collect();
-    let n = ds.len();
-    ds.sort_unstable();
-    ds.dedup();
-    if ds.len() == n {
-        compact(&super::filter(r))?;
-    }
+    compact(r)?;
     ordered_by(r, &l.stride().leaves())
+}
+
+// Refusals. Each verifier takes the operands and the error an operation returned and checks,
+// by brute force or from the operands alone, that the condition the error states really
+// holds: a refusal must be as justified as a result.
+
+/// Whether a layout of size `g.len()` takes the values `g`, by brute force over the ordered
+/// factorizations of the size: a layout whose leading modes cover `[0, p)` extends by a mode
+/// `s:d` exactly when `g(j*p + r) == j*d + g(r)` for `j < s`, `r < p`, with `d = g(p)`.
+pub fn representable(g: &[i64]) -> bool {
+    // Whether the values from index p on extend a layout covering [0, p); it depends on p
+    // only, so it is remembered per p (else all-zero values would try every factorization).
+    fn extend(g: &[i64], p: usize, memo: &mut std::collections::HashMap<usize, bool>) -> bool {
+        let n = g.len();
+        if p == n {
+            return true;
+        }
+        if let Some(&known) = memo.get(&p) {
+            return known;
+        }
+        let d = g[p];
+        let found = (2..=n / p).filter(|s| n % (p * s) == 0).any(|s| {
+            (0..p * s).all(|i| {
+                let (j, r) = ((i / p) as i64, i % p);
+                j.checked_mul(d).and_then(|x| x.checked_add(g[r])) == Some(g[i])
+            }) && extend(g, p * s, memo)
+        });
+        memo.insert(p, found);
+        found
+    }
+    !g.is_empty() && g[0] == 0 && extend(g, 1, &mut std::collections::HashMap::new())
+}
+
+/// Whether some layout with B's shape takes the values `A(B(i))`, `i < size(B)` (`A` on its
+/// extended domain). A layout compatible with B's shape is, leaf by leaf of B, a layout of the
+/// leaf's size applied to the leaf's coordinate, summed: so the values along each leaf's axis
+/// fix it, and it exists iff each axis is representable and the sum reproduces every value.
+/// `Err` if evaluating `A(B(i))` overflows.
+pub fn composition_exists(a: &Layout, b: &Layout) -> Result<bool, String> {
+    // Evaluations that overflow are unknown values: a known value that breaks every layout
+    // answers "no" even so; only when nothing known does, the overflow is the answer.
+    let f: Vec<Option<i64>> = (0..b.size())
+        .map(|i| at(b, i).and_then(|x| at(a, x)).ok())
+        .collect();
+    let exts: Vec<i64> = b.shape().leaves().to_vec();
+    let mut axes: Vec<Option<Vec<i64>>> = Vec::new();
+    let mut stride = 1i64;
+    for &e in &exts {
+        axes.push((0..e).map(|c| f[(c * stride) as usize]).collect());
+        stride *= e;
+    }
+    if axes.iter().flatten().any(|g| !representable(g)) {
+        return Ok(false);
+    }
+    let mut unknown = axes.iter().any(Option::is_none);
+    for (i, fi) in f.iter().enumerate() {
+        let mut rest = i as i64;
+        let mut sum = Some(0i64);
+        for (g, &e) in axes.iter().zip(&exts) {
+            let v = g.as_ref().map(|g| g[(rest % e) as usize]);
+            sum = sum.zip(v).and_then(|(s, v)| s.checked_add(v));
+            rest /= e;
+        }
+        match (fi, sum) {
+            (Some(x), Some(y)) if *x != y => return Ok(false),
+            (Some(_), Some(_)) => {}
+            _ => unknown = true,
+        }
+    }
+    if unknown {
+        Err(format!("some A(B(i)) of {a} o {b} overflows"))
+    } else {
+        Ok(true)
+    }
+}
+
+fn says(e: &LayoutError, what: &str) -> bool {
+    e.to_string().contains(what)
+}
+
+fn unjustified(op: &str, e: &LayoutError) -> String {
+    format!("{op} refused, but its stated condition does not hold: {e}")
+}
+
+/// `composition(A, B)` refused with `e`: a bound was hit (a leaf or `size(B)` above 2^16, as
+/// the message says), or no layout with B's shape is `A ∘ B`, or `A(B(i))` overflows.
+pub fn composition_refused(a: &Layout, b: &Layout, e: &LayoutError) -> Verdict {
+    let big = b.size() > 1 << 16 || b.shape().leaves().iter().any(|&n| n > 1 << 16);
+    match e {
+        LayoutError::Inadmissible { .. } if says(e, "a layout may still exist") => {
+            ensure(big, || unjustified("composition", e))
+        }
+        // A value A(B(i)) that overflows is one no layout takes either.
+        LayoutError::Inadmissible { .. } if !big => match composition_exists(a, b) {
+            Ok(exists) => ensure(!exists, || unjustified("composition", e)),
+            Err(_) => Ok(()),
+        },
+        // Some A(B(i)) leaves the i64 range, or the values span more than a layout's cosize
+        // may (every layout taking them has max - min + 1 of them at least), or no layout
+        // takes them (the only candidate, the sum of the leaves' layouts, reaches past i64
+        // somewhere A o B does not).
+        LayoutError::Overflow { .. } if !big => {
+            let values: Result<Vec<i64>, String> =
+                (0..b.size()).map(|i| at(a, at(b, i)?)).collect();
+            let too_wide = values.as_ref().is_ok_and(|v| {
+                let lo = v.iter().copied().min().unwrap_or(0);
+                let hi = v.iter().copied().max().unwrap_or(0);
+                i128::from(hi) - i128::from(lo) + 1 > i128::from(i64::MAX)
+            });
+            // Or no layout exists at all: the forced candidate overflowed while being built.
+            let none = !matches!(composition_exists(a, b), Ok(true));
+            ensure(values.is_err() || too_wide || none, || {
+                unjustified("composition", e)
+            })
+        }
+        _ => ensure(big, || unjustified("composition", e)),
+    }
+}
+
+/// The leaves of `l` with non-zero stride and extent above 1, merged where `s0:d0` is
+/// followed by `s1:s0*d0`: the modes CuTe's complement works on.
+fn filtered_modes(l: &Layout) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (s, d) in flat(l) {
+        if s == 1 || d == 0 {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.0.checked_mul(last.1) == Some(d) => last.0 *= s,
+            _ => out.push((s, d)),
+        }
+    }
+    out
+}
+
+/// `complement(L, cotarget)` refused with `e`: a cotarget extent below 1; `filter(L)` not
+/// injective; or its modes, sorted by `|stride|`, interleave (a stride below the extent
+/// `s * |d|` of the mode before it).
+pub fn complement_refused(l: &Layout, cotarget: &IntTuple, e: &LayoutError) -> Verdict {
+    match e {
+        LayoutError::BadShape { .. } => ensure(cotarget.leaves().iter().any(|&m| m < 1), || {
+            unjustified("complement", e)
+        }),
+        LayoutError::Inadmissible { .. } if says(e, "not injective") => {
+            let f = filtered_modes(l);
+            let fl = layout_of(&f)?;
+            ensure(!is_injective(&fl), || unjustified("complement", e))
+        }
+        // An extent times a stride of filter(L), the size of the cotarget, or a stride's
+        // magnitude, that leaves the i64 range (the chain the post-condition speaks of
+        // cannot be computed); or the last mode the documentation gives, which for a shape
+        // cotarget may round up mode by mode, reaches past i64.
+        LayoutError::Overflow { .. } => ensure(
+            cotarget.product().is_err()
+                || flat(l)
+                    .iter()
+                    .any(|&(s, d)| d.checked_abs().and_then(|a| a.checked_mul(s)).is_none())
+                || filtered_modes(l)
+                    .iter()
+                    .any(|&(s, d)| d.checked_abs().and_then(|a| a.checked_mul(s)).is_none())
+                || last_mode_overflows(l, cotarget),
+            || unjustified("complement", e),
+        ),
+        LayoutError::Inadmissible { .. } if says(e, "interleave") => {
+            let mut f: Vec<(i64, i64)> = filtered_modes(l)
+                .into_iter()
+                .map(|(s, d)| (s, d.saturating_abs()))
+                .collect();
+            f.sort_by_key(|m| m.1);
+            ensure(
+                f.windows(2).any(|w| w[1].1 < w[0].0.saturating_mul(w[0].1)),
+                || unjustified("complement", e),
+            )
+        }
+        _ => Err(unjustified("complement", e)),
+    }
+}
+
+/// Whether the last mode of `complement(L, cotarget)`, `rest` copies at stride `reach` (the
+/// largest `extent * |stride|` of filter(L)), leaves the i64 range: `rest` is
+/// `ceil(size(cotarget) / reach)`, or for a shape cotarget CuTe's quotient taken mode by mode
+/// (`ceil(c0 / reach)`, then `ceil(c1 / ceil(reach / c0))`, ...) if that is larger.
+fn last_mode_overflows(l: &Layout, cotarget: &IntTuple) -> bool {
+    let reach = filtered_modes(l)
+        .iter()
+        .map(|&(s, d)| i128::from(s) * i128::from(d).abs())
+        .max()
+        .unwrap_or(1);
+    let Ok(size) = cotarget.product() else {
+        return true;
+    };
+    let ceil = |a: i128, b: i128| (a + b - 1) / b;
+    let mut rest = ceil(i128::from(size), reach);
+    if cotarget.is_tuple() {
+        let mut div = reach;
+        let mut by_mode = 1i128;
+        for c in cotarget.leaves() {
+            by_mode *= ceil(i128::from(c), div);
+            div = ceil(div, i128::from(c));
+        }
+        rest = rest.max(by_mode);
+    }
+    (rest - 1) * reach + reach > i128::from(i64::MAX)
+}
+
+fn layout_of(modes: &[(i64, i64)]) -> Result<Layout, String> {
+    match modes {
+        [] => Layout::new(1, 0),
+        _ => Layout::new(
+            IntTuple::flat(modes.iter().map(|m| m.0)),
+            IntTuple::flat(modes.iter().map(|m| m.1)),
+        ),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// The modes CuTe's left inverse works on: `coalesce(L)`'s `(extent, stride, index stride)`,
+/// computed from the leaves.
+fn coalesced_with_index(l: &Layout) -> Vec<(i64, i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (s, d) in flat(l) {
+        if s == 1 {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.0.checked_mul(last.1) == Some(d) => last.0 *= s,
+            _ => out.push((s, d)),
+        }
+    }
+    let mut p = 1i64;
+    out.into_iter()
+        .map(|(s, d)| {
+            let here = p;
+            p = p.saturating_mul(s);
+            (s, d, here)
+        })
+        .collect()
+}
+
+/// The sorted non-zero `|stride|`s of `coalesce(L)` do not each divide the next.
+fn not_divisible(l: &Layout) -> bool {
+    let mut ds: Vec<i64> = coalesced_with_index(l)
+        .iter()
+        .map(|m| m.1.saturating_abs())
+        .filter(|&d| d != 0)
+        .collect();
+    ds.sort_unstable();
+    ds.windows(2).any(|w| w[1] % w[0] != 0)
+}
+
+fn negative_stride(l: &Layout) -> bool {
+    coalesced_with_index(l).iter().any(|m| m.1 < 0)
+}
+
+/// `left_inverse(L)` refused with `e`: `L` not injective; or a negative stride, or CuTe's
+/// divisibility condition failing (CuTe's construction has no answer).
+pub fn left_inverse_refused(l: &Layout, e: &LayoutError) -> Verdict {
+    let ok = match e {
+        LayoutError::Inadmissible { .. } if says(e, "not injective") => !is_injective(l),
+        LayoutError::Inadmissible { .. } if says(e, "negative stride") => negative_stride(l),
+        LayoutError::Inadmissible { .. } if says(e, "divisibility") => not_divisible(l),
+        // CuTe's construction has size (largest stride) * (its extent), which may not fit.
+        LayoutError::Overflow { .. } => cute_left_inverse(l).is_err(),
+        _ => false,
+    };
+    ensure(ok, || unjustified("left_inverse", e))
+}
+
+/// CuTe's sort-by-stride left inverse of `L` (non-negative strides, each non-zero stride a
+/// multiple of the one before), written from its definition: mode `k` of `R` has extent
+/// `d_k / d_{k-1}` and stride the index stride of the mode of stride `d_{k-1}`, the offsets
+/// below the smallest stride map to 0, and the last mode takes the extent of the mode of the
+/// largest stride.
+fn cute_left_inverse(l: &Layout) -> Result<Layout, String> {
+    let mut m = coalesced_with_index(l);
+    m.sort_by_key(|x| x.1);
+    let mut shapes = Vec::new();
+    let mut strides = vec![0i64];
+    let mut prev = 1i64;
+    for &(_, d, p) in m.iter().filter(|x| x.1 != 0) {
+        shapes.push(d.checked_div(prev).ok_or("overflow")?);
+        strides.push(p);
+        prev = d;
+    }
+    shapes.push(m.last().map_or(1, |x| x.0));
+    Layout::new(IntTuple::flat(shapes), IntTuple::flat(strides)).map_err(|e| e.to_string())
+}
+
+/// `generalized_left_inverse(L)` refused with `e`: a negative stride or CuTe's divisibility
+/// condition; CuTe's construction failing `L(R(L(i))) == L(i)`; or `L` above 2^20 elements
+/// with overlapping modes (not checked).
+pub fn generalized_left_inverse_refused(l: &Layout, e: &LayoutError) -> Verdict {
+    let ok = match e {
+        LayoutError::Inadmissible { .. } if says(e, "negative stride") => negative_stride(l),
+        LayoutError::Inadmissible { .. } if says(e, "divisibility") => {
+            !negative_stride(l) && not_divisible(l)
+        }
+        LayoutError::Inadmissible { .. } if says(e, "fails at") => {
+            let r = cute_left_inverse(l)?;
+            generalized_left_inverse(l, &r).is_err()
+        }
+        LayoutError::Inadmissible { .. } if says(e, "may exist") => l.size() > 1 << 20,
+        LayoutError::Overflow { .. } => cute_left_inverse(l).is_err(),
+        _ => false,
+    };
+    ensure(ok, || unjustified("generalized_left_inverse", e))
+}
+
+/// A divide refused with `e`: the tiler has more modes than the layout, or, for the first
+/// mode (depth first) whose divide fails, the complement of its tile or the composition of
+/// `coalesce(L)` with `(T, C)` is refused for a reason its own verifier accepts.
+pub fn logical_divide_refused(l: &Layout, t: &Tiler, e: &LayoutError) -> Verdict {
+    match t {
+        Tiler::Skip => Err(unjustified("logical_divide (of `_`)", e)),
+        Tiler::ByMode(ts) => {
+            if ts.len() > l.rank() {
+                return ensure(matches!(e, LayoutError::OutOfRange { .. }), || {
+                    unjustified("logical_divide", e)
+                });
+            }
+            let mut modes = Vec::new();
+            for (i, m) in l.modes().enumerate() {
+                match ts.get(i) {
+                    Some(ti) => match super::logical_divide(&m, ti) {
+                        Err(inner) => return logical_divide_refused(&m, ti, &inner),
+                        Ok(r) => modes.push(r),
+                    },
+                    None => modes.push(m),
+                }
+            }
+            // Every mode has its answer; only putting them together can fail, when the whole
+            // leaves the i64 range.
+            ensure(
+                matches!(e, LayoutError::Overflow { .. }) && Layout::concat(modes).is_err(),
+                || unjustified("logical_divide (every mode divides)", e),
+            )
+        }
+        Tiler::Layout(tl) => {
+            let cl = super::coalesce(l);
+            let cot = cl.shape().as_tuple().clone();
+            match super::complement(tl, &cot) {
+                Err(ce) => complement_refused(tl, &cot, &ce),
+                Ok(c) => {
+                    let b = Layout::concat([tl.clone(), c]).map_err(|e| e.to_string())?;
+                    composition_refused(&cl, &b, e)
+                }
+            }
+        }
+    }
+}
+
+/// A product refused with `e`: as [`logical_divide_refused`], with the complement
+/// `complement(A, size(A) * cosize(B))` and the composition of that complement with `B`.
+pub fn logical_product_refused(a: &Layout, t: &Tiler, e: &LayoutError) -> Verdict {
+    match t {
+        Tiler::Skip => Err(unjustified("logical_product (of `_`)", e)),
+        Tiler::ByMode(ts) => {
+            if ts.len() > a.rank() {
+                return ensure(matches!(e, LayoutError::OutOfRange { .. }), || {
+                    unjustified("logical_product", e)
+                });
+            }
+            let mut modes = Vec::new();
+            for (i, m) in a.modes().enumerate() {
+                match ts.get(i) {
+                    Some(ti) => match super::logical_product(&m, ti) {
+                        Err(inner) => return logical_product_refused(&m, ti, &inner),
+                        Ok(r) => modes.push(r),
+                    },
+                    None => modes.push(m),
+                }
+            }
+            // Every mode has its answer; only putting them together can fail, when the whole
+            // leaves the i64 range.
+            ensure(
+                matches!(e, LayoutError::Overflow { .. }) && Layout::concat(modes).is_err(),
+                || unjustified("logical_product (every mode multiplies)", e),
+            )
+        }
+        Tiler::Layout(b) => {
+            let Some(bound) = a.size().checked_mul(b.cosize()) else {
+                return ensure(matches!(e, LayoutError::Overflow { .. }), || {
+                    unjustified("logical_product", e)
+                });
+            };
+            let cot = IntTuple::Int(bound);
+            match super::complement(a, &cot) {
+                Err(ce) => complement_refused(a, &cot, &ce),
+                Ok(c) => composition_refused(&c, b, e),
+            }
+        }
+    }
+}
+
+/// `blocked_product` or `raked_product` refused with `e`: the product of the operands padded
+/// to one rank is refused for a reason [`logical_product_refused`] accepts.
+pub fn zipped_pairs_refused(a: &Layout, b: &Layout, e: &LayoutError) -> Verdict {
+    let rank = a.rank().max(b.rank());
+    let (pa, pb) = (padded(a, rank)?, padded(b, rank)?);
+    let t = Tiler::Layout(pb);
+    match super::logical_product(&pa, &t) {
+        Err(inner) => logical_product_refused(&pa, &t, &inner),
+        Ok(_) => Err(unjustified("blocked/raked product (the product exists)", e)),
+    }
+}
+
+/// `upcast(L, n)` refused with `e`: `n < 1`, or a non-zero stride and `n` do not divide one
+/// another.
+pub fn upcast_refused(l: &Layout, n: i64, e: &LayoutError) -> Verdict {
+    let bad = n < 1
+        || flat(l).iter().any(|&(_, d)| {
+            let (ad, un) = (d.unsigned_abs(), n.unsigned_abs());
+            d != 0 && ad % un != 0 && un % ad != 0
+        });
+    ensure(bad, || unjustified("upcast", e))
+}
+
+/// `downcast(L, n)` refused with `e`: `n < 1`, or no leaf has stride 1.
+pub fn downcast_refused(l: &Layout, n: i64, e: &LayoutError) -> Verdict {
+    let bad = match e {
+        // The layout downcast would give (extent times n on stride-±1 leaves, stride times n
+        // on the others) does not fit.
+        LayoutError::Overflow { .. } => {
+            let mut shapes = Vec::new();
+            let mut strides = Vec::new();
+            let mut fits = true;
+            for (s, d) in flat(l) {
+                let (s2, d2) = if d.unsigned_abs() == 1 {
+                    (s.checked_mul(n), Some(d))
+                } else {
+                    (Some(s), d.checked_mul(n))
+                };
+                match (s2, d2) {
+                    (Some(s2), Some(d2)) => {
+                        shapes.push(s2);
+                        strides.push(d2);
+                    }
+                    _ => fits = false,
+                }
+            }
+            !fits || layout_of(&shapes.into_iter().zip(strides).collect::<Vec<_>>()).is_err()
+        }
+        _ => n < 1 || !flat(l).iter().any(|&(_, d)| d == 1),
+    };
+    ensure(bad, || unjustified("downcast", e))
+}
+
+/// `tile_to_shape(block, target, order)` refused with `e`: a target extent below 1; the block
+/// has more modes than the target; a block mode's size does not divide the target mode's; the
+/// order does not fit the shape of the copies; or the blocked product is refused for a reason
+/// [`zipped_pairs_refused`] accepts.
+pub fn tile_to_shape_refused(
+    block: &Layout,
+    target: &IntTuple,
+    order: Option<&IntTuple>,
+    e: &LayoutError,
+) -> Verdict {
+    if target.leaves().iter().any(|&t| t < 1) {
+        return ensure(matches!(e, LayoutError::BadShape { .. }), || {
+            unjustified("tile_to_shape", e)
+        });
+    }
+    let rank = target.rank();
+    if block.rank() > rank {
+        return ensure(says(e, "rank"), || unjustified("tile_to_shape", e));
+    }
+    let pb = padded(block, rank)?;
+    let sizes: Vec<i64> = if rank == 1 {
+        vec![pb.size()]
+    } else {
+        pb.modes().map(|m| m.size()).collect()
+    };
+    let mut copies = Vec::new();
+    for (b, t) in sizes.iter().zip(target.modes()) {
+        let t = t.product().map_err(|e| e.to_string())?;
+        if t % b != 0 {
+            return ensure(says(e, "does not divide"), || {
+                unjustified("tile_to_shape", e)
+            });
+        }
+        copies.push(t / b);
+    }
+    let shape = if target.is_int() {
+        IntTuple::Int(copies[0])
+    } else {
+        IntTuple::flat(copies)
+    };
+    let arrangement = match order {
+        Some(o) => match super::make_ordered_layout(&shape, o) {
+            Ok(a) => a,
+            Err(_) => {
+                return ensure(!crate::int_tuple::weakly_congruent(o, &shape), || {
+                    unjustified("tile_to_shape", e)
+                })
+            }
+        },
+        None => Layout::col_major(shape).map_err(|e| e.to_string())?,
+    };
+    zipped_pairs_refused(&pb, &arrangement, e)
+}
+
+/// A zipped, tiled or flat divide (`product == false`) or product refused with `e`: the
+/// logical form is refused (as [`logical_divide_refused`] / [`logical_product_refused`]
+/// accept), or a `_` item of the tiler stands over a mode of the logical result that is not
+/// of rank 2, which CuTe's `zip2_by` needs to split it.
+pub fn zipped_refused(l: &Layout, t: &Tiler, product: bool, e: &LayoutError) -> Verdict {
+    let logical = if product {
+        super::logical_product(l, t)
+    } else {
+        super::logical_divide(l, t)
+    };
+    match logical {
+        Err(inner) if product => logical_product_refused(l, t, &inner),
+        Err(inner) => logical_divide_refused(l, t, &inner),
+        Ok(r) => ensure(skip_over_non_pair(&r, t), || unjustified("zipped form", e)),
+    }
+}
+
+/// Whether a `_` item of `t` stands over a mode of `r` that is not of rank 2.
+fn skip_over_non_pair(r: &Layout, t: &Tiler) -> bool {
+    match t {
+        Tiler::Skip => r.is_int() || r.rank() != 2,
+        Tiler::Layout(_) => false,
+        Tiler::ByMode(ts) => r.modes().zip(ts).any(|(m, ti)| skip_over_non_pair(&m, ti)),
+    }
 }
 
 /// `canonical`: `R` is the canonical form (`1:0`, or flat with every extent at least 2 and no

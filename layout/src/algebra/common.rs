@@ -111,18 +111,26 @@ pub fn upcast(l: &Layout, n: i64) -> Result<Layout> {
             strides.push(0);
             continue;
         }
-        let ad = d
-            .checked_abs()
-            .ok_or_else(|| LayoutError::overflow(OP, ctx()))?;
-        if ad % n != 0 && n % ad != 0 {
+        // |d| as u64: i64::MIN has a magnitude but no i64 absolute value.
+        let (ad, un) = (d.unsigned_abs(), n.unsigned_abs());
+        if ad % un != 0 && un % ad != 0 {
             return Err(LayoutError::inadmissible(
                 OP,
                 ctx(),
                 format!("divisibility: stride {d} and {n} do not divide one another"),
             ));
         }
-        shapes.push(ceil_div(s, ceil_div(n, ad)));
-        strides.push(d.signum() * ceil_div(ad, n));
+        if ad >= un {
+            // n divides d: the exact quotient, which i64 division gives without overflow
+            // for n >= 1.
+            shapes.push(s);
+            strides.push(d / n);
+        } else {
+            // |d| divides n: one element in n / |d| is kept, at stride ±1.
+            let k = (un / ad) as i64;
+            shapes.push(ceil_div(s, k));
+            strides.push(d.signum());
+        }
     }
     let shape = l.shape().with_leaves(&shapes).expect("same leaf count");
     let stride = l.stride().with_leaves(&strides).expect("same leaf count");
@@ -207,9 +215,13 @@ pub fn nullspace(l: &Layout) -> Result<Layout> {
     out.map_err(|e| e.within("nullspace", || l.to_string()))
 }
 
-/// CuTe's `compact_order`: for each leaf `o` of `order` (weakly congruent with `shape`), the
-/// sub-shape under it gets column-major strides starting at the product of the sub-shapes
-/// whose order is below `o`. Size-1 modes get stride 0.
+/// CuTe's `compact_order`, with ties broken by position: for each leaf `o` of `order` (weakly
+/// congruent with `shape`), the sub-shape under it gets column-major strides starting at the
+/// product of the sub-shapes that come before it in the order, those with a smaller order
+/// value or an equal value at an earlier position. Size-1 modes get stride 0.
+///
+/// The sub-shapes are then laid out one after another without gaps, so the result is a
+/// bijection onto `[0, size)` whatever the order values.
 fn compact_order(op: &'static str, shape: &IntTuple, order: &IntTuple) -> Result<IntTuple> {
     if !weakly_congruent(order, shape) {
         return Err(LayoutError::Mismatch {
@@ -221,7 +233,8 @@ fn compact_order(op: &'static str, shape: &IntTuple, order: &IntTuple) -> Result
     }
     let mut refs: Vec<(i64, i64)> = Vec::new();
     collect_refs(shape, order, &mut refs)?;
-    assign(op, shape, order, &refs)
+    let mut next = 0usize;
+    assign(op, shape, order, &refs, &mut next)
 }
 
 fn collect_refs(shape: &IntTuple, order: &IntTuple, out: &mut Vec<(i64, i64)>) -> Result<()> {
@@ -236,18 +249,24 @@ fn collect_refs(shape: &IntTuple, order: &IntTuple, out: &mut Vec<(i64, i64)>) -
     Ok(())
 }
 
+/// Assigns the strides of the sub-shape under the order leaf number `*next` (in the order
+/// [`collect_refs`] lists them) and of the leaves after it.
 fn assign(
     op: &'static str,
     shape: &IntTuple,
     order: &IntTuple,
     refs: &[(i64, i64)],
+    next: &mut usize,
 ) -> Result<IntTuple> {
     match order {
         IntTuple::Int(o) => {
+            let me = *next;
+            *next += 1;
             let start = refs
                 .iter()
-                .filter(|r| r.1 < *o)
-                .try_fold(1i64, |acc, r| mul(op, acc, r.0))?;
+                .enumerate()
+                .filter(|&(k, r)| r.1 < *o || (r.1 == *o && k < me))
+                .try_fold(1i64, |acc, (_, r)| mul(op, acc, r.0))?;
             compact_col_major(shape, start)
         }
         IntTuple::Tuple(os) => Ok(IntTuple::Tuple(
@@ -255,20 +274,25 @@ fn assign(
                 .modes()
                 .iter()
                 .zip(os)
-                .map(|(s, o)| assign(op, s, o, refs))
+                .map(|(s, o)| assign(op, s, o, refs, next))
                 .collect::<Result<_>>()?,
         )),
     }
 }
 
 /// The compact layout of `shape` whose modes are laid out in the order given by `order`
-/// (CuTe's `make_ordered_layout`): the mode with the smallest order value is fastest. `order`
-/// is weakly congruent with `shape`; a sub-shape under one order value is column-major.
-/// Size-1 modes get stride 0 (static CuTe); equal order values share a start stride, as in
-/// CuTe.
+/// (CuTe's `make_ordered_layout`): the mode with the smallest order value is fastest, and
+/// of modes with equal order values the one to the left is faster. `order` is weakly
+/// congruent with `shape`; a sub-shape under one order value is column-major. Size-1 modes
+/// get stride 0 (static CuTe).
 ///
-/// Post-condition: with distinct order values, `R` is a bijection from `[0, size)` onto
-/// `[0, size)`, and a mode with a smaller order value has a smaller stride.
+/// CuTe C++ gives tied modes the same start stride, so its layout for tied orders is not
+/// injective (`(2,2)` ordered `(1,1)` would be `(2,2):(1,1)`); breaking ties by position, as
+/// PyCuTe does, keeps the promise of the name.
+///
+/// Post-condition: `R` has the given shape, is a bijection from `[0, size)` onto `[0, size)`,
+/// and of two modes of extent above 1, the one with the smaller (order value, position) has
+/// the smaller stride.
 ///
 /// ```
 /// use tessera_layout::{make_ordered_layout, IntTuple};
@@ -277,6 +301,9 @@ fn assign(
 /// assert_eq!(l.to_string(), "(2,2,2,2):(1,4,8,2)");
 /// let l = make_ordered_layout(&t("(4,(2,3))"), &t("(1,0)")).unwrap();
 /// assert_eq!(l.to_string(), "(4,(2,3)):(6,(1,2))");
+/// // Ties are broken by position.
+/// let l = make_ordered_layout(&t("(2,3,4,2)"), &t("(0,2,3,0)")).unwrap();
+/// assert_eq!(l.to_string(), "(2,3,4,2):(1,4,12,2)");
 /// ```
 pub fn make_ordered_layout(shape: &IntTuple, order: &IntTuple) -> Result<Layout> {
     const OP: &str = "make_ordered_layout";
@@ -286,10 +313,12 @@ pub fn make_ordered_layout(shape: &IntTuple, order: &IntTuple) -> Result<Layout>
 }
 
 /// A compact layout with L's shape whose modes are ordered like L's strides (CuTe's
-/// `make_layout_like`); stride-0 modes of `L` keep stride 0.
+/// `make_layout_like`); stride-0 modes of `L` keep stride 0, and of modes with equal
+/// strides the one to the left is faster (as in [`make_ordered_layout`]).
 ///
 /// Post-condition: same shape as `L`; stride 0 exactly where `L` has stride 0 (or extent 1);
-/// the other modes form a compact layout ordered by L's strides.
+/// the other modes form a compact layout (a bijection onto `[0, size(filter(R)))`) ordered by
+/// (L's stride, position).
 ///
 /// ```
 /// use tessera_layout::{make_layout_like, Layout};
@@ -297,6 +326,8 @@ pub fn make_ordered_layout(shape: &IntTuple, order: &IntTuple) -> Result<Layout>
 /// assert_eq!(make_layout_like(&l).unwrap().to_string(), "(2,2,2,2):(0,2,4,1)");
 /// let l: Layout = "(2,3,4,5):(0,42,1,0)".parse().unwrap();
 /// assert_eq!(make_layout_like(&l).unwrap().to_string(), "(2,3,4,5):(0,4,1,0)");
+/// let l: Layout = "(2,2):(1,1)".parse().unwrap();
+/// assert_eq!(make_layout_like(&l).unwrap().to_string(), "(2,2):(1,2)");
 /// ```
 pub fn make_layout_like(l: &Layout) -> Result<Layout> {
     const OP: &str = "make_layout_like";

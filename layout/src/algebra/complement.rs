@@ -5,7 +5,8 @@ use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
 use super::support::{
-    ceil_div, ceil_div_shape, coalesce_flat, for_each_leaf, layout_from_modes, push_merged, Modes,
+    ceil_div, ceil_div_shape, coalesce_flat, collision, for_each_leaf, layout_from_modes,
+    push_merged, Modes,
 };
 
 /// The complement of `L` with respect to `cotarget` (CuTe's `complement(L, cotarget)`):
@@ -14,19 +15,23 @@ use super::support::{
 ///
 /// CuTe's algorithm: sort the modes of `filter(L)` by stride, fill the gap below each stride
 /// with a mode of `R` (`d_{k+1} / (s_k d_k)` copies, rounding down, at stride `s_k d_k`),
-/// then add a last mode of `ceil_div(cotarget, s_last d_last)` copies (for a shape cotarget
-/// CuTe's mode-by-mode `ceil_div`, which may round up further). Size-1 modes get stride 0, as
-/// in CuTe with static integers. Strides of `L` count by their absolute value (CuTe's result
-/// for negative strides is not a layout).
+/// then add a last mode of `ceil_div(cotarget, s_last d_last)` copies. For a shape cotarget
+/// CuTe divides mode by mode, which may round up further, or fall short of the cotarget's
+/// size when a quotient carried from one mode to the next rounds (`ceil_div((4,2), 6)` is
+/// `(1,1)`, so `complement(2:3, (4,2))` would stop at 6 < 8); here the last mode has at
+/// least `ceil(size(cotarget) / (s_last d_last))` copies, so it always reaches
+/// `size(cotarget)`. Size-1 modes get stride 0, as in CuTe with static integers. Strides of
+/// `L` count by their absolute value (CuTe's result for negative strides is not a layout).
 ///
 /// Post-condition: `R`'s strides are positive and strictly increasing; `(L, R)` is
 /// injective on its non-broadcast modes (so `R(j) != L(i)` unless both are 0); and the modes
 /// of `(filter(L), R)` sorted by stride form a chain that reaches the cotarget: the largest
 /// `extent * |stride|` is at least `size(cotarget)`.
 ///
-/// Errors: `Inadmissible` if `L` is not injective, or its sorted modes interleave (a stride
-/// below the extent of the modes before it: CuTe rejects these too); `BadShape` for a
-/// cotarget below 1.
+/// Errors: `Inadmissible` if `filter(L)` is not injective (the message names two indices with
+/// one offset when `size(L) <= 2^16`), or its sorted modes interleave (a stride below the
+/// extent of the modes before it: CuTe rejects these too; the message names the mode);
+/// `BadShape` for a cotarget below 1; `Overflow`.
 ///
 /// ```
 /// use tessera_layout::{complement, IntTuple, Layout};
@@ -36,7 +41,9 @@ use super::support::{
 /// assert_eq!(complement(&p("(2,2):(1,6)"), &m("24")).unwrap().to_string(), "(3,2):(2,12)");
 /// // Not a tiling: 12 does not divide 6 * 4, the gap below stride 6 holds one copy only.
 /// assert_eq!(complement(&p("(4,2):(1,6)"), &m("14")).unwrap().to_string(), "2:12");
-/// assert!(complement(&p("(2,2):(2,3)"), &m("19")).is_err()); // not injective
+/// // A shape cotarget: (2:3, R) reaches 8, the size of (4,2).
+/// assert_eq!(complement(&p("2:3"), &m("(4,2)")).unwrap().to_string(), "(3,2):(1,6)");
+/// assert!(complement(&p("(2,2):(2,3)"), &m("19")).is_err()); // modes interleave
 /// ```
 pub fn complement(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
     let ctx = || format!("{l}, {cotarget}");
@@ -75,20 +82,27 @@ fn complement_impl(l: &Layout, cotarget: &IntTuple) -> Result<Layout> {
     for &(s, d) in &modes {
         let gap = d / reach;
         if gap == 0 {
-            return Err(LayoutError::inadmissible(
-                OP,
-                String::new(),
-                format!(
-                    "not injective, or its modes interleave: stride {d} is below {reach}, the extent of the modes before it"
+            let f = super::filter(l);
+            let reason = match collision(&f) {
+                Some((i, j, x)) => format!(
+                    "not injective: filter(L) = {f} maps indices {i} and {j} to the same offset {x}"
                 ),
-            ));
+                None => format!(
+                    "its modes interleave: sorted by |stride|, the mode {s}:{d} has a stride below {reach}, the extent of the modes before it (CuTe's complement needs each stride to reach past them)"
+                ),
+            };
+            return Err(LayoutError::inadmissible(OP, String::new(), reason));
         }
         out.push((gap, reach));
         reach = mul(OP, s, d)?;
     }
     let rest = match cotarget {
         IntTuple::Int(m) => ceil_div(*m, reach),
-        t => ceil_div_shape(t, reach)?.product()?,
+        t => {
+            // CuTe's mode-by-mode quotient, but never short of size(cotarget).
+            let by_mode = ceil_div_shape(t, reach)?.product()?;
+            by_mode.max(ceil_div(t.product()?, reach))
+        }
     };
     out.push((rest, reach));
     // coalesce_flat drops size-1 modes, so only an all-1 result is left, as `1:0`.

@@ -4,7 +4,7 @@ use crate::error::{LayoutError, Result};
 use crate::int_tuple::IntTuple;
 use crate::layout::Layout;
 
-use super::coalesce::coalesced_modes;
+use super::coalesce::{coalesced_modes, from_flat_modes};
 use super::complement::complement;
 use super::composition::composition_parts;
 use super::support::concat;
@@ -148,34 +148,40 @@ pub(crate) fn unpack_zipped(z: Layout, both: bool) -> Layout {
 }
 
 fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
-    // shape(coalesce(L)), without building the coalesced layout.
+    // coalesce(L) is the same function as L on its domain and depends on nothing else, so
+    // composing with it (rather than with L) makes the tiles that overhang L's domain, and so
+    // the answer, depend on L as a function and not on how it is written.
     let modes = coalesced_modes(l);
-    let cotarget = match modes.as_slice() {
-        [] => IntTuple::Int(1),
-        [(s, _)] => IntTuple::Int(*s),
-        _ => IntTuple::flat(modes.iter().map(|m| m.0)),
-    };
+    let cl = from_flat_modes(&modes);
+    let cotarget = cl.shape().as_tuple().clone();
     let c = complement(t, &cotarget)?;
     composition_parts(
-        l,
+        &cl,
         &[(t.shape(), t.stride()), (c.shape(), c.stride())],
         || Layout::concat([t.clone(), c.clone()]),
     )
 }
 
-/// `L ∘ (T, complement(T, shape(coalesce(L))))` (CuTe's `logical_divide`): mode 0 indexes
-/// inside a tile `L ∘ T`, mode 1 runs over the tiles. A by-mode tiler divides mode by mode and
-/// keeps L's modes beyond the tiler; `_` keeps a mode; an integer `n` is the tiler `n:1`.
+/// `coalesce(L) ∘ (T, complement(T, shape(coalesce(L))))` (CuTe's `logical_divide`, which
+/// composes `L` itself): mode 0 indexes inside a tile `L ∘ T`, mode 1 runs over the tiles. A
+/// by-mode tiler divides mode by mode and keeps L's modes beyond the tiler; `_` keeps a mode;
+/// an integer `n` is the tiler `n:1`.
 ///
 /// When the tile does not divide L, the rest mode rounds up and the last tiles overhang L's
 /// domain (`48:1 / 32:1 = (32,2):(1,32)`; offsets 48..63 are past L): CuTe does the same,
-/// and a kernel predicates those elements. The overhang follows L's extended domain (its last
-/// mode running on); where CuTe's layout would disagree with that there (for example
-/// `(3,1):(0,-1) / 2:1`), the composition is `Inadmissible` here.
+/// and a kernel predicates those elements. The overhang follows the extended domain of
+/// `coalesce(L)` (its last mode running on), which is fixed by L's values on its domain: two
+/// layouts equal as functions get the same answer (`(3,1):(1,4)` and `3:1`, both divided by
+/// `2:1`, give `(2,2):(1,2)`). CuTe composes `L` as written, so its overhang differs when L
+/// ends in a size-1 mode or mergeable modes.
 ///
-/// Post-condition (layout tiler `T`): `R` has rank 2, `shape(T)` is compatible with mode 0,
-/// and `R(i, j) == L(T(i) + C(j))` for `i < size(T)`, `j < size(C)`, where
-/// `C = complement(T, shape(coalesce(L)))`. Mode by mode for a by-mode tiler.
+/// Post-condition (layout tiler `T`): `R` has rank 2, `shape(T)` and `shape(C)` are
+/// compatible with its modes, and `R(i, j) == coalesce(L)(T(i) + C(j))` for `i < size(T)`,
+/// `j < size(C)`, where `C = complement(T, shape(coalesce(L)))`; so `R(i, j) == L(T(i) + C(j))`
+/// wherever `T(i) + C(j) < size(L)`. Mode by mode for a by-mode tiler.
+///
+/// Errors: those of [`complement`] (for `T`) and [`composition`](super::composition) (for
+/// `coalesce(L)` and `(T, C)`), labelled `logical_divide`.
 ///
 /// ```
 /// use tessera_layout::{logical_divide, Layout, Tiler};
@@ -192,8 +198,12 @@ fn divide_layout(l: &Layout, t: &Layout) -> Result<Layout> {
 #[doc(alias = "tile")]
 #[doc(alias = "split")]
 pub fn logical_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    by_mode("logical_divide", l, t, &divide_layout)
-        .map_err(|e| e.within("logical_divide", || format!("{l}, {t}")))
+    logical_divide_in("logical_divide", l, t)
+}
+
+/// [`logical_divide`] with its errors labelled `op`, the operation the caller called.
+fn logical_divide_in(op: &'static str, l: &Layout, t: &Tiler) -> Result<Layout> {
+    by_mode(op, l, t, &divide_layout).map_err(|e| e.within(op, || format!("{l}, {t}")))
 }
 
 /// `((tile modes), (rest modes, L's modes beyond the tiler))` (CuTe's `zipped_divide`): the
@@ -209,9 +219,12 @@ pub fn logical_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
 /// assert_eq!(zipped_divide(&l, &t).unwrap().to_string(), "((4,3),(2,2)):((1,8),(4,24))");
 /// ```
 pub fn zipped_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    let ctx = || format!("{l}, {t}");
-    let ld = logical_divide(l, t)?;
-    tile_unzip("zipped_divide", ld, t).map_err(|e| e.within("zipped_divide", ctx))
+    zipped_divide_in("zipped_divide", l, t)
+}
+
+fn zipped_divide_in(op: &'static str, l: &Layout, t: &Tiler) -> Result<Layout> {
+    let ld = logical_divide_in(op, l, t)?;
+    tile_unzip(op, ld, t).map_err(|e| e.within(op, || format!("{l}, {t}")))
 }
 
 /// `((tile modes), rest modes..., L's modes beyond the tiler...)` (CuTe's `tiled_divide`):
@@ -224,7 +237,10 @@ pub fn zipped_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
 /// assert_eq!(tiled_divide(&l, &t).unwrap().to_string(), "((4,3),2,2):((1,8),4,24)");
 /// ```
 pub fn tiled_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    Ok(unpack_zipped(zipped_divide(l, t)?, false))
+    Ok(unpack_zipped(
+        zipped_divide_in("tiled_divide", l, t)?,
+        false,
+    ))
 }
 
 /// `(tile modes..., rest modes..., L's modes beyond the tiler...)` (CuTe's `flat_divide`):
@@ -237,5 +253,5 @@ pub fn tiled_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
 /// assert_eq!(flat_divide(&l, &t).unwrap().to_string(), "(4,3,2,2):(1,8,4,24)");
 /// ```
 pub fn flat_divide(l: &Layout, t: &Tiler) -> Result<Layout> {
-    Ok(unpack_zipped(zipped_divide(l, t)?, true))
+    Ok(unpack_zipped(zipped_divide_in("flat_divide", l, t)?, true))
 }

@@ -4,7 +4,7 @@ use crate::error::{LayoutError, Result};
 use crate::layout::Layout;
 
 use super::coalesce::coalesced_modes;
-use super::support::{coalesce_flat, layout_from_modes};
+use super::support::{coalesce_flat, collision, layout_from_modes};
 
 /// Coalesced flat modes of `l` with the prefix products of their extents (the index stride of
 /// each mode in L's domain), sorted stably by stride.
@@ -52,17 +52,89 @@ pub fn right_inverse(l: &Layout) -> Result<Layout> {
         .map_err(|e| e.within("right_inverse", || l.to_string()))
 }
 
-/// CuTe's canonical left inverse (`left_inverse`, sort by stride): for the coalesced modes
-/// of `L` in order of stride, mode `k` of `R` has extent `d_k / d_{k-1}` and maps back to
-/// the index stride of L's mode `k-1`; the offsets below the smallest stride map to 0.
+/// The modes of `L` as [`left_inverse`] sees them: coalesced, with their index strides, sorted
+/// by `|stride|`; and the first reason found why no left inverse exists, with two indices
+/// that `L` maps to one offset.
+struct Analysis {
+    /// `(extent, stride, index stride)`, sorted by `|stride|`, stride-0 modes first.
+    modes: Vec<(i64, i64, i64)>,
+    /// Each non-zero `|stride|` divides the next one.
+    divisible: bool,
+    /// Each non-zero `|stride|` is above the span `Σ (s_j - 1)|d_j|` of the modes before it,
+    /// so the offsets are a mixed-radix number with gaps: `L` is injective.
+    separated: bool,
+}
+
+fn analyse(l: &Layout) -> Analysis {
+    let mut modes = sorted_modes(l);
+    modes.sort_by_key(|m| m.1.unsigned_abs());
+    let nonzero: Vec<&(i64, i64, i64)> = modes.iter().filter(|m| m.1 != 0).collect();
+    let divisible = nonzero
+        .windows(2)
+        .all(|w| w[1].1.unsigned_abs() % w[0].1.unsigned_abs() == 0);
+    let mut span: u128 = 0;
+    let mut separated = true;
+    for m in &nonzero {
+        let d = u128::from(m.1.unsigned_abs());
+        if d <= span {
+            separated = false;
+        }
+        span += (m.0 as u128 - 1) * d;
+    }
+    Analysis {
+        modes,
+        divisible,
+        separated,
+    }
+}
+
+/// Two indices `L` maps to one offset, if the analysis shows `L` is not injective, or a
+/// search of a small `L` finds them: `(i, j, offset)`.
+fn non_injective(l: &Layout, a: &Analysis) -> Option<(i64, i64, i64)> {
+    // A broadcast mode: coordinate 1 in it lands where coordinate 0 does.
+    if let Some(&(_, _, p)) = a.modes.iter().find(|m| m.1 == 0) {
+        return Some((0, p, 0));
+    }
+    if a.divisible && !a.separated {
+        // Strides d_k | d_{k+1} and d_{k+1} < s_k d_k for some k (with divisibility the span
+        // test fails exactly there): m = d_{k+1}/d_k < s_k steps of mode k reach one step of
+        // mode k+1, or cancel it when the signs differ.
+        for w in a.modes.windows(2) {
+            let ((s0, d0, p0), (_, d1, p1)) = (w[0], w[1]);
+            let m = d1.unsigned_abs() / d0.unsigned_abs();
+            if (m as u128) < s0 as u128 {
+                let m = m as i64;
+                let (i, j) = if (d0 < 0) == (d1 < 0) {
+                    (m * p0, p1)
+                } else {
+                    (0, m * p0 + p1)
+                };
+                let (i, j) = (i.min(j), i.max(j));
+                return Some((i, j, l.call(j).ok()?));
+            }
+        }
+    }
+    if !a.separated {
+        return collision(l);
+    }
+    None
+}
+
+/// A left inverse of an injective layout (CuTe's `left_inverse`, sort by stride): for the
+/// coalesced modes of `L` in order of stride, mode `k` of `R` has extent `d_k / d_{k-1}` and
+/// maps back to the index stride of L's mode `k-1`; the offsets below the smallest stride
+/// map to 0.
 ///
-/// Post-condition: `L(R(L(i))) == L(i)` for every `i < size(L)`; so `R(L(i)) == i` when `L`
-/// is injective.
+/// Post-condition: `R(L(i)) == i` for every `i < size(L)`.
 ///
-/// Errors: `Inadmissible` if the modes of `L` overlap so that the canonical answer breaks the
-/// post-condition (e.g. `(2,3):(2,1)`), if a stride is not a multiple of the extent of the result so far
-/// (CuTe's divisibility condition), or `L` has a negative stride (CuTe's answer is not a
-/// layout).
+/// A layout that maps two indices to one offset has no left inverse: for those, see
+/// [`generalized_left_inverse`], which promises only `L(R(L(i))) == L(i)`.
+///
+/// Errors: `Inadmissible` if `L` is not injective (the message names two indices with one
+/// offset: decided without enumeration when a stride is 0 or the strides divide one another,
+/// by search up to 2^16 elements otherwise); if `L` has a negative stride, or a stride that is
+/// not a multiple of the next smaller one (CuTe's divisibility condition): CuTe's construction
+/// has no answer then, though some other layout might.
 ///
 /// ```
 /// use tessera_layout::{left_inverse, Layout};
@@ -70,64 +142,186 @@ pub fn right_inverse(l: &Layout) -> Result<Layout> {
 /// assert_eq!(left_inverse(&p("(4,8):(8,1)")).unwrap().to_string(), "(8,4):(4,1)");
 /// assert_eq!(left_inverse(&p("3:2")).unwrap().to_string(), "(2,3):(0,1)");
 /// assert_eq!(left_inverse(&p("(4,8):(1,5)")).unwrap().to_string(), "(5,8):(1,4)");
+/// // L(1) = L(2) = 1: no layout R has R(1) == 1 and R(1) == 2.
+/// assert!(left_inverse(&p("(2,2):(1,1)")).is_err());
 /// ```
 #[doc(alias = "inverse")]
 pub fn left_inverse(l: &Layout) -> Result<Layout> {
+    const OP: &str = "left_inverse";
     let ctx = || l.to_string();
-    let modes = sorted_modes(l);
+    let a = analyse(l);
+    if let Some((i, j, x)) = non_injective(l, &a) {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!("not injective, so no left inverse exists: L({i}) = L({j}) = {x}"),
+        ));
+    }
+    let undecided = if a.separated {
+        ""
+    } else {
+        " (whether L is injective was not decided: it has above 2^16 elements)"
+    };
+    if let Some(&(s, d, _)) = a.modes.iter().find(|m| m.1 < 0) {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!("the mode {s}:{d} has a negative stride, and CuTe's left inverse (by sorted strides) is defined for positive strides only{undecided}"),
+        ));
+    }
+    if !a.divisible {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!(
+                "CuTe's divisibility condition fails: {}{undecided}",
+                divisibility_witness(&a)
+            ),
+        ));
+    }
+    // Positive strides, each a multiple of the one before and above the span of the modes
+    // before it: every offset is a mixed-radix number whose digits are L's coordinates, and
+    // R reads them back.
+    canonical(&a.modes).map_err(|e| e.within(OP, ctx))
+}
+
+/// The first pair of sorted non-zero strides where one does not divide the next.
+fn divisibility_witness(a: &Analysis) -> String {
+    let nonzero: Vec<i64> = a.modes.iter().map(|m| m.1).filter(|&d| d != 0).collect();
+    for w in nonzero.windows(2) {
+        if w[1].unsigned_abs() % w[0].unsigned_abs() != 0 {
+            return format!("stride {} is not a multiple of stride {}", w[1], w[0]);
+        }
+    }
+    String::new()
+}
+
+/// CuTe's sort-by-stride construction for modes with non-negative strides sorted by stride,
+/// each non-zero stride a multiple of the one before.
+fn canonical(modes: &[(i64, i64, i64)]) -> Result<Layout> {
     let mut shapes: Vec<i64> = Vec::new();
     let mut strides: Vec<i64> = vec![0];
     let mut size = 1i64;
-    for &(_, d, p) in &modes {
+    for &(_, d, p) in modes {
         if d == 0 {
             continue;
         }
-        if d < 0 {
-            return Err(LayoutError::inadmissible(
-                "left_inverse",
-                ctx(),
-                format!("negative stride {d}"),
-            ));
-        }
-        if d % size != 0 {
-            return Err(LayoutError::inadmissible(
-                "left_inverse",
-                ctx(),
-                format!("divisibility: stride {d} is not a multiple of {size}"),
-            ));
-        }
+        debug_assert!(d > 0 && d % size == 0);
         shapes.push(d / size);
         strides.push(p);
         size = d;
     }
     shapes.push(modes.last().map_or(1, |m| m.0));
     let out = coalesce_flat(shapes.into_iter().zip(strides));
-    let r = layout_from_modes("left_inverse", &out).map_err(|e| e.within("left_inverse", ctx))?;
-    // With the divisibility chain above, L is injective on its non-zero-stride modes exactly
-    // when each stride reaches past the previous mode (d_{k+1} >= s_k d_k); then the
-    // post-condition holds by the mixed-radix argument. Otherwise (overlapping modes) the
-    // canonical answer may be wrong, so it is verified point by point, or refused.
-    let chain = modes
-        .iter()
-        .filter(|m| m.1 != 0)
-        .collect::<Vec<_>>()
-        .windows(2)
-        .all(|w| w[0].0.checked_mul(w[0].1).is_some_and(|e| w[1].1 >= e));
-    if !chain {
-        let reaches = |i: i64| -> Option<bool> {
-            let o = l.call(i).ok()?;
-            Some(l.call(r.call(o).ok()?).ok()? == o)
-        };
-        if l.size() > LEFT_INVERSE_CHECK_LIMIT || !(0..l.size()).all(|i| reaches(i) == Some(true)) {
+    layout_from_modes("left_inverse", &out)
+}
+
+/// A generalized left inverse (CuTe's `left_inverse` on any layout, whose post-condition is
+/// this one): `R` with `L(R(L(i))) == L(i)` for every `i < size(L)`, `L` evaluated on its
+/// extended domain (its last mode running on). For an injective `L` it is [`left_inverse`].
+/// For one that is not, `R` picks one index of each offset: `(4,3):(1,0)` gives `4:1`, and
+/// every offset `x < 4` comes back as the index `x`, whose offset is `x`.
+///
+/// The construction is CuTe's (sort by stride, stride-0 modes skipped). With overlapping
+/// modes it need not meet the post-condition, so it is accepted when it provably does (no
+/// overlap; or overlaps only below a gap-free chain whose largest stride is L's last mode),
+/// and otherwise checked point by point for `L` up to 2^20 elements.
+///
+/// Errors: `Inadmissible` for a negative stride or CuTe's divisibility condition (as
+/// [`left_inverse`]); when the construction fails the post-condition (the message names the
+/// index); and when it cannot be checked (above 2^20 elements, the message says so).
+///
+/// ```
+/// use tessera_layout::{generalized_left_inverse, Layout};
+/// let p = |s: &str| s.parse::<Layout>().unwrap();
+/// assert_eq!(generalized_left_inverse(&p("(4,3):(1,0)")).unwrap().to_string(), "4:1");
+/// assert_eq!(generalized_left_inverse(&p("4:0")).unwrap().to_string(), "4:0");
+/// // L(R(L(5))) = L(R(4)) = L(2) = 1, not 4.
+/// assert!(generalized_left_inverse(&p("(2,3):(2,1)")).is_err());
+/// ```
+pub fn generalized_left_inverse(l: &Layout) -> Result<Layout> {
+    const OP: &str = "generalized_left_inverse";
+    let ctx = || l.to_string();
+    let mut modes = sorted_modes(l);
+    modes.sort_by_key(|m| m.1);
+    if let Some(&(s, d, _)) = modes.iter().find(|m| m.1 < 0) {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!("the mode {s}:{d} has a negative stride, and CuTe's left inverse (by sorted strides) is defined for positive strides only"),
+        ));
+    }
+    let a = Analysis {
+        divisible: modes
+            .iter()
+            .filter(|m| m.1 != 0)
+            .collect::<Vec<_>>()
+            .windows(2)
+            .all(|w| w[1].1 % w[0].1 == 0),
+        separated: false,
+        modes,
+    };
+    if !a.divisible {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!(
+                "CuTe's divisibility condition fails: {}",
+                divisibility_witness(&a)
+            ),
+        ));
+    }
+    let r = canonical(&a.modes).map_err(|e| e.within(OP, ctx))?;
+    // An index past size(L) runs on in L's last leaf; the analytic case needs that leaf to be
+    // part of the mode of the largest stride, so it must not be a trailing extent-1 leaf.
+    let last_leaf_runs = l.shape().leaves().last().is_some_and(|&s| s > 1);
+    if analyse(l).separated || (last_leaf_runs && overlaps_below_last(&a.modes)) {
+        return Ok(r);
+    }
+    if l.size() > GENERALIZED_CHECK_LIMIT {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!(
+                "the modes overlap, so CuTe's construction {r} needs checking point by point, and L has {} elements, above {GENERALIZED_CHECK_LIMIT}; a generalized inverse may exist",
+                l.size()
+            ),
+        ));
+    }
+    for i in 0..l.size() {
+        let o = l.call(i).map_err(|e| e.within(OP, ctx))?;
+        let back = r
+            .call(o)
+            .and_then(|j| l.call(j))
+            .map_err(|e| e.within(OP, ctx))?;
+        if back != o {
             return Err(LayoutError::inadmissible(
-                "left_inverse",
+                OP,
                 ctx(),
-                "modes overlap, and no canonical left inverse R satisfies L(R(L(i))) == L(i)",
+                format!(
+                    "the modes overlap, and CuTe's construction {r} fails at i = {i}: L(i) = {o} but L(R({o})) = {back}"
+                ),
             ));
         }
     }
     Ok(r)
 }
 
-/// Largest non-injective layout whose canonical left inverse is verified point by point.
-const LEFT_INVERSE_CHECK_LIMIT: i64 = 1 << 16;
+/// Largest layout whose generalized left inverse is checked point by point.
+const GENERALIZED_CHECK_LIMIT: i64 = 1 << 20;
+
+/// Whether CuTe's construction meets `L(R(x)) == x` for every multiple `x` of the smallest
+/// non-zero stride: the ratio `d_{k+1} / d_k` of consecutive sorted strides is at most the
+/// extent `s_k` (no gaps, so every digit of `x` is a coordinate of its mode), and the mode of
+/// the largest stride is L's last coalesced mode (so its digit, unbounded, runs on in L's
+/// extended domain, given that L's last leaf is part of that mode). Modes sorted by stride, non-negative, each non-zero stride dividing the
+/// next.
+fn overlaps_below_last(sorted: &[(i64, i64, i64)]) -> bool {
+    let nonzero: Vec<&(i64, i64, i64)> = sorted.iter().filter(|m| m.1 != 0).collect();
+    let Some(last) = nonzero.last() else {
+        return true;
+    };
+    let no_gaps = nonzero.windows(2).all(|w| w[1].1 / w[0].1 <= w[0].0);
+    let last_index_stride = sorted.iter().map(|m| m.2).max().unwrap_or(1);
+    no_gaps && last.2 == last_index_stride
+}

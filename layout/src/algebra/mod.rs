@@ -28,7 +28,7 @@ pub use complement::{complement, complement_default};
 pub use composition::{composition, composition_tiler};
 pub use divide::{flat_divide, logical_divide, tiled_divide, zipped_divide};
 pub use equal::{canonical, equal};
-pub use inverse::{left_inverse, right_inverse};
+pub use inverse::{generalized_left_inverse, left_inverse, right_inverse};
 pub use product::{
     blocked_product, flat_product, logical_product, raked_product, tile_to_shape, tiled_product,
     zipped_product,

@@ -39,8 +39,12 @@ fn product_layout(a: &Layout, b: &Layout) -> Result<Layout> {
 /// ```
 #[doc(alias = "repeat")]
 pub fn logical_product(a: &Layout, b: &Tiler) -> Result<Layout> {
-    by_mode("logical_product", a, b, &product_layout)
-        .map_err(|e| e.within("logical_product", || format!("{a}, {b}")))
+    logical_product_in("logical_product", a, b)
+}
+
+/// [`logical_product`] with its errors labelled `op`, the operation the caller called.
+fn logical_product_in(op: &'static str, a: &Layout, b: &Tiler) -> Result<Layout> {
+    by_mode(op, a, b, &product_layout).map_err(|e| e.within(op, || format!("{a}, {b}")))
 }
 
 /// `((A modes), (product modes, A's modes beyond the tiler))` (CuTe's `zipped_product`): the
@@ -56,9 +60,12 @@ pub fn logical_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 /// assert_eq!(zipped_product(&a, &b).unwrap().to_string(), "((2,2),(3,2)):((1,2),(2,1))");
 /// ```
 pub fn zipped_product(a: &Layout, b: &Tiler) -> Result<Layout> {
-    let ctx = || format!("{a}, {b}");
-    let lp = logical_product(a, b)?;
-    tile_unzip("zipped_product", lp, b).map_err(|e| e.within("zipped_product", ctx))
+    zipped_product_in("zipped_product", a, b)
+}
+
+fn zipped_product_in(op: &'static str, a: &Layout, b: &Tiler) -> Result<Layout> {
+    let lp = logical_product_in(op, a, b)?;
+    tile_unzip(op, lp, b).map_err(|e| e.within(op, || format!("{a}, {b}")))
 }
 
 /// `((A modes), product modes...)` (CuTe's `tiled_product`): [`zipped_product`] with mode 1
@@ -71,7 +78,10 @@ pub fn zipped_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 /// assert_eq!(tiled_product(&a, &b).unwrap().to_string(), "((2,2),3,2):((1,2),2,1)");
 /// ```
 pub fn tiled_product(a: &Layout, b: &Tiler) -> Result<Layout> {
-    Ok(unpack_zipped(zipped_product(a, b)?, false))
+    Ok(unpack_zipped(
+        zipped_product_in("tiled_product", a, b)?,
+        false,
+    ))
 }
 
 /// `(A modes..., product modes...)` (CuTe's `flat_product`): [`zipped_product`] with both
@@ -84,7 +94,10 @@ pub fn tiled_product(a: &Layout, b: &Tiler) -> Result<Layout> {
 /// assert_eq!(flat_product(&a, &b).unwrap().to_string(), "(2,2,3,2):(1,2,2,1)");
 /// ```
 pub fn flat_product(a: &Layout, b: &Tiler) -> Result<Layout> {
-    Ok(unpack_zipped(zipped_product(a, b)?, true))
+    Ok(unpack_zipped(
+        zipped_product_in("flat_product", a, b)?,
+        true,
+    ))
 }
 
 /// Pads `l` to rank `r` with `1:0` modes (CuTe's `append<R>`); an integral layout stays
@@ -222,12 +235,12 @@ pub fn tile_to_shape(
         let target = product_each(target_shape)?;
         let (bl, tl) = (block_shape.leaves(), target.leaves());
         let mut copies = Vec::with_capacity(bl.len());
-        for (&b, &t) in bl.iter().zip(tl.iter()) {
+        for (i, (&b, &t)) in bl.iter().zip(tl.iter()).enumerate() {
             if t % b != 0 {
                 return Err(LayoutError::inadmissible(
                     OP,
                     String::new(),
-                    format!("block extent {b} does not divide target extent {t}"),
+                    format!("in mode {i}, the block's size {b} does not divide the target's {t}"),
                 ));
             }
             copies.push(t / b);

@@ -161,3 +161,22 @@ pub(crate) fn flat_modes(l: &Layout) -> Vec<(i64, i64)> {
         .zip(l.stride().leaves().iter().copied())
         .collect()
 }
+
+/// Largest layout searched for a witness of non-injectivity.
+pub(crate) const WITNESS_LIMIT: i64 = 1 << 16;
+
+/// Two indices `i < j` with `l(i) == l(j)`, and that offset, found by enumeration when
+/// `size(l) <= WITNESS_LIMIT`; `None` if `l` is injective or too large to search.
+pub(crate) fn collision(l: &Layout) -> Option<(i64, i64, i64)> {
+    if l.size() > WITNESS_LIMIT {
+        return None;
+    }
+    let mut seen = std::collections::HashMap::with_capacity(l.size() as usize);
+    for j in 0..l.size() {
+        let x = l.call(j).ok()?;
+        if let Some(i) = seen.insert(x, j) {
+            return Some((i, j, x));
+        }
+    }
+    None
+}
