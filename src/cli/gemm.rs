@@ -134,6 +134,7 @@ fn on_off(flag: &str, v: Option<&str>) -> Result<Option<bool>, String> {
     }
 }
 
+#[cfg(feature = "cuda")]
 fn parse_triple(s: &str) -> Result<(i64, i64, i64), String> {
     let v: Vec<i64> = s
         .split('x')
