@@ -102,16 +102,17 @@ fi
 # SWEEP=1: the sweep, `bench gemm --sweep` (53 shapes in nine classes, plain GEMM against
 # cuBLAS, each shape as the planner plans it), 3 rounds of ~10 ms batches: a single row's
 # ratio to about +-5%, the class geomeans closer. About 3-4 minutes, most of it NVRTC
-# compiling ~15 kernels (a disk cache keeps them for SWEEP_AB). SWEEP_AB=1 adds the ragged
-# class with the schedule forced each way (is ping-pong's whole-tile domain the right one?).
+# compiling ~15 kernels (a disk cache keeps them for SWEEP_AB). SWEEP_AB=1 adds the ragged and
+# skinny classes with the schedule forced each way (is ping-pong's whole-tile domain the right
+# one? docs/design/012-planner-rules.md).
 if [ "${SWEEP:-0}" = 1 ]; then
   export TESSERA_CACHE_DIR=/tmp/tessera-sweep-cache
   timeout 300 ./tessera bench gemm --sweep --json "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
   echo "exit status $? (0 ok, 3 a shape failed or disagreed with cuBLAS, 124 timed out)" >> "$OUT/sweep.log"
   if [ "${SWEEP_AB:-0}" = 1 ]; then
     for sched in pingpong cooperative; do
-      timeout 100 ./tessera bench gemm --sweep --class ragged --schedule $sched --rounds 5 \
-        --json "$OUT/sweep_ragged_$sched.json" > "$OUT/sweep_ragged_$sched.log" 2>&1
+      timeout 150 ./tessera bench gemm --sweep --class ragged,skinny --schedule $sched --rounds 5 \
+        --json "$OUT/sweep_ab_$sched.json" > "$OUT/sweep_ab_$sched.log" 2>&1
     done
   fi
   unset TESSERA_CACHE_DIR
@@ -156,8 +157,8 @@ fi
 [ -f "$OUT/exp.log" ] && { echo "== experiments"; grep -vE "^(compiling|warm)" "$OUT/exp.log" | tail -60; }
 [ -f "$OUT/bench_sm80.log" ] && { echo "== sm80-class vs vendor"; tail -4 "$OUT/bench_sm80.log"; }
 [ -f "$OUT/sweep.log" ] && { echo "== the sweep (bench gemm --sweep, 3 rounds)"; cut -c1-170 "$OUT/sweep.log"; }
-for f in "$OUT"/sweep_ragged_*.log; do
-  [ -f "$f" ] && { echo "== ragged class, $(basename "$f" .log)"; grep -E "^(ragged|  )" "$f" | cut -c1-150; }
+for f in "$OUT"/sweep_ab_*.log; do
+  [ -f "$f" ] && { echo "== ragged and skinny, $(basename "$f" .log)"; grep -E "^(ragged|skinny|  )" "$f" | cut -c1-150; }
 done
 echo "== tests"; cat "$OUT/tests_summary.txt"; echo "test binaries failing: $fails"
 exit 0
