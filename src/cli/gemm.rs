@@ -76,8 +76,8 @@ pub struct KernelArgs {
     pub tma_store: Option<String>,
     /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (both on
     /// every tile) or `pingpong` (alternate tiles; BM 64, or BM 128 with BN at most 128);
-    /// default: ping-pong for a plain GEMM with K up to 4096 and nothing else forced, else
-    /// cooperative.
+    /// default: ping-pong for a plain GEMM with K up to 4096, whole tiles and nothing else
+    /// forced, else cooperative (`plan gemm` prints why).
     #[arg(long)]
     pub schedule: Option<String>,
     /// Hopper path: tile rows per group of the persistent tile order (default 8): a group
@@ -85,8 +85,9 @@ pub struct KernelArgs {
     #[arg(long)]
     pub group_m: Option<i64>,
     /// Hopper path: split the tiles of a partial last wave along K over all CTAs (stream-K),
-    /// `on` (every partial last wave) or `off`; default: last waves that leave at least 32
-    /// k-tiles a CTA idle, with the cooperative schedule and no cluster.
+    /// `on` (every partial wave) or `off`; default: waves that leave at least 32 k-tiles a CTA
+    /// idle (a single wave too, and memory-bound ones keeping at most half the SMs busy), with
+    /// the cooperative schedule and no cluster.
     #[arg(long)]
     pub stream_k: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
@@ -971,6 +972,58 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The sweep's JSON document: the device, the settings, the summary and every row; `done`
+/// is false while the sweep runs (the file is rewritten after each row, so a run cut short by
+/// a timeout still leaves its rows).
+#[cfg(feature = "cuda")]
+fn write_sweep_json(
+    file: &std::path::Path,
+    rt: &tessera_kernels::Context,
+    cfg: &tessera_kernels::bench::sweep::SweepConfig,
+    rows: &[tessera_kernels::bench::sweep::SweepRow],
+    done: bool,
+) -> Result<(), String> {
+    let num = |x: f64| {
+        if x.is_finite() {
+            serde_json::json!(x)
+        } else {
+            serde_json::Value::Null
+        }
+    };
+    let sum = tessera_kernels::bench::sweep::summarize(rows);
+    let v: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let s = &r.shape;
+            serde_json::json!({
+                "class": s.class.name(), "source": s.source, "m": s.m, "n": s.n, "k": s.k,
+                "batch": s.batch, "dtype": s.dtype.to_string(), "path": r.path,
+                "kernel": r.kernel, "plan": r.plan, "decisions": r.decisions,
+                "ours_ms": num(r.ours_ms), "vendor_ms": num(r.vendor_ms), "ratio": num(r.ratio),
+                "ours_tflops": num(r.ours_tflops), "vendor_tflops": num(r.vendor_tflops),
+                "ours_gbs": num(r.ours_gbs), "vendor_gbs": num(r.vendor_gbs),
+                "rel_diff": num(r.rel_diff), "error": r.error,
+            })
+        })
+        .collect();
+    let classes: Vec<serde_json::Value> = sum
+        .classes
+        .iter()
+        .map(|(c, n, g)| serde_json::json!({"class": c.name(), "rows": n, "geomean": num(*g)}))
+        .collect();
+    let doc = serde_json::json!({
+        "device": rt.device_name(), "arch": rt.arch().to_string(), "sms": rt.sm_count(),
+        "seed": cfg.seed, "rounds": cfg.rounds, "batch_ms": cfg.batch_ms,
+        "copy_roofline_gbs": tessera_kernels::plan::policy::COPY_ROOFLINE_BYTES_PER_S / 1e9,
+        "done": done, "shapes": cfg.shapes.len(), "classes": classes, "overall": num(sum.overall),
+        "worst": sum.worst.map(|i| rows[i].shape.to_string()),
+        "below_095": sum.below_095, "off_hopper": sum.off_hopper,
+        "errors": sum.errors, "mismatches": sum.mismatches, "rows": v,
+    });
+    std::fs::write(file, format!("{doc:#}\n"))
+        .map_err(|e| format!("writing {}: {e}", file.display()))
+}
+
 /// Runs `tessera bench gemm --sweep`.
 #[cfg(feature = "cuda")]
 fn bench_sweep(
@@ -1034,6 +1087,8 @@ fn bench_sweep(
     let line = |r: &SweepRow| {
         let s = &r.shape;
         if let Some(e) = &r.error {
+            // The first line (a compile failure's log follows it; the JSON has all of it).
+            let e: String = e.lines().next().unwrap_or("").chars().take(240).collect();
             return format!(
                 "{:<9} {:>22} {:>4} {:<36} ERROR {e}",
                 s.class.name(),
@@ -1062,7 +1117,16 @@ fn bench_sweep(
             if r.agrees() { "" } else { "  MISMATCH" }
         )
     };
-    let rows = match run_sweep(&rt, &cfg, |r| println!("{}", line(r))) {
+    let mut partial = Vec::new();
+    let rows = match run_sweep(&rt, &cfg, |r| {
+        println!("{}", line(r));
+        partial.push(r.clone());
+        if let Some(file) = &json {
+            if let Err(e) = write_sweep_json(file, &rt, &cfg, &partial, false) {
+                eprintln!("{e}");
+            }
+        }
+    }) {
         Ok(rows) => rows,
         Err(e) => return fail(e),
     };
@@ -1113,45 +1177,9 @@ fn bench_sweep(
             .map(|r| format!(" {}", r.shape))
             .collect::<String>()
     );
-    if let Some(file) = json {
-        let v: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                let s = &r.shape;
-                let num = |x: f64| {
-                    if x.is_finite() {
-                        serde_json::json!(x)
-                    } else {
-                        serde_json::Value::Null
-                    }
-                };
-                serde_json::json!({
-                    "class": s.class.name(), "source": s.source, "m": s.m, "n": s.n, "k": s.k,
-                    "batch": s.batch, "dtype": s.dtype.to_string(), "path": r.path,
-                    "kernel": r.kernel, "plan": r.plan, "decisions": r.decisions,
-                    "ours_ms": num(r.ours_ms), "vendor_ms": num(r.vendor_ms), "ratio": num(r.ratio),
-                    "ours_tflops": num(r.ours_tflops), "vendor_tflops": num(r.vendor_tflops),
-                    "ours_gbs": num(r.ours_gbs), "vendor_gbs": num(r.vendor_gbs),
-                    "rel_diff": num(r.rel_diff), "error": r.error,
-                })
-            })
-            .collect();
-        let classes: Vec<serde_json::Value> = sum
-            .classes
-            .iter()
-            .map(|(c, n, g)| serde_json::json!({"class": c.name(), "rows": n, "geomean": g}))
-            .collect();
-        let doc = serde_json::json!({
-            "device": rt.device_name(), "arch": rt.arch().to_string(), "sms": rt.sm_count(),
-            "seed": cfg.seed, "rounds": cfg.rounds, "batch_ms": cfg.batch_ms,
-            "copy_roofline_gbs": roof, "classes": classes,
-            "overall": if sum.overall.is_finite() { serde_json::json!(sum.overall) } else { serde_json::Value::Null },
-            "worst": sum.worst.map(|i| rows[i].shape.to_string()),
-            "below_095": sum.below_095, "off_hopper": sum.off_hopper,
-            "errors": sum.errors, "mismatches": sum.mismatches, "rows": v,
-        });
-        if let Err(e) = std::fs::write(&file, format!("{doc:#}\n")) {
-            return fail(format!("writing {}: {e}", file.display()));
+    if let Some(file) = &json {
+        if let Err(e) = write_sweep_json(file, &rt, &cfg, &rows, true) {
+            return fail(e);
         }
     }
     if sum.errors > 0 || sum.mismatches > 0 {
