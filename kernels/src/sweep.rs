@@ -57,6 +57,11 @@ impl ShapeClass {
     ];
 
     /// The class's name as printed and in JSON.
+    ///
+    /// ```
+    /// use tessera_kernels::sweep::ShapeClass;
+    /// assert_eq!(ShapeClass::ShortK.name(), "short-k");
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             ShapeClass::Decode => "decode",
@@ -83,7 +88,7 @@ impl fmt::Display for ShapeClass {
 pub struct SweepShape {
     /// Its class.
     pub class: ShapeClass,
-    /// Where it comes from (a model's layer, or the issue that reported it).
+    /// Where it comes from (a model's layer), or what it tests.
     pub source: &'static str,
     /// Rows of D (tokens).
     pub m: i64,
@@ -99,6 +104,12 @@ pub struct SweepShape {
 
 impl fmt::Display for SweepShape {
     /// `MxNxK`, `BATCH x MxNxK` when batched.
+    ///
+    /// ```
+    /// use tessera_kernels::sweep::{sweep_shapes, ShapeClass};
+    /// let batched = sweep_shapes().into_iter().find(|s| s.class == ShapeClass::Batched).unwrap();
+    /// assert_eq!(batched.to_string(), "64 x 512x512x64");
+    /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.batch > 1 {
             write!(f, "{} x ", self.batch)?;
@@ -126,6 +137,13 @@ const fn shape(
 }
 
 /// The sweep's shapes, by class (bf16 unless the class is fp16).
+///
+/// ```
+/// use tessera_kernels::sweep::{sweep_shapes, ShapeClass};
+/// let decode = sweep_shapes().into_iter().filter(|s| s.class == ShapeClass::Decode);
+/// assert!(decode.clone().all(|s| s.m <= 256));
+/// assert!(decode.count() >= 10);
+/// ```
 pub fn sweep_shapes() -> Vec<SweepShape> {
     use DType::{Bf16 as B, F16 as H};
     use ShapeClass::*;
@@ -133,7 +151,7 @@ pub fn sweep_shapes() -> Vec<SweepShape> {
         shape(Decode, "Llama-2-7B q_proj, batch 1", (1, 4096, 4096), 1, B),
         shape(
             Decode,
-            "Llama-2-7B o_proj, 16 sequences (issue 25: 0.69x)",
+            "Llama-2-7B o_proj, 16 sequences",
             (16, 4096, 4096),
             1,
             B,
@@ -175,7 +193,7 @@ pub fn sweep_shapes() -> Vec<SweepShape> {
         ),
         shape(
             Decode,
-            "Llama-2-7B o_proj, 128 sequences (issue 25: 0.67x)",
+            "Llama-2-7B o_proj, 128 sequences",
             (128, 4096, 4096),
             1,
             B,
@@ -209,8 +227,14 @@ pub fn sweep_shapes() -> Vec<SweepShape> {
             B,
         ),
         shape(Ragged, "round sizes", (1000, 1000, 1000), 1, B),
-        shape(Ragged, "issue 25: 0.80x", (4000, 4000, 4000), 1, B),
-        shape(Ragged, "issue 25: 0.71x", (3000, 5000, 2000), 1, B),
+        shape(
+            Ragged,
+            "round sizes, K off the k-tile",
+            (4000, 4000, 4000),
+            1,
+            B,
+        ),
+        shape(Ragged, "round sizes, M != N", (3000, 5000, 2000), 1, B),
         shape(
             Ragged,
             "K tail only (62.5 k-tiles)",
@@ -281,7 +305,7 @@ pub fn sweep_shapes() -> Vec<SweepShape> {
             1,
             B,
         ),
-        shape(Skinny, "issue 25: tall-skinny", (32768, 1024, 1024), 1, B),
+        shape(Skinny, "tall-skinny", (32768, 1024, 1024), 1, B),
         shape(
             Skinny,
             "GPT-2 LM head, 1024 tokens (N odd)",
@@ -310,16 +334,10 @@ pub fn sweep_shapes() -> Vec<SweepShape> {
             1,
             B,
         ),
+        shape(Unaligned, "every extent odd", (4095, 4095, 4095), 1, B),
         shape(
             Unaligned,
-            "issue 25: every extent odd (0.4x)",
-            (4095, 4095, 4095),
-            1,
-            B,
-        ),
-        shape(
-            Unaligned,
-            "issue 25: K = 2500 (the two planners)",
+            "K = 2500, a multiple of 4 only",
             (2048, 2048, 2500),
             1,
             B,
@@ -347,7 +365,7 @@ pub fn sweep_shapes() -> Vec<SweepShape> {
             1,
             B,
         ),
-        shape(Batched, "issue 25: attention-like", (512, 512, 64), 64, B),
+        shape(Batched, "attention-like", (512, 512, 64), 64, B),
         shape(
             Batched,
             "BERT-base scores, batch 8 x 12 heads, 512 tokens",
@@ -372,7 +390,7 @@ pub fn sweep_shapes() -> Vec<SweepShape> {
             1,
             H,
         ),
-        shape(Fp16, "issue 25's 4000³ in fp16", (4000, 4000, 4000), 1, H),
+        shape(Fp16, "4000³ in fp16", (4000, 4000, 4000), 1, H),
         shape(Fp16, "Llama-2-7B scores in fp16", (2048, 2048, 128), 32, H),
         shape(
             Fp16,

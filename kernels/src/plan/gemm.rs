@@ -651,6 +651,11 @@ impl Plan {
     }
 
     /// Pipeline stages of the kernel.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// assert_eq!(GemmSpec::linear(8192, 8192, 8192).plan(Arch::Sm90a, 132).unwrap().stages(), 4);
+    /// ```
     pub fn stages(&self) -> i64 {
         match &self.kernel {
             KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => p.stages,
@@ -661,6 +666,14 @@ impl Plan {
     /// Each tuned choice of the plan with its reason ([`crate::plan::policy`]), or the option
     /// that forced it: tile, schedule, stream-K, stages, raster group and cluster on the
     /// Hopper path; tile and stages on the sm80-class path.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let plan = GemmSpec::linear(16, 4096, 4096).plan(Arch::Sm90a, 132).unwrap();
+    /// let d = plan.decisions();
+    /// assert!(d[0].starts_with("tile 64x128x64: M = 16 <= 64"));
+    /// assert!(d.iter().any(|l| l.contains("32 tiles split")));
+    /// ```
     pub fn decisions(&self) -> Vec<String> {
         use crate::plan::policy;
         let o = &self.spec.options;

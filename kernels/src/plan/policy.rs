@@ -19,6 +19,13 @@ use crate::plan::problem::{Activation, BiasMode, GemmProblem};
 const BK: i64 = super::sm90::BK;
 
 /// A planner's choice and why it was made.
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_cluster;
+/// let d = hopper_cluster();
+/// assert_eq!(d.value, 1);
+/// assert!(d.why.contains("design 010"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision<T> {
     /// The choice.
@@ -43,17 +50,15 @@ pub const STREAM_K_MIN_SHARE: i64 = 4;
 /// Stream-K splits a partial wave only when it would otherwise leave at least this many
 /// k-tiles a CTA idle on average (`(grid - r) k_tiles / grid`, `r` tiles in the wave): the
 /// parts cost a CTA about the same whatever the shape, so what decides is the idle time won
-/// back. Fitted to `bench gemm` on the H100 (docs/design/002): faster at 37 idle k-tiles and
-/// above (+1-4.5%), within the spread at 15-27, slower at 8-10 (-3%), on multi-wave shapes
-/// whose M and N are multiples of 256.
+/// back. Fitted to `bench gemm` on the H100 on the multi-wave standard shapes, M and N
+/// multiples of 256 (docs/design/002-stream-k-unit-order.md).
 pub const STREAM_K_MIN_IDLE: i64 = 32;
 
 /// The plain GEMM takes the ping-pong schedule up to this many k-tiles (K = 4096): its
 /// epilogue runs under the other warpgroup's mainloop, worth more than the cooperative 128 x
-/// 256 tile's faster mainloop (about 1.02 against 1.07 kc per 128 x 256 x 64) while tiles
-/// are short. Fitted to `bench gemm` on the H100 (docs/design/009): at K = 4096 ping-pong ran
-/// 1.4-6% faster on all six such standard shapes; at K = 8192 0.5% slower than cooperative
-/// with stream-K; at K = 11008 2-5% slower.
+/// 256 tile's faster mainloop while tiles are short. Fitted to `bench gemm` on the H100 on the
+/// six K = 4096 standard shapes against K = 8192 and 11008
+/// (docs/design/009-schedule-choice.md).
 pub const PINGPONG_MAX_K_TILES: i64 = 64;
 
 /// The Hopper plan takes as many pipeline stages as fit beside the epilogue, at most this
@@ -62,8 +67,8 @@ pub const PINGPONG_MAX_K_TILES: i64 = 64;
 pub const HOPPER_MAX_STAGES: i64 = 6;
 
 /// The sm80-class plan's most stages: three 128 x 256 x 64 stages (144 KB) is what the 252
-/// registers of its 64 x 64 warp tiles leave room for at one CTA a SM (perf.md, "the
-/// sm80-class path"); more stages measured no gain (v2 of the ladder).
+/// registers of its 64 x 64 warp tiles leave room for at one CTA a SM (docs/perf.md, "The
+/// sm80-class path").
 pub const SM80_MAX_STAGES: i64 = 3;
 
 /// Tile rows per group of the persistent tile order on both paths: a group is walked column
@@ -74,11 +79,11 @@ pub const GROUP_M: i64 = 8;
 
 /// What one unit of work (128 x 128 x 64) costs a cooperative 128 x 128 tile relative to the
 /// 128 x 256 tile, for the wave-quantization choice between them ([`hopper_tile`]): the
-/// smaller tile issues half-width wgmma, loads 1.33x the bytes per flop and pays the per-tile
-/// costs (pipeline start, epilogue, tile decode) over half the work. Not measured for the
-/// cooperative 128 x 128 tile; 1.10 is a margin above the 5% measured between the two
-/// schedules' mainloops (docs/design/009), so the rule flips only where the quantization loss
-/// is larger than any per-tile difference seen.
+/// smaller tile issues half-width wgmma, loads a third more bytes per flop and pays the
+/// per-tile costs (pipeline start, epilogue, tile decode) over half the work. Not measured: a
+/// margin above the difference measured between the two schedules' mainloops, so that the
+/// rule flips only where the quantization loss is larger than any per-tile difference seen
+/// (docs/design/012-planner-rules.md).
 pub const TILE_128X128_COST: f64 = 1.10;
 
 /// Bytes per second the H100's HBM3 moves in a device-to-device copy (about 3.0 TB/s of the
@@ -90,13 +95,19 @@ pub const COPY_ROOFLINE_BYTES_PER_S: f64 = 3.0e12;
 pub const RIDGE_FLOP_PER_BYTE: f64 = 700e12 / COPY_ROOFLINE_BYTES_PER_S;
 
 /// A memory-bound single wave is split along K when it keeps at most this fraction of the
-/// SMs busy. Estimated from one measurement (the issue's 16 x 4096 x 4096 at 0.69x cuBLAS on
-/// 32 of 132 SMs: about 55 GB/s a busy SM), by which about 55 SMs are needed to reach the
-/// copy roofline: fewer than half the SMs cannot read B at the device's rate.
+/// SMs busy: fewer busy SMs than about this cannot read the operands at the device's rate.
+/// Estimated from one measurement of a decode shape on 32 busy SMs
+/// (docs/design/012-planner-rules.md).
 pub const MEMORY_BOUND_BUSY_FRACTION: f64 = 0.5;
 
 /// FLOPs per byte of DRAM traffic of `p` when each operand crosses once: `2 M N K` over the
 /// bytes of A, B and D.
+///
+/// ```
+/// use tessera_kernels::plan::{policy::intensity, GemmProblem};
+/// // 2 x 4096³ FLOPs over three 32 MiB operands.
+/// assert!((intensity(&GemmProblem::new(4096, 4096, 4096)) - 4096.0 / 3.0).abs() < 1e-9);
+/// ```
 pub fn intensity(p: &GemmProblem) -> f64 {
     let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
     let bytes = p.input.bytes() as f64 * (m * k + n * k) + p.output.bytes() as f64 * m * n;
@@ -104,12 +115,23 @@ pub fn intensity(p: &GemmProblem) -> f64 {
 }
 
 /// Whether `p` is bound by memory traffic on an H100 ([`RIDGE_FLOP_PER_BYTE`]).
+///
+/// ```
+/// use tessera_kernels::plan::{policy::memory_bound, GemmProblem};
+/// assert!(memory_bound(&GemmProblem::new(16, 4096, 4096))); // a decode step
+/// assert!(!memory_bound(&GemmProblem::new(4096, 4096, 4096)));
+/// ```
 pub fn memory_bound(p: &GemmProblem) -> bool {
     intensity(p) < RIDGE_FLOP_PER_BYTE
 }
 
 /// The bytes `p` moves at least (each operand once, every batch): what the GB/s of a
 /// memory-bound row is counted on.
+///
+/// ```
+/// use tessera_kernels::plan::{policy::min_bytes, GemmProblem};
+/// assert_eq!(min_bytes(&GemmProblem::new(16, 4096, 4096)), 2.0 * (16.0 * 4096.0 * 2.0 + 4096.0 * 4096.0));
+/// ```
 pub fn min_bytes(p: &GemmProblem) -> f64 {
     let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
     (p.input.bytes() as f64 * (m * k + n * k) + p.output.bytes() as f64 * m * n) * p.batch as f64
@@ -142,8 +164,8 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 /// assert_eq!(hopper_tile(&GemmProblem::new(16, 4096, 4096)).value, (64, 128));
 /// assert_eq!(hopper_tile(&GemmProblem::new(1024, 1024, 1024)).value, (128, 128));
 /// assert_eq!(hopper_tile(&GemmProblem::new(8192, 8192, 8192)).value, (128, 256));
-/// // 144 tiles of 128 x 256 are two waves, the second 9% full, and 8 k-tiles are too few to
-/// // split it: 288 tiles of 128 x 128 in three waves take less time.
+/// // 144 tiles of 128 x 256 are two waves, the second nearly empty, and 8 k-tiles are too
+/// // few to split it: 288 tiles of 128 x 128 in three waves take less time.
 /// assert_eq!(hopper_tile(&GemmProblem::new(2048, 2304, 512)).value, (128, 128));
 /// // N = 128: 128 x 256 computes half zeros.
 /// let mut batched = GemmProblem::new(2048, 128, 2048);
@@ -202,10 +224,9 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
 /// Whether a plain GEMM left entirely to the planner takes the ping-pong schedule (128 x 128,
 /// one warpgroup's epilogue under the other's mainloop): with a 16-bit D and no bias,
 /// activation, aux or C; with tiles enough for 128 x 256 to fill the SMs; at most
-/// [`PINGPONG_MAX_K_TILES`] k-tiles; and inside the domain the rule was fitted on: M and N
-/// multiples of 128 and K of 64 (every tile whole). Off that domain the cooperative schedule
-/// measured faster: 4000³ and 3000 x 5000 x 2000 ran 13-18% faster as cooperative 128 x 256
-/// with a bias+ReLU epilogue than as the plain ping-pong GEMM (issue 25).
+/// [`PINGPONG_MAX_K_TILES`] k-tiles; and inside the domain the rule was fitted on, M and N
+/// multiples of 128 and K of 64 (every tile whole): off it the cooperative schedule measured
+/// faster (docs/design/012-planner-rules.md).
 ///
 /// ```
 /// use tessera_kernels::plan::policy::hopper_pingpong;
@@ -237,30 +258,36 @@ pub fn hopper_pingpong(p: &GemmProblem) -> Decision<bool> {
     }
     if p.m % 128 != 0 || p.n % 128 != 0 || p.k % BK != 0 {
         return no(format!(
-            "{}x{}x{} has edge tiles (M, N not multiples of 128 or K of 64), outside the domain ping-pong was fitted on; there the cooperative 128x256 measured faster (issue 25)",
+            "{}x{}x{} has edge tiles (M, N not multiples of 128 or K of 64), outside the domain ping-pong was fitted on; there the cooperative 128x256 measured faster (design 012)",
             p.m, p.n, p.k
         ));
     }
     Decision::new(
         true,
         format!(
-            "plain GEMM of {k_tiles} <= {PINGPONG_MAX_K_TILES} k-tiles, whole tiles: the epilogue hides under the other warpgroup's mainloop (1.4-6% on K = 4096, design 009)"
+            "plain GEMM of {k_tiles} <= {PINGPONG_MAX_K_TILES} k-tiles, whole tiles: the epilogue hides under the other warpgroup's mainloop (design 009)"
         ),
     )
 }
 
 /// Whether a tree epilogue left to the planner takes the ping-pong schedule: when the plain
 /// GEMM of the same problem does ([`hopper_pingpong`]) and the tree is light (no
-/// transcendental, no reduction) or stores a full aux and sums nothing. Measured on six K =
-/// 4096 shapes (design 009): light trees cost over plain +2.9 (bias), +4.9 (relu_bias), +5.6%
-/// (relu_aux_bias) on ping-pong against +3.8, +4.9, +8.4% cooperative; GELU_AUX_BIAS +6.5%
-/// against +10.2%; but GELU_BIAS +18.4% against +7.0% and drelu_bgrad +8.5 against +7.6%.
+/// transcendental, no reduction) or stores a full aux and sums nothing: those cost less over
+/// the plain GEMM on ping-pong, a transcendental or a reduction more (measured on the six K =
+/// 4096 standard shapes, docs/design/009-schedule-choice.md).
+///
+/// ```
+/// use tessera_kernels::plan::policy::tree_pingpong;
+/// assert!(tree_pingpong(true, true, false).value);
+/// assert!(!tree_pingpong(true, false, false).value); // GELU_BIAS
+/// assert!(!tree_pingpong(false, true, false).value);
+/// ```
 pub fn tree_pingpong(plain_pingpong: bool, light: bool, full_aux: bool) -> Decision<bool> {
     match (plain_pingpong, light || full_aux) {
         (false, _) => Decision::new(false, "the plain GEMM of this problem is cooperative"),
         (true, false) => Decision::new(
             false,
-            "a transcendental or reducing tree without a full aux slows the other warpgroup's mainloop under ping-pong (GELU_BIAS +18% against +7%, design 009)",
+            "a transcendental or reducing tree without a full aux slows the other warpgroup's mainloop under ping-pong (design 009)",
         ),
         (true, true) => Decision::new(
             true,
@@ -271,6 +298,11 @@ pub fn tree_pingpong(plain_pingpong: bool, light: bool, full_aux: bool) -> Decis
 
 /// Pipeline stages of a Hopper plan when none is forced: as many as fit (`fit`), at most
 /// [`HOPPER_MAX_STAGES`].
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_stages;
+/// assert_eq!((hopper_stages(4).value, hopper_stages(9).value), (4, 6));
+/// ```
 pub fn hopper_stages(fit: i64) -> Decision<i64> {
     Decision::new(
         fit.min(HOPPER_MAX_STAGES),
@@ -279,6 +311,10 @@ pub fn hopper_stages(fit: i64) -> Decision<i64> {
 }
 
 /// Tile rows per raster group of the Hopper plan when none is forced ([`GROUP_M`]).
+///
+/// ```
+/// assert_eq!(tessera_kernels::plan::policy::hopper_group_m().value, 8);
+/// ```
 pub fn hopper_group_m() -> Decision<i64> {
     Decision::new(
         GROUP_M,
@@ -287,8 +323,12 @@ pub fn hopper_group_m() -> Decision<i64> {
 }
 
 /// CTAs per cluster of a Hopper plan when none is forced: 1. A pair sharing one operand by
-/// TMA multicast measured no gain (0.92-0.96 of cuBLAS against 0.93-0.98 without, docs/design
-/// 010), and it rules out stream-K and ping-pong.
+/// TMA multicast measured no gain (docs/design/010-cluster-pairs.md), and it rules out stream-K
+/// and ping-pong.
+///
+/// ```
+/// assert_eq!(tessera_kernels::plan::policy::hopper_cluster().value, 1);
+/// ```
 pub fn hopper_cluster() -> Decision<i64> {
     Decision::new(
         1,
@@ -299,6 +339,12 @@ pub fn hopper_cluster() -> Decision<i64> {
 /// Whether a Hopper plan may split tiles along K (stream-K) when it is not forced: with the
 /// cooperative schedule and no cluster (the kernel's parts need both); each launch then
 /// splits per [`stream_k_split`].
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_stream_k;
+/// assert!(hopper_stream_k(true, 1).value);
+/// assert!(!hopper_stream_k(false, 1).value && !hopper_stream_k(true, 2).value);
+/// ```
 pub fn hopper_stream_k(cooperative: bool, cluster: i64) -> Decision<bool> {
     if cooperative && cluster == 1 {
         Decision::new(
@@ -433,6 +479,12 @@ pub fn single_wave_grid(
 /// problem has as many such tiles as an H100 has SMs, else 128 x 128 x 64 (4 warps), twice
 /// the CTAs. (The sm80-class path is the fallback on sm_90a and the path of A100 / L4 / RTX
 /// cards; not tuned per card.)
+///
+/// ```
+/// use tessera_kernels::plan::{policy::sm80_tile, GemmProblem};
+/// assert_eq!(sm80_tile(&GemmProblem::new(8192, 8192, 8192)).value, (128, 256, 64));
+/// assert_eq!(sm80_tile(&GemmProblem::new(1000, 1000, 1000)).value, (128, 128, 64));
+/// ```
 pub fn sm80_tile(p: &GemmProblem) -> Decision<(i64, i64, i64)> {
     let big = tiles(p, 128, 256);
     if big >= H100_SMS {
@@ -453,6 +505,11 @@ pub fn sm80_tile(p: &GemmProblem) -> Decision<(i64, i64, i64)> {
 
 /// The sm80-class plan's stages when none is forced: as many as fit, at most
 /// [`SM80_MAX_STAGES`].
+///
+/// ```
+/// use tessera_kernels::plan::policy::sm80_stages;
+/// assert_eq!((sm80_stages(2).value, sm80_stages(5).value), (2, 3));
+/// ```
 pub fn sm80_stages(fit: i64) -> Decision<i64> {
     Decision::new(
         fit.min(SM80_MAX_STAGES),

@@ -747,6 +747,12 @@ impl Sm90Plan {
 
     /// [`policy::single_wave_grid`] of this plan under a cap of `max_ctas` CTAs: the grid over
     /// which one partial wave of tiles is split along K, or `None`, with the reason.
+    ///
+    /// ```
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
+    /// let decode = Sm90Plan::new(&GemmProblem::new(64, 1024, 4096)).unwrap();
+    /// assert_eq!(decode.single_wave(132).value, Some(128)); // 8 tiles, 4 k-tiles a CTA
+    /// ```
     pub fn single_wave(&self, max_ctas: i64) -> policy::Decision<Option<i64>> {
         policy::single_wave_grid(
             self.total_tiles(),
@@ -758,6 +764,11 @@ impl Sm90Plan {
     }
 
     /// k-tiles of one tile: `ceil(K / BK)`.
+    ///
+    /// ```
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
+    /// assert_eq!(Sm90Plan::new(&GemmProblem::new(256, 256, 4000)).unwrap().k_tiles(), 63);
+    /// ```
     pub fn k_tiles(&self) -> i64 {
         (self.kernel_problem().k + BK - 1) / BK
     }
@@ -792,7 +803,15 @@ impl Sm90Plan {
         self.stream_k_decision(grid, sms).value
     }
 
-    /// [`Sm90Plan::stream_k_tiles`] with its reason.
+    /// [`Sm90Plan::stream_k_tiles`] with its reason (whether or not the plan may split).
+    ///
+    /// ```
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
+    /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
+    /// let d = plan.stream_k_decision(132, 132);
+    /// assert_eq!(d.value, 68);
+    /// assert!(d.why.contains("idle"));
+    /// ```
     pub fn stream_k_decision(&self, grid: i64, sms: i64) -> policy::Decision<i64> {
         policy::stream_k_split(
             self.total_tiles(),
