@@ -1024,54 +1024,16 @@ fn write_sweep_json(
         .map_err(|e| format!("writing {}: {e}", file.display()))
 }
 
-/// Runs `tessera bench gemm --sweep`.
+/// The copy roofline in GB/s.
 #[cfg(feature = "cuda")]
-fn bench_sweep(
-    json: Option<std::path::PathBuf>,
-    rounds: usize,
-    class: Option<&str>,
-    opts: Options,
-) -> ExitCode {
-    use tessera_kernels::bench::sweep::{run_sweep, summarize, SweepConfig, SweepRow};
-    use tessera_kernels::plan::policy::COPY_ROOFLINE_BYTES_PER_S;
-    use tessera_kernels::sweep::ShapeClass;
+fn roofline_gbs() -> f64 {
+    tessera_kernels::plan::policy::COPY_ROOFLINE_BYTES_PER_S / 1e9
+}
 
-    let shapes = match sweep_shapes(class) {
-        Ok(s) if !s.is_empty() => s,
-        Ok(_) => return fail("--class: no shapes"),
-        Err(e) => return fail(e),
-    };
-    if rounds == 0 {
-        return fail("--rounds 0: at least one timed round is needed");
-    }
-    let rt = match tessera_kernels::bench::harness_context(0) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
-    let cfg = SweepConfig {
-        shapes,
-        rounds,
-        options: opts,
-        ..SweepConfig::default()
-    };
-    let roof = COPY_ROOFLINE_BYTES_PER_S / 1e9;
-    println!(
-        "device {} ({}, {} SMs), seed {}: the sweep, {} shapes, plain GEMM against cuBLAS (cublasGemmEx / \
-         cublasGemmStridedBatchedEx, COMPUTE_32F), interleaved, {} rounds of ~{} ms batches, median per GEMM{}",
-        rt.device_name(),
-        rt.arch(),
-        rt.sm_count(),
-        cfg.seed,
-        cfg.shapes.len(),
-        cfg.rounds,
-        cfg.batch_ms,
-        if cfg.rounds < 5 {
-            " (few rounds: read a single row to about +-5%, the geomeans closer)"
-        } else {
-            ""
-        }
-    );
-    let header = format!(
+/// The header of the sweep's table.
+#[cfg(feature = "cuda")]
+fn sweep_header() -> String {
+    format!(
         "{:<9} {:>22} {:>4} {:<36} {:>9} {:>9} {:>6} {:>17} {:>8}  source",
         "class",
         "shape",
@@ -1082,67 +1044,71 @@ fn bench_sweep(
         "ratio",
         "GB/s (roofline)",
         "rel diff"
-    );
-    println!("{header}");
-    let line = |r: &SweepRow| {
-        let s = &r.shape;
-        if let Some(e) = &r.error {
-            // The first line (a compile failure's log follows it; the JSON has all of it).
-            let e: String = e.lines().next().unwrap_or("").chars().take(240).collect();
-            return format!(
-                "{:<9} {:>22} {:>4} {:<36} ERROR {e}",
-                s.class.name(),
-                s.to_string(),
-                s.dtype.to_string(),
-                if r.plan.is_empty() { "-" } else { &r.plan },
-            );
-        }
-        let gbs = if s.class == ShapeClass::Decode {
-            format!("{:.0} ({:.0}%)", r.ours_gbs, 100.0 * r.ours_gbs / roof)
-        } else {
-            "-".to_string()
-        };
-        format!(
-            "{:<9} {:>22} {:>4} {:<36} {:>9.1} {:>9.1} {:>6.3} {:>17} {:>8.1e}  {}{}",
+    )
+}
+
+/// One row of the sweep's table: the measurement, or the error's first line (a compile
+/// failure's log follows it; the JSON has all of it). GB/s for the decode class, which is
+/// bound by reading B.
+#[cfg(feature = "cuda")]
+fn sweep_line(r: &tessera_kernels::bench::sweep::SweepRow) -> String {
+    use tessera_kernels::sweep::ShapeClass;
+    let s = &r.shape;
+    if let Some(e) = &r.error {
+        let e: String = e.lines().next().unwrap_or("").chars().take(240).collect();
+        return format!(
+            "{:<9} {:>22} {:>4} {:<36} ERROR {e}",
             s.class.name(),
             s.to_string(),
             s.dtype.to_string(),
-            format!("{} {}", r.path, r.plan),
-            r.ours_tflops,
-            r.vendor_tflops,
-            r.ratio,
-            gbs,
-            r.rel_diff,
-            s.source,
-            if r.agrees() { "" } else { "  MISMATCH" }
+            if r.plan.is_empty() { "-" } else { &r.plan },
+        );
+    }
+    let gbs = if s.class == ShapeClass::Decode {
+        format!(
+            "{:.0} ({:.0}%)",
+            r.ours_gbs,
+            100.0 * r.ours_gbs / roofline_gbs()
         )
+    } else {
+        "-".to_string()
     };
-    let mut partial = Vec::new();
-    let rows = match run_sweep(&rt, &cfg, |r| {
-        println!("{}", line(r));
-        partial.push(r.clone());
-        if let Some(file) = &json {
-            if let Err(e) = write_sweep_json(file, &rt, &cfg, &partial, false) {
-                eprintln!("{e}");
-            }
-        }
-    }) {
-        Ok(rows) => rows,
-        Err(e) => return fail(e),
-    };
-    let sum = summarize(&rows);
+    format!(
+        "{:<9} {:>22} {:>4} {:<36} {:>9.1} {:>9.1} {:>6.3} {:>17} {:>8.1e}  {}{}",
+        s.class.name(),
+        s.to_string(),
+        s.dtype.to_string(),
+        format!("{} {}", r.path, r.plan),
+        r.ours_tflops,
+        r.vendor_tflops,
+        r.ratio,
+        gbs,
+        r.rel_diff,
+        s.source,
+        if r.agrees() { "" } else { "  MISMATCH" }
+    )
+}
+
+/// The sweep's summary: the geomean of each class and overall, the worst row, the rows below
+/// 0.95 and those off the Hopper path.
+#[cfg(feature = "cuda")]
+fn print_sweep_summary(
+    rows: &[tessera_kernels::bench::sweep::SweepRow],
+    sum: &tessera_kernels::bench::sweep::SweepSummary,
+    rounds: usize,
+) {
+    use tessera_kernels::sweep::ShapeClass;
+    let roof = roofline_gbs();
     println!(
-        "\nsweep summary: ours against cuBLAS (its time over ours), geomean by class ({} rounds)",
-        cfg.rounds
+        "\nsweep summary: ours against cuBLAS (its time over ours), geomean by class ({rounds} rounds)"
     );
     for (c, n, g) in &sum.classes {
         let extra = if *c == ShapeClass::Decode {
-            let gbs: Vec<f64> = rows
+            let best = rows
                 .iter()
                 .filter(|r| r.shape.class == *c && r.error.is_none())
                 .map(|r| r.ours_gbs)
-                .collect();
-            let best = gbs.iter().copied().fold(0.0, f64::max);
+                .fold(0.0, f64::max);
             format!(
                 "  (ours up to {best:.0} GB/s, {:.0}% of the {roof:.0} GB/s copy roofline)",
                 100.0 * best / roof
@@ -1177,6 +1143,68 @@ fn bench_sweep(
             .map(|r| format!(" {}", r.shape))
             .collect::<String>()
     );
+}
+
+/// Runs `tessera bench gemm --sweep`.
+#[cfg(feature = "cuda")]
+fn bench_sweep(
+    json: Option<std::path::PathBuf>,
+    rounds: usize,
+    class: Option<&str>,
+    opts: Options,
+) -> ExitCode {
+    use tessera_kernels::bench::sweep::{run_sweep, summarize, SweepConfig};
+
+    let shapes = match sweep_shapes(class) {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => return fail("--class: no shapes"),
+        Err(e) => return fail(e),
+    };
+    if rounds == 0 {
+        return fail("--rounds 0: at least one timed round is needed");
+    }
+    let rt = match tessera_kernels::bench::harness_context(0) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let cfg = SweepConfig {
+        shapes,
+        rounds,
+        options: opts,
+        ..SweepConfig::default()
+    };
+    println!(
+        "device {} ({}, {} SMs), seed {}: the sweep, {} shapes, plain GEMM against cuBLAS (cublasGemmEx / \
+         cublasGemmStridedBatchedEx, COMPUTE_32F), interleaved, {} rounds of ~{} ms batches, median per GEMM{}",
+        rt.device_name(),
+        rt.arch(),
+        rt.sm_count(),
+        cfg.seed,
+        cfg.shapes.len(),
+        cfg.rounds,
+        cfg.batch_ms,
+        if cfg.rounds < 5 {
+            " (few rounds: read a single row to about +-5%, the geomeans closer)"
+        } else {
+            ""
+        }
+    );
+    println!("{}", sweep_header());
+    let mut partial = Vec::new();
+    let rows = match run_sweep(&rt, &cfg, |r| {
+        println!("{}", sweep_line(r));
+        partial.push(r.clone());
+        if let Some(file) = &json {
+            if let Err(e) = write_sweep_json(file, &rt, &cfg, &partial, false) {
+                eprintln!("{e}");
+            }
+        }
+    }) {
+        Ok(rows) => rows,
+        Err(e) => return fail(e),
+    };
+    let sum = summarize(&rows);
+    print_sweep_summary(&rows, &sum, cfg.rounds);
     if let Some(file) = &json {
         if let Err(e) = write_sweep_json(file, &rt, &cfg, &rows, true) {
             return fail(e);
