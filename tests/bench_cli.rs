@@ -55,3 +55,35 @@ fn the_tile_is_parsed_for_the_path_that_runs() {
         }
     }
 }
+
+/// `--sweep` runs its own list: the standard mode's shape options and `--path sm90` are
+/// refused, and so are unknown classes and `--class` without `--sweep`, before the device.
+#[test]
+fn sweep_options_are_checked_first() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["bench", "gemm"])
+            .args(args)
+            .output()
+            .expect("the binary runs")
+    };
+    for (args, why) in [
+        (
+            vec!["--sweep", "--shapes", "64x64x64"],
+            "no --quick, --shapes",
+        ),
+        (vec!["--sweep", "--quick"], "no --quick, --shapes"),
+        (vec!["--sweep", "--path", "sm90"], "not sm90"),
+        (vec!["--sweep", "--class", "tiny"], "unknown class `tiny`"),
+        (vec!["--class", "decode"], "it needs --sweep"),
+    ] {
+        let o = run(&args);
+        let err = text(&o.stderr);
+        if err.contains("without the `cuda` feature") {
+            eprintln!("SKIPPED: the benchmarks need the `cuda` feature ({err})");
+            return;
+        }
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+}

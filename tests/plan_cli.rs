@@ -207,7 +207,8 @@ fn stream_k_is_shown_and_checked() {
     let shown = |args: &[&str]| {
         let o = plan_mnk("8192", "8192", "8192", args);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
-        text(&o.stdout).contains("stream-K")
+        // The Hopper plan's stream-K section (the decisions name stream-K either way).
+        text(&o.stdout).contains("\n  stream-K     ")
     };
     assert!(shown(&["--path", "sm90"]));
     assert!(shown(&["--path", "sm90", "--stream-k", "on"]));
@@ -223,7 +224,7 @@ fn stream_k_is_shown_and_checked() {
         "8192",
         &["--path", "sm90", "--stream-k", "on"],
     );
-    assert!(text(&o.stdout).contains("every partial last wave split along K"));
+    assert!(text(&o.stdout).contains("every partial wave split along K"));
     for (args, why) in [
         (
             vec!["--path", "sm90", "--stream-k", "maybe"],
@@ -251,4 +252,53 @@ fn stream_k_is_shown_and_checked() {
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(why), "{args:?}: {err}");
     }
+}
+
+/// `tessera plan sweep`: one line per shape of the sweep, every one planned; `plan gemm`
+/// prints each tuned choice with its reason.
+#[test]
+fn the_sweep_is_planned_and_the_decisions_explained() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["plan", "sweep"])
+        .output()
+        .expect("the binary runs");
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(out.lines().count() > 40, "{out}");
+    assert!(!out.contains("ERROR"), "{out}");
+    assert!(
+        out.contains("16x4096x4096  bf16  sm90 coop 64x128 s6 sk 32/32 on 132"),
+        "{out}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["plan", "sweep", "--class", "unaligned", "--why"])
+        .output()
+        .expect("the binary runs");
+    let out = text(&o.stdout);
+    assert!(out.contains("4095x4095x4095"), "{out}");
+    assert!(!out.contains("decode"), "{out}");
+    assert!(out.contains("tile 128x256x64:"), "{out}");
+    let o = plan_mnk("16", "4096", "4096", &[]);
+    let out = text(&o.stdout);
+    for line in [
+        "decisions    tile 64x128x64: M = 16 <= 64",
+        "schedule cooperative:",
+        "stream-K on 132 SMs, 32 tiles on 132 CTAs: 32 tiles split",
+        "stages 6:",
+        "raster groups of 8 tile rows:",
+        "cluster 1:",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+    let o = plan_mnk(
+        "4096",
+        "4096",
+        "4096",
+        &["--tile", "128x256", "--path", "sm90"],
+    );
+    assert!(
+        text(&o.stdout).contains("tile 128x256x64: forced (Options::tile)"),
+        "{}",
+        text(&o.stdout)
+    );
 }

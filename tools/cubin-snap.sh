@@ -46,6 +46,8 @@ plain|plan|--m 4096 --n 4096 --k 4096
 cooperative|plan|--m 4096 --n 4096 --k 4096 --schedule cooperative
 cluster|plan|--m 4096 --n 4096 --k 4096 --cluster 2
 streamk|plan|--m 8192 --n 8192 --k 8192
+decode|plan|--m 16 --n 4096 --k 4096
+decode_fused|plan|--m 16 --n 4096 --k 4096 --epilogue bias,relu
 fused|plan|--m 4096 --n 4096 --k 4096 --epilogue bias,gelu_tanh,aux
 fused_pp|plan|--m 4096 --n 4096 --k 4096 --epilogue bias,relu --schedule pingpong
 bias|tree|bias

@@ -76,6 +76,14 @@ RUNS
         ./tessera run gemm --m 300 --n 264 --k 200 $args 2>&1 | grep -E "PASS|FAIL|ERROR SUMMARY|RACECHECK SUMMARY|Error|error" | cut -c1-160 | tail -4
       echo "rc=${PIPESTATUS[0]}"
     done <<< "$runs"
+    # Stream-K over a single wave (small M: every tile split along K), on shapes of its own.
+    for args in "--m 16 --n 264 --k 2048" "--m 16 --n 264 --k 2048 --epilogue dgelu_bgrad" \
+                "--m 33 --n 1000 --k 520 --epilogue relu_bias --d-major col"; do
+      echo "## $tool: run gemm $args"
+      timeout 60 /usr/local/cuda/bin/compute-sanitizer --tool $tool --error-exitcode 3 \
+        ./tessera run gemm $args 2>&1 | grep -E "PASS|FAIL|ERROR SUMMARY|RACECHECK SUMMARY|Error|error" | cut -c1-160 | tail -4
+      echo "rc=${PIPESTATUS[0]}"
+    done
   done > "$OUT/sanitizer.log" 2>&1
 fi
 # EXP=1: the experiments of gpu-exp.sh (logs in the work folder, printed below). STD=0 skips
@@ -91,6 +99,24 @@ timeout 300 ./tessera bench gemm --path sm90 $Q --json "$OUT/bench_sm90.json" > 
 [ "${FULL:-0}" = 1 ] && timeout 120 ./tessera bench mma --json "$OUT/bench_mma.json" > "$OUT/bench_mma.log" 2>&1
 fi
 [ "${FULL:-0}" = 1 ] && timeout 120 ./tessera bench gemm --path sm80 --quick --json "$OUT/bench_sm80.json" > "$OUT/bench_sm80.log" 2>&1
+# SWEEP=1: the sweep, `bench gemm --sweep` (53 shapes in nine classes, plain GEMM against
+# cuBLAS, each shape as the planner plans it), 3 rounds of ~10 ms batches: a single row's
+# ratio to about +-5%, the class geomeans closer. About 3-4 minutes, most of it NVRTC
+# compiling ~15 kernels (a disk cache keeps them for SWEEP_AB). SWEEP_AB=1 adds the ragged and
+# skinny classes with the schedule forced each way (is ping-pong's whole-tile domain the right
+# one? docs/design/012-planner-rules.md).
+if [ "${SWEEP:-0}" = 1 ]; then
+  export TESSERA_CACHE_DIR=/tmp/tessera-sweep-cache
+  timeout 300 ./tessera bench gemm --sweep --json "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
+  echo "exit status $? (0 ok, 3 a shape failed or disagreed with cuBLAS, 124 timed out)" >> "$OUT/sweep.log"
+  if [ "${SWEEP_AB:-0}" = 1 ]; then
+    for sched in pingpong cooperative; do
+      timeout 150 ./tessera bench gemm --sweep --class ragged,skinny --schedule $sched --rounds 5 \
+        --json "$OUT/sweep_ab_$sched.json" > "$OUT/sweep_ab_$sched.log" 2>&1
+    done
+  fi
+  unset TESSERA_CACHE_DIR
+fi
 # NCU=1: warp-state and instruction profiles of two tree epilogues' GEMMs at 4096^3 (the
 # first two launches: the tree kernel and the plain GEMM it is compared with).
 if [ "${NCU:-0}" = 1 ] && [ -x /usr/local/cuda/bin/ncu ]; then
@@ -130,5 +156,9 @@ echo "== sm90 (Hopper) vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90.log" | he
 fi
 [ -f "$OUT/exp.log" ] && { echo "== experiments"; grep -vE "^(compiling|warm)" "$OUT/exp.log" | tail -60; }
 [ -f "$OUT/bench_sm80.log" ] && { echo "== sm80-class vs vendor"; tail -4 "$OUT/bench_sm80.log"; }
+[ -f "$OUT/sweep.log" ] && { echo "== the sweep (bench gemm --sweep, 3 rounds)"; cut -c1-170 "$OUT/sweep.log"; }
+for f in "$OUT"/sweep_ab_*.log; do
+  [ -f "$f" ] && { echo "== ragged and skinny, $(basename "$f" .log)"; grep -E "^(ragged|skinny|  )" "$f" | cut -c1-150; }
+done
 echo "== tests"; cat "$OUT/tests_summary.txt"; echo "test binaries failing: $fails"
 exit 0

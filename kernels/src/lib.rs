@@ -38,6 +38,7 @@ pub mod plan;
 pub(crate) mod reference;
 #[cfg(any(test, feature = "bench"))]
 pub(crate) mod rng;
+pub mod sweep;
 
 #[cfg(feature = "bench")]
 pub mod bench;

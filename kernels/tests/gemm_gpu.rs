@@ -302,3 +302,96 @@ fn repeated_launches_keep_their_state() {
     }
     run_cases(&ctx, test, "repeat", &cases);
 }
+
+/// Decode-like products (M at most 256, K in the thousands): fewer tiles than SMs, so the
+/// planner splits every tile along K over the SMs (stream-K on a single wave, checked on the
+/// plan where the device is a Hopper one). Plain, flag-driven and tree epilogues; tails in M,
+/// N and K; a grid narrower than the SMs (8 tiles, 4 k-tiles a CTA); a batch; fp16 in with
+/// fp32 out; a column-major D.
+#[test]
+fn small_m_splits_every_tile_along_k() {
+    let test = "small_m_splits_every_tile_along_k";
+    let mut cases: Vec<Case> = ["acc", "relu_bias", "gelu_aux_bias", "dgelu_bgrad"]
+        .iter()
+        .map(|e| Case::new(spec(16, 2048, 4096, e)))
+        .collect();
+    cases.push(Case::new(spec(64, 1024, 4096, "acc")));
+    cases.push(Case::new(spec(128, 1024, 4096, "bias")));
+    cases.push(Case::new(spec(1, 4096, 2048, "acc")));
+    cases.push(Case::new(spec(33, 1000, 2504, "relu_bias")));
+    cases.push(Case {
+        repeat: 3,
+        ..Case::new(spec(32, 1024, 2048, "acc").batch(4))
+    });
+    let s = GemmSpec::new(16, 2048, 4096)
+        .dtype(DType::F16)
+        .out_dtype(DType::F32)
+        .b(Major::Col)
+        .beta(0.5)
+        .epilogue("alpha * acc + beta * c")
+        .expect("epilogue");
+    cases.push(Case::new(s));
+    cases.push(Case::new(spec(2048, 16, 4096, "acc").d(Major::Col)));
+    if let Some(ctx) = hopper(test) {
+        for c in &cases {
+            let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");
+            assert!(plan.stream_k(), "{}: {}", c.spec, plan.summary());
+        }
+    }
+    run_table(test, cases);
+}
+
+/// The planner's defaults off the standard shapes: a plain GEMM with edge tiles (cooperative,
+/// not ping-pong), a fused batch whose 128 x 256 waves quantize badly (128 x 128), a batch of
+/// N = 128 products (128 x 128), and K with a partial last k-tile.
+#[test]
+fn default_plans_off_the_standard_shapes() {
+    let test = "default_plans_off_the_standard_shapes";
+    let cases = vec![
+        Case::new(spec(4000, 4000, 1000, "acc")),
+        Case::new(spec(256, 512, 64, "gelu_bias").batch(67)),
+        Case::new(spec(256, 128, 128, "gelu_bias").batch(70)),
+        Case::new(spec(4096, 4096, 1000, "acc")),
+    ];
+    if let Some(ctx) = hopper(test) {
+        let want = [
+            (Schedule::Cooperative, (128, 256, 64)),
+            (Schedule::Cooperative, (128, 128, 64)),
+            (Schedule::Cooperative, (128, 128, 64)),
+            (Schedule::Cooperative, (128, 256, 64)),
+        ];
+        for (c, w) in cases.iter().zip(want) {
+            let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");
+            assert_eq!(
+                (plan.schedule(), plan.cta_tile()),
+                (Some(w.0), w.1),
+                "{}: {}",
+                c.spec,
+                plan.summary()
+            );
+        }
+    }
+    run_table(test, cases);
+}
+
+/// K or N not a multiple of 8: an odd K leaves the Hopper path (rows of A and B off TMA's
+/// 16-byte grid); an odd N keeps it, D stored element by element (with a split along K at
+/// small M); fp16 and a batch with an odd N.
+#[test]
+fn odd_k_and_n() {
+    let mut cases = Vec::new();
+    for e in ["acc", "relu_bias"] {
+        cases.push(Case::new(spec(100, 75, 77, e)));
+        cases.push(Case::new(spec(130, 75, 136, e)));
+    }
+    cases.push(Case::new(spec(16, 1001, 2048, "acc")));
+    cases.push(Case::new(spec(300, 257, 1001, "gelu_aux_bias")));
+    let s = GemmSpec::new(50, 77, 88)
+        .batch(3)
+        .dtype(DType::F16)
+        .b(Major::Col)
+        .epilogue("relu(acc + bias_col)")
+        .expect("epilogue");
+    cases.push(Case::new(s));
+    run_table("odd_k_and_n", cases);
+}

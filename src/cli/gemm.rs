@@ -76,8 +76,8 @@ pub struct KernelArgs {
     pub tma_store: Option<String>,
     /// Hopper path: how the consumer warpgroups share a CTA's work, `cooperative` (both on
     /// every tile) or `pingpong` (alternate tiles; BM 64, or BM 128 with BN at most 128);
-    /// default: ping-pong for a plain GEMM with K up to 4096 and nothing else forced, else
-    /// cooperative.
+    /// default: ping-pong for a plain GEMM with K up to 4096, whole tiles and nothing else
+    /// forced, else cooperative (`plan gemm` prints why).
     #[arg(long)]
     pub schedule: Option<String>,
     /// Hopper path: tile rows per group of the persistent tile order (default 8): a group
@@ -85,8 +85,9 @@ pub struct KernelArgs {
     #[arg(long)]
     pub group_m: Option<i64>,
     /// Hopper path: split the tiles of a partial last wave along K over all CTAs (stream-K),
-    /// `on` (every partial last wave) or `off`; default: last waves that leave at least 32
-    /// k-tiles a CTA idle, with the cooperative schedule and no cluster.
+    /// `on` (every partial wave) or `off`; default: waves that leave at least 32 k-tiles a CTA
+    /// idle (a single wave too, and memory-bound ones keeping at most half the SMs busy), with
+    /// the cooperative schedule and no cluster.
     #[arg(long)]
     pub stream_k: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
@@ -250,12 +251,15 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 
 /// Runs `tessera plan`.
 pub fn plan(cmd: PlanCommand) -> ExitCode {
-    let PlanCommand::Gemm {
-        problem: pa,
-        arch,
-        emit_cuda,
-        emit_cuda_only,
-    } = cmd;
+    let (pa, arch, emit_cuda, emit_cuda_only) = match cmd {
+        PlanCommand::Gemm {
+            problem,
+            arch,
+            emit_cuda,
+            emit_cuda_only,
+        } => (problem, arch, emit_cuda, emit_cuda_only),
+        PlanCommand::Sweep { arch, class, why } => return plan_sweep(&arch, class.as_deref(), why),
+    };
     let arch: Arch = match arch.parse() {
         Ok(a) => a,
         Err(e) => return fail(e),
@@ -351,8 +355,9 @@ fn shapes_arg(shapes: Option<String>, quick: bool) -> Result<Vec<(i64, i64, i64)
     }
 }
 
-/// `tessera plan ...`
+/// `tessera plan ...` (parsed once: the size of the problem's variant does not matter)
 #[derive(clap::Subcommand)]
+#[allow(clippy::large_enum_variant)]
 pub enum PlanCommand {
     /// Plan a GEMM: print the derived layouts, the shared-memory budget, the bank-conflict
     /// check and (optionally) the generated CUDA source. Needs no GPU.
@@ -370,6 +375,98 @@ pub enum PlanCommand {
         #[arg(long)]
         emit_cuda_only: bool,
     },
+    /// The plan of every shape of the sweep (`tessera bench gemm --sweep`), one line each:
+    /// path, schedule, tile, stages and the stream-K split on an H100 SXM. Needs no GPU.
+    Sweep {
+        /// Target: sm_80, sm_86, sm_89 or sm_90a.
+        #[arg(long, default_value = "sm_90a")]
+        arch: String,
+        /// Only these classes, separated by commas.
+        #[arg(long)]
+        class: Option<String>,
+        /// Also print each plan's decisions with their reasons.
+        #[arg(long)]
+        why: bool,
+    },
+}
+
+/// The sweep's shapes of `classes` (a comma list; all when `None`), or an error naming the
+/// unknown class.
+fn sweep_shapes(classes: Option<&str>) -> Result<Vec<tessera_kernels::sweep::SweepShape>, String> {
+    use tessera_kernels::sweep::{sweep_shapes, ShapeClass};
+    let all = sweep_shapes();
+    let Some(list) = classes else { return Ok(all) };
+    let mut want = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        match ShapeClass::ALL.iter().find(|c| c.name() == name) {
+            Some(c) => want.push(*c),
+            None => {
+                let names: Vec<&str> = ShapeClass::ALL.iter().map(|c| c.name()).collect();
+                return Err(format!(
+                    "unknown class `{name}` (one of {})",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(all
+        .into_iter()
+        .filter(|s| want.contains(&s.class))
+        .collect())
+}
+
+/// Runs `tessera plan sweep`: each sweep shape's plan in a line (and with `why`, its
+/// decisions), as an H100 SXM (132 SMs) would run it.
+fn plan_sweep(arch: &str, class: Option<&str>, why: bool) -> ExitCode {
+    let arch: Arch = match arch.parse() {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let shapes = match sweep_shapes(class) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    println!(
+        "{:<9} {:>22} {:>5} {:>5} {:<34} source",
+        "class", "shape", "type", "path", "plan (on 132 SMs)"
+    );
+    let mut failed = 0;
+    for s in &shapes {
+        let spec = GemmSpec::linear(s.m, s.n, s.k)
+            .batch(s.batch)
+            .dtype(s.dtype);
+        match spec.plan(arch, tessera_kernels::H100_SMS) {
+            Ok(p) => {
+                println!(
+                    "{:<9} {:>22} {:>5} {:>5} {:<34} {}",
+                    s.class.name(),
+                    s.to_string(),
+                    s.dtype.to_string(),
+                    p.path(),
+                    p.summary(),
+                    s.source
+                );
+                if why {
+                    for d in p.decisions() {
+                        println!("{:>10}{d}", "");
+                    }
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                println!(
+                    "{:<9} {:>22} {:>5} ERROR {e}",
+                    s.class.name(),
+                    s.to_string(),
+                    s.dtype.to_string()
+                );
+            }
+        }
+    }
+    if failed > 0 {
+        return fail(format!("{failed} sweep shapes could not be planned"));
+    }
+    ExitCode::SUCCESS
 }
 
 /// `tessera run ...`
@@ -401,9 +498,18 @@ pub struct GemmBenchArgs {
     /// Epilogues separated by `;` (terms as in `plan gemm --epilogue`; `none` = plain).
     #[arg(long)]
     pub epilogues: Option<String>,
-    /// Timed rounds per contender.
-    #[arg(long, default_value_t = 9)]
-    pub rounds: usize,
+    /// Timed rounds per contender (default 9; 3 with `--sweep`).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Run the sweep instead of the standard shapes: the public list of shapes by class
+    /// (`tessera plan sweep` shows each one's plan), plain GEMM against cuBLAS, with
+    /// per-class and overall geomeans, the worst shape and GB/s against the copy roofline.
+    #[arg(long)]
+    pub sweep: bool,
+    /// With `--sweep`: only these classes, separated by commas (decode, ragged, short-k,
+    /// long-k, skinny, unaligned, huge, batched, fp16).
+    #[arg(long)]
+    pub class: Option<String>,
     /// Hopper path: cap our persistent grid at this many CTAs (default: the SM count and,
     /// with a cluster, the clusters the device holds at once).
     #[arg(long)]
@@ -684,6 +790,8 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         shapes,
         epilogues,
         rounds,
+        sweep,
+        class,
         max_ctas,
         kernel: cl,
     } = match cmd {
@@ -716,6 +824,23 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         Err(e) => return fail(e),
     };
     opts.max_ctas = max_ctas;
+    if sweep {
+        if quick || shapes.is_some() || epilogues.is_some() {
+            return fail(
+                "--sweep runs its own list of plain GEMMs: no --quick, --shapes or --epilogues",
+            );
+        }
+        if path_choice(&cl.path) == Ok(PathChoice::Sm90) {
+            return fail(
+                "--sweep reports the path each shape takes: --path auto or sm80, not sm90",
+            );
+        }
+        return bench_sweep(json, rounds.unwrap_or(3), class.as_deref(), opts);
+    }
+    if class.is_some() {
+        return fail("--class selects classes of the sweep: it needs --sweep");
+    }
+    let rounds = rounds.unwrap_or(9);
     let shapes = match shapes_arg(shapes, quick) {
         Ok(v) => v,
         Err(e) => return fail(e),
@@ -844,6 +969,267 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
             "{} rows differ from the vendor's result by 2e-2 or more",
             bad.len()
         ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// The sweep's JSON document: the device, the settings, the summary and every row; `done`
+/// is false while the sweep runs (the file is rewritten after each row, so a run cut short by
+/// a timeout still leaves its rows).
+#[cfg(feature = "cuda")]
+fn write_sweep_json(
+    file: &std::path::Path,
+    rt: &tessera_kernels::Context,
+    cfg: &tessera_kernels::bench::sweep::SweepConfig,
+    rows: &[tessera_kernels::bench::sweep::SweepRow],
+    done: bool,
+) -> Result<(), String> {
+    let num = |x: f64| {
+        if x.is_finite() {
+            serde_json::json!(x)
+        } else {
+            serde_json::Value::Null
+        }
+    };
+    let sum = tessera_kernels::bench::sweep::summarize(rows);
+    let v: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let s = &r.shape;
+            serde_json::json!({
+                "class": s.class.name(), "source": s.source, "m": s.m, "n": s.n, "k": s.k,
+                "batch": s.batch, "dtype": s.dtype.to_string(), "path": r.path,
+                "kernel": r.kernel, "plan": r.plan, "decisions": r.decisions,
+                "ours_ms": num(r.ours_ms), "vendor_ms": num(r.vendor_ms), "ratio": num(r.ratio),
+                "ours_tflops": num(r.ours_tflops), "vendor_tflops": num(r.vendor_tflops),
+                "ours_gbs": num(r.ours_gbs), "vendor_gbs": num(r.vendor_gbs),
+                "rel_diff": num(r.rel_diff), "error": r.error,
+            })
+        })
+        .collect();
+    let classes: Vec<serde_json::Value> = sum
+        .classes
+        .iter()
+        .map(|(c, n, g)| serde_json::json!({"class": c.name(), "rows": n, "geomean": num(*g)}))
+        .collect();
+    let doc = serde_json::json!({
+        "device": rt.device_name(), "arch": rt.arch().to_string(), "sms": rt.sm_count(),
+        "seed": cfg.seed, "rounds": cfg.rounds, "batch_ms": cfg.batch_ms,
+        "copy_roofline_gbs": tessera_kernels::plan::policy::COPY_ROOFLINE_BYTES_PER_S / 1e9,
+        "done": done, "shapes": cfg.shapes.len(), "classes": classes, "overall": num(sum.overall),
+        "worst": sum.worst.map(|i| rows[i].shape.to_string()),
+        "below_095": sum.below_095, "off_hopper": sum.off_hopper,
+        "errors": sum.errors, "mismatches": sum.mismatches, "rows": v,
+    });
+    std::fs::write(file, format!("{doc:#}\n"))
+        .map_err(|e| format!("writing {}: {e}", file.display()))
+}
+
+/// The copy roofline in GB/s.
+#[cfg(feature = "cuda")]
+fn roofline_gbs() -> f64 {
+    tessera_kernels::plan::policy::COPY_ROOFLINE_BYTES_PER_S / 1e9
+}
+
+/// The header of the sweep's table.
+#[cfg(feature = "cuda")]
+fn sweep_header() -> String {
+    format!(
+        "{:<9} {:>22} {:>4} {:<36} {:>9} {:>9} {:>6} {:>17} {:>8}  source",
+        "class",
+        "shape",
+        "type",
+        "plan",
+        "ours TF/s",
+        "cuBLAS",
+        "ratio",
+        "GB/s (roofline)",
+        "rel diff"
+    )
+}
+
+/// One row of the sweep's table: the measurement, or the error's first line (a compile
+/// failure's log follows it; the JSON has all of it). GB/s for the decode class, which is
+/// bound by reading B.
+#[cfg(feature = "cuda")]
+fn sweep_line(r: &tessera_kernels::bench::sweep::SweepRow) -> String {
+    use tessera_kernels::sweep::ShapeClass;
+    let s = &r.shape;
+    if let Some(e) = &r.error {
+        let e: String = e.lines().next().unwrap_or("").chars().take(240).collect();
+        return format!(
+            "{:<9} {:>22} {:>4} {:<36} ERROR {e}",
+            s.class.name(),
+            s.to_string(),
+            s.dtype.to_string(),
+            if r.plan.is_empty() { "-" } else { &r.plan },
+        );
+    }
+    let gbs = if s.class == ShapeClass::Decode {
+        format!(
+            "{:.0} ({:.0}%)",
+            r.ours_gbs,
+            100.0 * r.ours_gbs / roofline_gbs()
+        )
+    } else {
+        "-".to_string()
+    };
+    format!(
+        "{:<9} {:>22} {:>4} {:<36} {:>9.1} {:>9.1} {:>6.3} {:>17} {:>8.1e}  {}{}",
+        s.class.name(),
+        s.to_string(),
+        s.dtype.to_string(),
+        format!("{} {}", r.path, r.plan),
+        r.ours_tflops,
+        r.vendor_tflops,
+        r.ratio,
+        gbs,
+        r.rel_diff,
+        s.source,
+        if r.agrees() { "" } else { "  MISMATCH" }
+    )
+}
+
+/// The sweep's summary: the geomean of each class and overall, the worst row, the rows below
+/// 0.95 and those off the Hopper path.
+#[cfg(feature = "cuda")]
+fn print_sweep_summary(
+    rows: &[tessera_kernels::bench::sweep::SweepRow],
+    sum: &tessera_kernels::bench::sweep::SweepSummary,
+    rounds: usize,
+) {
+    use tessera_kernels::sweep::ShapeClass;
+    let roof = roofline_gbs();
+    println!(
+        "\nsweep summary: ours against cuBLAS (its time over ours), geomean by class ({rounds} rounds)"
+    );
+    for (c, n, g) in &sum.classes {
+        let extra = if *c == ShapeClass::Decode {
+            let best = rows
+                .iter()
+                .filter(|r| r.shape.class == *c && r.error.is_none())
+                .map(|r| r.ours_gbs)
+                .fold(0.0, f64::max);
+            format!(
+                "  (ours up to {best:.0} GB/s, {:.0}% of the {roof:.0} GB/s copy roofline)",
+                100.0 * best / roof
+            )
+        } else {
+            String::new()
+        };
+        println!("  {:<9} {n:>3} rows  {g:.3}{extra}", c.name());
+    }
+    println!(
+        "  {:<9} {:>3} rows  {:.3}",
+        "overall", sum.measured, sum.overall
+    );
+    if let Some(i) = sum.worst {
+        let r = &rows[i];
+        println!(
+            "  worst     {} {} ({}): {:.3} on {} {}",
+            r.shape.class.name(),
+            r.shape,
+            r.shape.dtype,
+            r.ratio,
+            r.path,
+            r.plan
+        );
+    }
+    println!(
+        "  below 0.95: {}; off the Hopper path (sm80-class): {}{}",
+        sum.below_095,
+        sum.off_hopper,
+        rows.iter()
+            .filter(|r| r.path == "sm80")
+            .map(|r| format!(" {}", r.shape))
+            .collect::<String>()
+    );
+}
+
+/// Runs `tessera bench gemm --sweep`.
+#[cfg(feature = "cuda")]
+fn bench_sweep(
+    json: Option<std::path::PathBuf>,
+    rounds: usize,
+    class: Option<&str>,
+    opts: Options,
+) -> ExitCode {
+    use tessera_kernels::bench::sweep::{run_sweep, summarize, SweepConfig};
+
+    let shapes = match sweep_shapes(class) {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => return fail("--class: no shapes"),
+        Err(e) => return fail(e),
+    };
+    if rounds == 0 {
+        return fail("--rounds 0: at least one timed round is needed");
+    }
+    let rt = match tessera_kernels::bench::harness_context(0) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let cfg = SweepConfig {
+        shapes,
+        rounds,
+        options: opts,
+        ..SweepConfig::default()
+    };
+    println!(
+        "device {} ({}, {} SMs), seed {}: the sweep, {} shapes, plain GEMM against cuBLAS (cublasGemmEx / \
+         cublasGemmStridedBatchedEx, COMPUTE_32F), interleaved, {} rounds of ~{} ms batches, median per GEMM{}",
+        rt.device_name(),
+        rt.arch(),
+        rt.sm_count(),
+        cfg.seed,
+        cfg.shapes.len(),
+        cfg.rounds,
+        cfg.batch_ms,
+        if cfg.rounds < 5 {
+            " (few rounds: read a single row to about +-5%, the geomeans closer)"
+        } else {
+            ""
+        }
+    );
+    println!("{}", sweep_header());
+    let mut partial = Vec::new();
+    let rows = match run_sweep(&rt, &cfg, |r| {
+        println!("{}", sweep_line(r));
+        partial.push(r.clone());
+        if let Some(file) = &json {
+            if let Err(e) = write_sweep_json(file, &rt, &cfg, &partial, false) {
+                eprintln!("{e}");
+            }
+        }
+    }) {
+        Ok(rows) => rows,
+        Err(e) => return fail(e),
+    };
+    let sum = summarize(&rows);
+    print_sweep_summary(&rows, &sum, cfg.rounds);
+    if let Some(file) = &json {
+        if let Err(e) = write_sweep_json(file, &rt, &cfg, &rows, true) {
+            return fail(e);
+        }
+    }
+    if sum.errors > 0 || sum.mismatches > 0 {
+        eprintln!(
+            "\nERROR: {} of {} sweep shapes ended in an error and {} disagree with cuBLAS (a valid GEMM must never end in an error):",
+            sum.errors,
+            rows.len(),
+            sum.mismatches
+        );
+        for r in rows.iter().filter(|r| !r.agrees()) {
+            eprintln!(
+                "  {} {} ({}): {}",
+                r.shape.class.name(),
+                r.shape,
+                r.shape.dtype,
+                r.error
+                    .clone()
+                    .unwrap_or_else(|| format!("rel diff {:.2e}", r.rel_diff))
+            );
+        }
+        return ExitCode::from(3);
     }
     ExitCode::SUCCESS
 }

@@ -10,6 +10,7 @@ pub mod dev;
 pub mod epilogues;
 pub mod gemm;
 pub mod overhead;
+pub mod sweep;
 pub mod timeline;
 
 /// The harness's device context: cudarc's event tracking off (the harness orders its work on

@@ -1010,7 +1010,7 @@ pub fn full_aux_tree(tree: &EpilogueTree) -> bool {
 /// Whether a tree epilogue left to the planner (`opts.schedule` unset) takes the ping-pong
 /// schedule: when `tree` is [`light_tree`] or a [`full_aux_tree`], and the plain GEMM of
 /// `problem` with the same options would (the planner's rule,
-/// [`crate::plan::sm90::PINGPONG_MAX_K_TILES`]). There one warpgroup's epilogue runs under the
+/// [`crate::plan::policy::PINGPONG_MAX_K_TILES`]). There one warpgroup's epilogue runs under the
 /// other's mainloop. Other trees stay cooperative: a transcendental function or a reduction
 /// slowed the other warpgroup's mainloop by more than ping-pong hid, except in trees that
 /// store a full aux, which measured faster on ping-pong (`docs/design/009-schedule-choice.md`).
@@ -1019,12 +1019,21 @@ pub fn tree_takes_pingpong(
     tree: &EpilogueTree,
     opts: crate::plan::Sm90Options,
 ) -> bool {
+    opts.schedule.is_none() && tree_schedule(problem, tree, opts).value
+}
+
+/// The tree's schedule rule ([`crate::plan::policy::tree_pingpong`]) with its reason: `true`
+/// for ping-pong.
+pub(crate) fn tree_schedule(
+    problem: &crate::plan::problem::GemmProblem,
+    tree: &EpilogueTree,
+    opts: crate::plan::Sm90Options,
+) -> crate::plan::policy::Decision<bool> {
     let mut plain = *problem;
     plain.epilogue = crate::plan::problem::Epilogue::default();
-    opts.schedule.is_none()
-        && (light_tree(tree) || full_aux_tree(tree))
-        && crate::plan::Sm90Plan::with_options(&plain, opts)
-            .is_ok_and(|p| p.schedule == crate::plan::Schedule::PingPong)
+    let plain_pingpong = crate::plan::Sm90Plan::with_options(&plain, opts)
+        .is_ok_and(|p| p.schedule == crate::plan::Schedule::PingPong);
+    crate::plan::policy::tree_pingpong(plain_pingpong, light_tree(tree), full_aux_tree(tree))
 }
 
 /// The Hopper plan of `problem` for a tree epilogue: with the staged inputs and bias vectors

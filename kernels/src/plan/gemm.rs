@@ -615,6 +615,173 @@ impl Plan {
         }
     }
 
+    /// The plan in a few words, on the plan's SM count: `pp 128x128 s6` (ping-pong),
+    /// `coop 128x256 s4 sk 68/2048 on 132` (cooperative, stream-K splitting 68 of 2048 tiles
+    /// over a grid of 132), `mma.sync 128x256x64 s3` (the sm80-class path).
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let plan = |m, n, k| GemmSpec::linear(m, n, k).plan(Arch::Sm90a, 132).unwrap().summary();
+    /// assert_eq!(plan(8192, 8192, 8192), "coop 128x256 s4 sk 68/2048 on 132");
+    /// assert_eq!(plan(16, 4096, 4096), "coop 64x128 s6 sk 32/32 on 132");
+    /// assert_eq!(plan(4095, 4095, 4095), "mma.sync 128x256x64 s3");
+    /// ```
+    pub fn summary(&self) -> String {
+        match self.sm90() {
+            Some(p) => {
+                let (bm, bn, _) = p.cta_tile;
+                let sched = match p.schedule {
+                    Schedule::PingPong => "pp",
+                    Schedule::Cooperative => "coop",
+                };
+                let grid = p.persistent_ctas(self.sms, None);
+                let split = p.stream_k_tiles(grid, self.sms);
+                let sk = if split > 0 {
+                    format!(" sk {split}/{} on {grid}", p.total_tiles())
+                } else {
+                    String::new()
+                };
+                format!("{sched} {bm}x{bn} s{}{sk}", p.stages)
+            }
+            None => {
+                let (bm, bn, bk) = self.cta_tile();
+                format!("mma.sync {bm}x{bn}x{bk} s{}", self.stages())
+            }
+        }
+    }
+
+    /// Pipeline stages of the kernel.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// assert_eq!(GemmSpec::linear(8192, 8192, 8192).plan(Arch::Sm90a, 132).unwrap().stages(), 4);
+    /// ```
+    pub fn stages(&self) -> i64 {
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => p.stages,
+            KernelPlan::Flags(GemmPath::Sm80(p)) | KernelPlan::Sm80Tree(p) => p.stages,
+        }
+    }
+
+    /// Each tuned choice of the plan with its reason ([`crate::plan::policy`]), or the option
+    /// that forced it: tile, schedule, stream-K, stages, raster group and cluster on the
+    /// Hopper path; tile and stages on the sm80-class path.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let plan = GemmSpec::linear(16, 4096, 4096).plan(Arch::Sm90a, 132).unwrap();
+    /// let d = plan.decisions();
+    /// assert!(d[0].starts_with("tile 64x128x64: M = 16 <= 64"));
+    /// assert!(d.iter().any(|l| l.contains("32 tiles split")));
+    /// ```
+    pub fn decisions(&self) -> Vec<String> {
+        use crate::plan::policy;
+        let o = &self.spec.options;
+        let forced = |what: &str, opt: &str| format!("{what}: forced (Options::{opt})");
+        let mut v = Vec::new();
+        match &self.kernel {
+            KernelPlan::Flags(GemmPath::Sm80(p)) | KernelPlan::Sm80Tree(p) => {
+                let (bm, bn, bk) = p.cta_tile;
+                let t = format!("tile {bm}x{bn}x{bk}");
+                v.push(match o.tile {
+                    Some(_) => forced(&t, "tile"),
+                    None => format!("{t}: {}", policy::sm80_tile(&p.kernel_problem()).why),
+                });
+                let s = format!("stages {}", p.stages);
+                v.push(match o.stages {
+                    Some(_) => forced(&s, "stages"),
+                    None => format!("{s}: {}", policy::sm80_stages(p.stages).why),
+                });
+            }
+            KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => {
+                let kp = p.kernel_problem();
+                let tree = matches!(self.kernel, KernelPlan::HopperTree(_));
+                let pingpong = p.schedule == Schedule::PingPong;
+                let (bm, bn, _) = p.cta_tile;
+                let t = format!("tile {bm}x{bn}x64");
+                v.push(match o.tile {
+                    Some(_) => forced(&t, "tile"),
+                    None if pingpong => format!("{t}: the ping-pong tile (a warpgroup holds its whole 128 x BN tile, BN <= 128)"),
+                    None => format!("{t}: {}", policy::hopper_tile(&kp).why),
+                });
+                let s = format!(
+                    "schedule {}",
+                    if pingpong { "ping-pong" } else { "cooperative" }
+                );
+                v.push(if o.schedule.is_some() {
+                    forced(&s, "schedule")
+                } else if tree {
+                    let d = crate::epilogue::cuda::tree_schedule(&self.problem, &self.tree, self.path.sm90);
+                    format!("{s}: tree epilogue, {}", d.why)
+                } else if o.hopper_given() || o.tile.is_some() || o.stages.is_some() {
+                    format!("{s}: a choice was forced (the planner's ping-pong is for plans left to it)")
+                } else {
+                    format!("{s}: {}", policy::hopper_pingpong(&kp).why)
+                });
+                let sms = self.sms;
+                v.push(if o.stream_k == Some(false) {
+                    forced("stream-K off", "stream_k")
+                } else if p.schedule != Schedule::Cooperative || p.cluster != 1 {
+                    format!(
+                        "stream-K off: {}",
+                        policy::hopper_stream_k(false, p.cluster).why
+                    )
+                } else {
+                    let q = Sm90Plan {
+                        stream_k: true,
+                        ..(**p).clone()
+                    };
+                    let cap = o.max_ctas.unwrap_or(sms).min(sms);
+                    let grid = q.persistent_ctas(cap, None);
+                    let d = if q.total_tiles() < cap {
+                        let w = q.single_wave(cap);
+                        policy::Decision {
+                            value: if w.value.is_some() {
+                                q.total_tiles()
+                            } else {
+                                0
+                            },
+                            why: w.why,
+                        }
+                    } else {
+                        q.stream_k_decision(grid, sms)
+                    };
+                    format!(
+                        "stream-K{} on {sms} SMs, {} tiles on {grid} CTAs: {}{}",
+                        if o.stream_k == Some(true) {
+                            " (forced on)"
+                        } else {
+                            ""
+                        },
+                        p.total_tiles(),
+                        if d.value > 0 {
+                            format!("{} tiles split; ", d.value)
+                        } else {
+                            "none split; ".to_string()
+                        },
+                        d.why
+                    )
+                });
+                let s = format!("stages {}", p.stages);
+                v.push(match o.stages {
+                    Some(_) => forced(&s, "stages"),
+                    None => format!("{s}: {}", policy::hopper_stages(p.stages).why),
+                });
+                let g = format!("raster groups of {} tile rows", p.group_m);
+                v.push(match o.group_m {
+                    Some(_) => forced(&g, "group_m"),
+                    None => format!("{g}: {}", policy::hopper_group_m().why),
+                });
+                let c = format!("cluster {}", p.cluster);
+                v.push(match o.cluster {
+                    Some(_) => forced(&c, "cluster"),
+                    None => format!("{c}: {}", policy::hopper_cluster().why),
+                });
+            }
+        }
+        v
+    }
+
     /// The complete CUDA source of the kernel, exactly as NVRTC compiles it.
     pub fn source(&self) -> Result<String> {
         let tree_err =
@@ -653,6 +820,10 @@ impl fmt::Display for Plan {
             )?;
         }
         writeln!(f, "  epilogue     {}", self.why_epilogue)?;
+        for (i, line) in self.decisions().iter().enumerate() {
+            let label = if i == 0 { "decisions" } else { "" };
+            writeln!(f, "  {label:<12} {line}")?;
+        }
         match &self.kernel {
             KernelPlan::Flags(GemmPath::Hopper(p)) | KernelPlan::HopperTree(p) => write!(f, "{p}")?,
             KernelPlan::Flags(GemmPath::Sm80(p)) | KernelPlan::Sm80Tree(p) => write!(f, "{p}")?,

@@ -212,9 +212,6 @@ pub struct PlanOptions {
     pub stages: Option<i64>,
 }
 
-/// The most stages the planner picks on its own.
-pub const MAX_STAGES: i64 = 3;
-
 const WARP_TILE: (i64, i64) = (64, 64);
 const MMA: (i64, i64, i64) = (16, 8, 16);
 const VEC: i64 = 8;
@@ -242,7 +239,7 @@ impl GemmPlan {
         let op = "GemmPlan::new";
         let (bm, bn, bk) = match opts.tile {
             Some(t) => t,
-            None => choose_tile(problem),
+            None => super::policy::sm80_tile(problem).value,
         };
         let (wm, wn) = WARP_TILE;
         if bm % wm != 0 || bn % wn != 0 || bk % 32 != 0 || !(32..=64).contains(&bk) {
@@ -265,7 +262,7 @@ impl GemmPlan {
         let fit = smem_budget / smem_stage_bytes;
         let stages = match opts.stages {
             Some(s) => s,
-            None => fit.min(MAX_STAGES),
+            None => super::policy::sm80_stages(fit).value,
         };
         if stages < 2 || stages > fit {
             return Err(KernelError::UnsupportedArch {
@@ -300,7 +297,7 @@ impl GemmPlan {
             mma_per_warp: (wm / MMA.0, wn / MMA.1),
             threads,
             stages,
-            group_m: 8,
+            group_m: super::policy::GROUP_M,
             warp_layout,
             a,
             b,
@@ -339,17 +336,6 @@ impl GemmPlan {
         let (bm, bn, _) = self.cta_tile;
         let p = self.kernel_problem();
         ((p.m + bm - 1) / bm, (p.n + bn - 1) / bn)
-    }
-}
-
-/// The planner's CTA tile: 128x256x64 (8 warps) when the problem has enough such tiles to
-/// fill an H100-sized chip, else 128x128x64 (4 warps).
-fn choose_tile(p: &GemmProblem) -> (i64, i64, i64) {
-    let big = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
-    if big >= crate::arch::H100_SMS {
-        (128, 256, 64)
-    } else {
-        (128, 128, 64)
     }
 }
 

@@ -7,12 +7,13 @@ use tessera_layout::Layout;
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
-use crate::plan::problem::{Activation, BiasMode, DType, GemmProblem, Major};
+use crate::plan::problem::{BiasMode, DType, GemmProblem, Major};
 use crate::plan::SmemLayout;
 use tessera_layout::composition;
 use tessera_swizzle::algebra::composition as sw_composition;
 use tessera_swizzle::{bank_conflicts, BankConflicts};
 
+use super::policy;
 use super::sm90_layouts::{
     tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, WgmmaDesc,
 };
@@ -92,26 +93,9 @@ impl fmt::Display for Sm90Store {
     }
 }
 
-/// The fewest k-tiles (on average) a CTA's stream-K share may have for a launch to split its
-/// last wave ([`Sm90Plan::stream_k_tiles`]): a part costs a pipeline start and the partial
-/// sums' round trip through L2.
-pub const STREAM_K_MIN_SHARE: i64 = 4;
-
-/// Stream-K splits a last wave only when it would leave at least this many k-tiles idle per
-/// CTA on average (`(grid - r) k_tiles / grid`, `r` tiles in the last wave;
-/// [`Sm90Plan::stream_k_tiles`]). The parts cost a CTA about the same whatever the shape (the
-/// partial sums' store and load through L2, a pipeline start per part), so what decides is the
-/// idle time won back. The threshold was fitted to `bench gemm` on the H100; the figures are in
-/// `docs/design/002-stream-k-unit-order.md`.
-pub const STREAM_K_MIN_IDLE: i64 = 32;
-
-/// The plain GEMM takes the ping-pong schedule by default up to this many k-tiles (K = 4096):
-/// its epilogue then runs under the other warpgroup's mainloop, which is worth more than
-/// the cooperative 128 x 256 tile's faster mainloop while the tiles are short; past it the
-/// mainloop's speed wins. Fused epilogues stay cooperative: under ping-pong their math slows
-/// the other warpgroup's mainloop, which shares the schedulers' issue slots. The threshold was
-/// fitted to `bench gemm` on the H100; the figures are in `docs/design/009-schedule-choice.md`.
-pub const PINGPONG_MAX_K_TILES: i64 = 64;
+// The tuned rules (tile, schedule, stream-K, stages, raster group, cluster) live in
+// `policy`; these names stay here for the kernel authors who know them from this module.
+pub use super::policy::{STREAM_K_MIN_IDLE, STREAM_K_MIN_SHARE};
 
 /// Buffers per staged epilogue input and consumer warpgroup ([`Sm90Plan::staged_inputs`]).
 pub const IN_BUFFERS: i64 = 2;
@@ -333,7 +317,7 @@ pub struct Sm90Options {
     /// Force the tile-rows per rasterization group.
     pub group_m: Option<i64>,
     /// Force the consumer schedule. Default: ping-pong (128 x 128) for a plain GEMM of at
-    /// most [`PINGPONG_MAX_K_TILES`] k-tiles with no other choice forced, else cooperative.
+    /// most [`policy::PINGPONG_MAX_K_TILES`] k-tiles with no other choice forced, else cooperative.
     pub schedule: Option<Schedule>,
     /// CTAs per cluster: 1 (the default) or 2 (a pair sharing one operand through TMA
     /// multicast; cooperative schedule only).
@@ -605,9 +589,11 @@ impl Sm90Plan {
                 ))
             }
             Some(s) => s,
-            None => schedule == Schedule::Cooperative && cluster == 1,
+            None => policy::hopper_stream_k(schedule == Schedule::Cooperative, cluster).value,
         };
-        let group_m = opts.group_m.unwrap_or(8);
+        let group_m = opts
+            .group_m
+            .unwrap_or_else(|| policy::hopper_group_m().value);
         if group_m < 1 {
             return Err(KernelError::invalid(
                 op,
@@ -724,8 +710,11 @@ impl Sm90Plan {
     }
 
     /// CTAs of the persistent grid under a cap of `max_ctas` CTAs and, with a cluster, of
-    /// `max_clusters` clusters resident at once: one per tile (one pair per cluster tile), at
-    /// most the caps, whole clusters, at least one cluster.
+    /// `max_clusters` clusters resident at once (the device's SM count and what it holds by
+    /// default): one per tile (one pair per cluster tile), at most the caps, whole clusters, at
+    /// least one cluster; except that a stream-K plan whose tiles are one partial wave that
+    /// [`policy::stream_k_split`] splits takes `max_ctas` CTAs, every tile split along K over
+    /// them ([`policy::single_wave_grid`]).
     ///
     /// ```
     /// use tessera_kernels::plan::{GemmProblem, Sm90Options, Sm90Plan};
@@ -738,6 +727,9 @@ impl Sm90Plan {
     /// assert_eq!(pair.persistent_ctas(132, Some(60)), 120); // 60 pairs fit at once
     /// assert_eq!(pair.persistent_ctas(7, None), 6);
     /// assert_eq!(pair.persistent_ctas(1, None), 2);
+    /// // 16 x 4096 x 4096: 32 tiles of 64 x 128, each split over about four CTAs.
+    /// let decode = Sm90Plan::new(&GemmProblem::new(16, 4096, 4096)).unwrap();
+    /// assert_eq!((decode.total_tiles(), decode.persistent_ctas(132, None)), (32, 132));
     /// ```
     pub fn persistent_ctas(&self, max_ctas: i64, max_clusters: Option<i64>) -> i64 {
         let c = self.cluster.max(1);
@@ -745,16 +737,49 @@ impl Sm90Plan {
         if let Some(n) = max_clusters {
             clusters = clusters.min(n.max(1));
         }
+        if self.stream_k && c == 1 {
+            if let Some(g) = self.single_wave(clusters).value {
+                return g;
+            }
+        }
         self.total_cluster_tiles().min(clusters) * c
     }
 
+    /// [`policy::single_wave_grid`] of this plan under a cap of `max_ctas` CTAs: the grid over
+    /// which one partial wave of tiles is split along K, or `None`, with the reason.
+    ///
+    /// ```
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
+    /// let decode = Sm90Plan::new(&GemmProblem::new(64, 1024, 4096)).unwrap();
+    /// assert_eq!(decode.single_wave(132).value, Some(128)); // 8 tiles, 4 k-tiles a CTA
+    /// ```
+    pub fn single_wave(&self, max_ctas: i64) -> policy::Decision<Option<i64>> {
+        policy::single_wave_grid(
+            self.total_tiles(),
+            max_ctas,
+            self.k_tiles(),
+            self.stream_k_min_idle,
+            policy::memory_bound(&self.kernel_problem()),
+        )
+    }
+
+    /// k-tiles of one tile: `ceil(K / BK)`.
+    ///
+    /// ```
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
+    /// assert_eq!(Sm90Plan::new(&GemmProblem::new(256, 256, 4000)).unwrap().k_tiles(), 63);
+    /// ```
+    pub fn k_tiles(&self) -> i64 {
+        (self.kernel_problem().k + BK - 1) / BK
+    }
+
     /// The tiles a launch on a persistent grid of `grid` CTAs splits along K (stream-K,
-    /// [`Sm90Plan::stream_k`]): the `r` tiles of the last wave when it is partial and leaves
-    /// `(grid - r) k_tiles / grid >= stream_k_min_idle` k-tiles a CTA idle, there is more than
-    /// one wave, and each CTA's share of their k-tiles is at least [`STREAM_K_MIN_SHARE`] of
-    /// them; else 0 (every tile whole).
-    /// `sms` is the device's SM count: a grid larger than that is not resident at once, which
-    /// a CTA waiting for another's part needs.
+    /// [`Sm90Plan::stream_k`]), by [`policy::stream_k_split`]: the `r` tiles of a partial last
+    /// wave (every tile when they are fewer than the CTAs) when the wave leaves at least
+    /// `stream_k_min_idle` k-tiles a CTA idle (or, memory-bound, keeps at most half the SMs
+    /// busy) and each CTA's share of their k-tiles is at least [`STREAM_K_MIN_SHARE`]; else
+    /// 0 (every tile whole). `sms` is the device's SM count: a grid larger than that is not
+    /// resident at once, which a CTA waiting for another's part needs.
     ///
     /// ```
     /// use tessera_kernels::plan::{GemmProblem, Schedule, Sm90Options, Sm90Plan};
@@ -767,22 +792,35 @@ impl Sm90Plan {
     /// // 4096^3: 512 tiles, the last wave 116 / 132 full, 7.8 k-tiles a CTA idle: whole.
     /// let square = Sm90Plan::with_options(&GemmProblem::new(4096, 4096, 4096), coop).unwrap();
     /// assert_eq!(square.stream_k_tiles(132, 132), 0);
+    /// // 128 x 4096 x 4096: one wave of 32 tiles of 128 x 128 on 132 CTAs, all split.
+    /// let decode = Sm90Plan::new(&GemmProblem::new(128, 4096, 4096)).unwrap();
+    /// assert_eq!(decode.stream_k_tiles(132, 132), 32);
     /// ```
     pub fn stream_k_tiles(&self, grid: i64, sms: i64) -> i64 {
-        let total = self.total_tiles();
-        let k_tiles = (self.kernel_problem().k + BK - 1) / BK;
-        if !self.stream_k || grid < 1 || grid > sms || total <= grid {
+        if !self.stream_k {
             return 0;
         }
-        let r = total % grid;
-        // The kernel cuts the runs in 32-bit arithmetic: grid x r x k_tiles must fit.
-        if (grid - r) * k_tiles < self.stream_k_min_idle * grid
-            || r * k_tiles < STREAM_K_MIN_SHARE * grid
-            || grid * r * k_tiles > i32::MAX as i64
-        {
-            return 0;
-        }
-        r
+        self.stream_k_decision(grid, sms).value
+    }
+
+    /// [`Sm90Plan::stream_k_tiles`] with its reason (whether or not the plan may split).
+    ///
+    /// ```
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
+    /// let plan = Sm90Plan::new(&GemmProblem::new(8192, 8192, 8192)).unwrap();
+    /// let d = plan.stream_k_decision(132, 132);
+    /// assert_eq!(d.value, 68);
+    /// assert!(d.why.contains("idle"));
+    /// ```
+    pub fn stream_k_decision(&self, grid: i64, sms: i64) -> policy::Decision<i64> {
+        policy::stream_k_split(
+            self.total_tiles(),
+            grid,
+            sms,
+            self.k_tiles(),
+            self.stream_k_min_idle,
+            policy::memory_bound(&self.kernel_problem()),
+        )
     }
 
     /// The plan as compiled for a device of `sms` SMs: without the stream-K parts' code
@@ -832,7 +870,7 @@ fn tile_and_schedule(
         Some(t) => t,
         // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
         None if opts.schedule == Some(Schedule::PingPong) || auto_pingpong => (128, 128),
-        None => choose_tile(problem),
+        None => policy::hopper_tile(problem).value,
     };
     if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
         return Err(KernelError::invalid(
@@ -873,7 +911,9 @@ fn cluster_share(
 ) -> Result<(i64, Option<ClusterShare>)> {
     let op = "Sm90Plan::new";
     let (bm, bn) = (a.tile_mn, b.tile_mn);
-    let cluster = opts.cluster.unwrap_or(1);
+    let cluster = opts
+        .cluster
+        .unwrap_or_else(|| policy::hopper_cluster().value);
     let share = match (cluster, opts.share) {
         (1, None) => None,
         (1, Some(s)) => {
@@ -939,7 +979,7 @@ fn wants_tma_store(problem: &GemmProblem, opts: &Sm90Options) -> Result<bool> {
     })
 }
 
-/// The pipeline stages of `stage` bytes (`forced`, or as many as fit up to 6) and the store
+/// The pipeline stages of `stage` bytes (`forced`, or [`policy::hopper_stages`]) and the store
 /// buffers per consumer beside them in `room` bytes, the epilogue taking `scratch_bytes(n)`
 /// with `n` buffers: the stages first, then buffers up to [`MAX_STORE_BUFFERS`] in what they
 /// leave.
@@ -952,7 +992,7 @@ fn fit_stages(
 ) -> Result<(i64, i64)> {
     let op = "Sm90Plan::new";
     let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
-    let stages = forced.unwrap_or(fit.min(6));
+    let stages = forced.unwrap_or_else(|| policy::hopper_stages(fit).value);
     if stages < 2 || stages > fit {
         return Err(KernelError::UnsupportedArch {
             op,
@@ -968,12 +1008,10 @@ fn fit_stages(
     Ok((stages, buffers))
 }
 
-/// Whether a plan left to the planner takes the ping-pong schedule: a plain GEMM (no bias,
-/// activation, aux or C; any alpha) with a 16-bit D, tiles enough for 128 x 256 to fill the
-/// device, at most [`PINGPONG_MAX_K_TILES`] k-tiles, and no other choice of [`Sm90Options`]
-/// forced (tree epilogues ask for their schedule: [`crate::epilogue::cuda::tree_sm90_plan`]).
+/// Whether a plan left to the planner takes the ping-pong schedule: no choice of
+/// [`Sm90Options`] forced (tree epilogues ask for their schedule:
+/// [`crate::epilogue::cuda::tree_sm90_plan`]) and [`policy::hopper_pingpong`]'s rule.
 fn auto_pingpong(p: &GemmProblem, opts: &Sm90Options) -> bool {
-    let e = &p.epilogue;
     opts.tile.is_none()
         && opts.stages.is_none()
         && opts.group_m.is_none()
@@ -983,27 +1021,7 @@ fn auto_pingpong(p: &GemmProblem, opts: &Sm90Options) -> bool {
         && opts.tma_store != Some(false)
         && opts.epilogue_inputs.is_none()
         && opts.epilogue_vectors == (false, false)
-        && e.act == Activation::None
-        && e.bias == BiasMode::None
-        && !e.aux
-        && e.beta == 0.0
-        && p.output.bytes() == 2
-        && choose_tile(p) == (128, 256)
-        && (p.k + BK - 1) / BK <= PINGPONG_MAX_K_TILES
-}
-
-/// 128x256 (two consumers) when the problem has enough such tiles to fill an H100 (132 SMs);
-/// else 128x128; 64x128 for a problem with fewer than 64 rows.
-fn choose_tile(p: &GemmProblem) -> (i64, i64) {
-    if p.m <= 64 {
-        return (64, 128);
-    }
-    let big = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
-    if big >= crate::arch::H100_SMS {
-        (128, 256)
-    } else {
-        (128, 128)
-    }
+        && policy::hopper_pingpong(p).value
 }
 
 impl fmt::Display for Sm90Plan {
@@ -1105,11 +1123,11 @@ impl fmt::Display for Sm90Plan {
         if self.stream_k {
             let which = if !self.stream_k_forced() {
                 format!(
-                    "a partial last wave leaving at least {} k-tiles a CTA idle",
+                    "a partial wave leaving at least {} k-tiles a CTA idle (or, memory-bound, at most half the SMs busy)",
                     self.stream_k_min_idle
                 )
             } else {
-                "every partial last wave".to_string()
+                "every partial wave".to_string()
             };
             writeln!(
                 f,
@@ -1120,7 +1138,12 @@ impl fmt::Display for Sm90Plan {
             let sms = crate::arch::H100_SMS;
             let (grid, total) = (self.persistent_ctas(sms, None), self.total_tiles());
             let split = self.stream_k_tiles(grid, sms);
-            if split > 0 {
+            if split > 0 && split == total {
+                writeln!(
+                    f,
+                    "               on {sms} SMs: all {total} tiles in parts over {grid} CTAs"
+                )?;
+            } else if split > 0 {
                 writeln!(
                     f,
                     "               on {sms} SMs: the last {split} of {total} tiles in parts"

@@ -1,0 +1,592 @@
+//! Every tuned rule of the GEMM planners, in one place: the CTA tile, the schedule, stream-K,
+//! the pipeline depth, the raster group and the cluster, on both paths. Each rule is a function
+//! that returns its choice with the reason ([`Decision`]); the planners ([`super::sm90`],
+//! [`super::sm80`]) take the value, and [`super::Plan`]'s `Display` prints the reason.
+//!
+//! A rule says why in one line and, where it is a heuristic, what it was fitted on. The
+//! figures behind the fits are in `docs/design/` (009 the schedule, 002 stream-K, 010 the
+//! cluster); `docs/design/012-planner-rules.md` lists every rule with its domain, and predicts
+//! per class of shapes of the sweep (`tessera bench gemm --sweep`) where the rules lose.
+//!
+//! The rules see the product the kernel runs: row-major D (a column-major D is planned as
+//! `Dᵀ = Bᵀ Aᵀ`), so "M" below is that product's rows.
+
+use crate::arch::H100_SMS;
+use crate::plan::problem::{Activation, BiasMode, GemmProblem};
+
+/// K extent of one Hopper k-tile (the kernel's, not tuned: one 128-byte swizzled row of
+/// 16-bit elements).
+const BK: i64 = super::sm90::BK;
+
+/// A planner's choice and why it was made.
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_cluster;
+/// let d = hopper_cluster();
+/// assert_eq!(d.value, 1);
+/// assert!(d.why.contains("design 010"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision<T> {
+    /// The choice.
+    pub value: T,
+    /// Why, in one line.
+    pub why: String,
+}
+
+impl<T> Decision<T> {
+    fn new(value: T, why: impl Into<String>) -> Decision<T> {
+        Decision {
+            value,
+            why: why.into(),
+        }
+    }
+}
+
+/// A stream-K part must hold at least this many k-tiles on average per CTA: a part costs a
+/// pipeline start and the partial sums' round trip through L2.
+pub const STREAM_K_MIN_SHARE: i64 = 4;
+
+/// Stream-K splits a partial wave only when it would otherwise leave at least this many
+/// k-tiles a CTA idle on average (`(grid - r) k_tiles / grid`, `r` tiles in the wave): the
+/// parts cost a CTA about the same whatever the shape, so what decides is the idle time won
+/// back. Fitted to `bench gemm` on the H100 on the multi-wave standard shapes, M and N
+/// multiples of 256 (docs/design/002-stream-k-unit-order.md).
+pub const STREAM_K_MIN_IDLE: i64 = 32;
+
+/// The plain GEMM takes the ping-pong schedule up to this many k-tiles (K = 4096): its
+/// epilogue runs under the other warpgroup's mainloop, worth more than the cooperative 128 x
+/// 256 tile's faster mainloop while tiles are short. Fitted to `bench gemm` on the H100 on the
+/// six K = 4096 standard shapes against K = 8192 and 11008
+/// (docs/design/009-schedule-choice.md).
+pub const PINGPONG_MAX_K_TILES: i64 = 64;
+
+/// The Hopper plan takes as many pipeline stages as fit beside the epilogue, at most this
+/// many: six stages of 128 x 128 x 64 keep 192 KB of loads in flight, past what one SM's TMA
+/// traffic needs to cover the L2 latency (not tuned further; the 128 x 256 tile fits four).
+pub const HOPPER_MAX_STAGES: i64 = 6;
+
+/// The sm80-class plan's most stages: three 128 x 256 x 64 stages (144 KB) is what the 252
+/// registers of its 64 x 64 warp tiles leave room for at one CTA a SM (docs/perf.md, "The
+/// sm80-class path").
+pub const SM80_MAX_STAGES: i64 = 3;
+
+/// Tile rows per group of the persistent tile order on both paths: a group is walked column
+/// by column, so the 132 tiles running at once share about 8 A tile rows and 17 B tile
+/// columns in L2 rather than 1 and 132. Triton's and CUTLASS's customary value; not tuned
+/// here (`--group-m` to try others).
+pub const GROUP_M: i64 = 8;
+
+/// What one unit of work (128 x 128 x 64) costs a cooperative 128 x 128 tile relative to the
+/// 128 x 256 tile, for the wave-quantization choice between them ([`hopper_tile`]): the
+/// smaller tile issues half-width wgmma, loads a third more bytes per flop and pays the
+/// per-tile costs (pipeline start, epilogue, tile decode) over half the work. Not measured: a
+/// margin above the difference measured between the two schedules' mainloops, so that the
+/// rule flips only where the quantization loss is larger than any per-tile difference seen
+/// (docs/design/012-planner-rules.md).
+pub const TILE_128X128_COST: f64 = 1.10;
+
+/// Bytes per second the H100's HBM3 moves in a device-to-device copy (about 3.0 TB/s of the
+/// 3.35 TB/s peak): the roofline of a GEMM bound by reading its operands.
+pub const COPY_ROOFLINE_BYTES_PER_S: f64 = 3.0e12;
+
+/// FLOPs per byte above which an H100 GEMM is compute-bound: the sustained tensor rate
+/// (about 700 TFLOP/s under the power limit, perf.md) over [`COPY_ROOFLINE_BYTES_PER_S`].
+pub const RIDGE_FLOP_PER_BYTE: f64 = 700e12 / COPY_ROOFLINE_BYTES_PER_S;
+
+/// A memory-bound single wave is split along K when it keeps at most this fraction of the
+/// SMs busy: fewer busy SMs than about this cannot read the operands at the device's rate.
+/// Estimated from one measurement of a decode shape on 32 busy SMs
+/// (docs/design/012-planner-rules.md).
+pub const MEMORY_BOUND_BUSY_FRACTION: f64 = 0.5;
+
+/// FLOPs per byte of DRAM traffic of `p` when each operand crosses once: `2 M N K` over the
+/// bytes of A, B and D.
+///
+/// ```
+/// use tessera_kernels::plan::{policy::intensity, GemmProblem};
+/// // 2 x 4096³ FLOPs over three 32 MiB operands.
+/// assert!((intensity(&GemmProblem::new(4096, 4096, 4096)) - 4096.0 / 3.0).abs() < 1e-9);
+/// ```
+pub fn intensity(p: &GemmProblem) -> f64 {
+    let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
+    let bytes = p.input.bytes() as f64 * (m * k + n * k) + p.output.bytes() as f64 * m * n;
+    2.0 * m * n * k / bytes
+}
+
+/// Whether `p` is bound by memory traffic on an H100 ([`RIDGE_FLOP_PER_BYTE`]).
+///
+/// ```
+/// use tessera_kernels::plan::{policy::memory_bound, GemmProblem};
+/// assert!(memory_bound(&GemmProblem::new(16, 4096, 4096))); // a decode step
+/// assert!(!memory_bound(&GemmProblem::new(4096, 4096, 4096)));
+/// ```
+pub fn memory_bound(p: &GemmProblem) -> bool {
+    intensity(p) < RIDGE_FLOP_PER_BYTE
+}
+
+/// The bytes `p` moves at least (each operand once, every batch): what the GB/s of a
+/// memory-bound row is counted on.
+///
+/// ```
+/// use tessera_kernels::plan::{policy::min_bytes, GemmProblem};
+/// assert_eq!(min_bytes(&GemmProblem::new(16, 4096, 4096)), 2.0 * (16.0 * 4096.0 * 2.0 + 4096.0 * 4096.0));
+/// ```
+pub fn min_bytes(p: &GemmProblem) -> f64 {
+    let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
+    (p.input.bytes() as f64 * (m * k + n * k) + p.output.bytes() as f64 * m * n) * p.batch as f64
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
+
+/// Tiles of a `bm x bn` tile over `p`, batches included.
+fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
+    ceil_div(p.m, bm) * ceil_div(p.n, bn) * p.batch
+}
+
+/// The Hopper plan's CTA tile `(BM, BN)` when none is forced (the cooperative schedule's;
+/// ping-pong takes 128 x 128, [`hopper_pingpong`]):
+/// - M <= 64: 64 x 128, one consumer warpgroup whose 64 rows hold all of M (a 128-row tile
+///   would compute at least half zeros);
+/// - fewer 128 x 256 tiles than SMs: 128 x 128, twice the CTAs at work;
+/// - else 128 x 256, the faster mainloop, unless its waves quantize so badly that 128 x 128's
+///   waves, at [`TILE_128X128_COST`] a unit of work, take less time, and stream-K would not
+///   split 128 x 256's last wave anyway.
+///
+/// The grid is counted on an H100 SXM's 132 SMs (the plan is made before the device is known;
+/// [`super::Sm90Plan::compiled_for`] fits stream-K to the device).
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_tile;
+/// use tessera_kernels::plan::GemmProblem;
+/// assert_eq!(hopper_tile(&GemmProblem::new(16, 4096, 4096)).value, (64, 128));
+/// assert_eq!(hopper_tile(&GemmProblem::new(1024, 1024, 1024)).value, (128, 128));
+/// assert_eq!(hopper_tile(&GemmProblem::new(8192, 8192, 8192)).value, (128, 256));
+/// // 144 tiles of 128 x 256 are two waves, the second nearly empty, and 8 k-tiles are too
+/// // few to split it: 288 tiles of 128 x 128 in three waves take less time.
+/// assert_eq!(hopper_tile(&GemmProblem::new(2048, 2304, 512)).value, (128, 128));
+/// // N = 128: 128 x 256 computes half zeros.
+/// let mut batched = GemmProblem::new(2048, 128, 2048);
+/// batched.batch = 32;
+/// assert_eq!(hopper_tile(&batched).value, (128, 128));
+/// ```
+pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
+    let sms = H100_SMS;
+    if p.m <= 64 {
+        return Decision::new(
+            (64, 128),
+            format!(
+                "M = {} <= 64: one consumer's 64 rows hold all of M; BN 128 gives {} tiles",
+                p.m,
+                tiles(p, 64, 128)
+            ),
+        );
+    }
+    let (big, small) = (tiles(p, 128, 256), tiles(p, 128, 128));
+    if big < sms {
+        return Decision::new(
+            (128, 128),
+            format!("{big} tiles of 128x256 are fewer than the {sms} SMs: 128x128 makes {small}"),
+        );
+    }
+    let k_tiles = ceil_div(p.k, BK);
+    let waves = |t: i64| ceil_div(t, sms);
+    let (w_big, w_small) = (waves(big), waves(small));
+    let split = stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+    let cost_big = 2.0 * w_big as f64;
+    let cost_small = TILE_128X128_COST * w_small as f64;
+    if !split && cost_small < cost_big {
+        return Decision::new(
+            (128, 128),
+            format!(
+                "wave quantization: {big} tiles of 128x256 take {w_big} waves of {sms} ({:.0}% full), {small} of 128x128 {w_small} ({:.0}%): {cost_small:.2} against {cost_big:.2} units at {TILE_128X128_COST} a 128x128 unit",
+                100.0 * big as f64 / (w_big * sms) as f64,
+                100.0 * small as f64 / (w_small * sms) as f64,
+            ),
+        );
+    }
+    Decision::new(
+        (128, 256),
+        format!(
+            "{big} tiles of 128x256 fill the {sms} SMs ({:.1} waves{}): the faster mainloop",
+            big as f64 / sms as f64,
+            if split {
+                ", the last split by stream-K"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// Whether a plain GEMM left entirely to the planner takes the ping-pong schedule (128 x 128,
+/// one warpgroup's epilogue under the other's mainloop): with a 16-bit D and no bias,
+/// activation, aux or C; with tiles enough for 128 x 256 to fill the SMs; at most
+/// [`PINGPONG_MAX_K_TILES`] k-tiles; and inside the domain the rule was fitted on, M and N
+/// multiples of 128 and K of 64 (every tile whole): off it the cooperative schedule measured
+/// faster (docs/design/012-planner-rules.md).
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_pingpong;
+/// use tessera_kernels::plan::GemmProblem;
+/// assert!(hopper_pingpong(&GemmProblem::new(4096, 4096, 4096)).value);
+/// assert!(!hopper_pingpong(&GemmProblem::new(8192, 8192, 8192)).value); // 128 k-tiles
+/// assert!(!hopper_pingpong(&GemmProblem::new(4000, 4000, 4000)).value); // edge tiles
+/// ```
+pub fn hopper_pingpong(p: &GemmProblem) -> Decision<bool> {
+    let e = &p.epilogue;
+    let k_tiles = ceil_div(p.k, BK);
+    let big = tiles(p, 128, 256);
+    let no = |why: String| Decision::new(false, why);
+    if !(e.act == Activation::None && e.bias == BiasMode::None && !e.aux && e.beta == 0.0) {
+        return no("a fused epilogue runs cooperative (under ping-pong it slowed the other warpgroup's mainloop, design 009)".into());
+    }
+    if p.output.bytes() != 2 {
+        return no(format!("{} D (ping-pong was fitted on 16-bit D)", p.output));
+    }
+    if big < H100_SMS {
+        return no(format!(
+            "{big} tiles of 128x256 do not fill {H100_SMS} SMs (ping-pong was fitted on shapes that do)"
+        ));
+    }
+    if k_tiles > PINGPONG_MAX_K_TILES {
+        return no(format!(
+            "{k_tiles} k-tiles > {PINGPONG_MAX_K_TILES}: long tiles hide the cooperative epilogue (design 009)"
+        ));
+    }
+    if p.m % 128 != 0 || p.n % 128 != 0 || p.k % BK != 0 {
+        return no(format!(
+            "{}x{}x{} has edge tiles (M, N not multiples of 128 or K of 64), outside the domain ping-pong was fitted on; there the cooperative 128x256 measured faster (design 012)",
+            p.m, p.n, p.k
+        ));
+    }
+    Decision::new(
+        true,
+        format!(
+            "plain GEMM of {k_tiles} <= {PINGPONG_MAX_K_TILES} k-tiles, whole tiles: the epilogue hides under the other warpgroup's mainloop (design 009)"
+        ),
+    )
+}
+
+/// Whether a tree epilogue left to the planner takes the ping-pong schedule: when the plain
+/// GEMM of the same problem does ([`hopper_pingpong`]) and the tree is light (no
+/// transcendental, no reduction) or stores a full aux and sums nothing: those cost less over
+/// the plain GEMM on ping-pong, a transcendental or a reduction more (measured on the six K =
+/// 4096 standard shapes, docs/design/009-schedule-choice.md).
+///
+/// ```
+/// use tessera_kernels::plan::policy::tree_pingpong;
+/// assert!(tree_pingpong(true, true, false).value);
+/// assert!(!tree_pingpong(true, false, false).value); // GELU_BIAS
+/// assert!(!tree_pingpong(false, true, false).value);
+/// ```
+pub fn tree_pingpong(plain_pingpong: bool, light: bool, full_aux: bool) -> Decision<bool> {
+    match (plain_pingpong, light || full_aux) {
+        (false, _) => Decision::new(false, "the plain GEMM of this problem is cooperative"),
+        (true, false) => Decision::new(
+            false,
+            "a transcendental or reducing tree without a full aux slows the other warpgroup's mainloop under ping-pong (design 009)",
+        ),
+        (true, true) => Decision::new(
+            true,
+            "the plain GEMM takes it and the tree is light or stores a full aux (cheaper there, design 009)",
+        ),
+    }
+}
+
+/// Pipeline stages of a Hopper plan when none is forced: as many as fit (`fit`), at most
+/// [`HOPPER_MAX_STAGES`].
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_stages;
+/// assert_eq!((hopper_stages(4).value, hopper_stages(9).value), (4, 6));
+/// ```
+pub fn hopper_stages(fit: i64) -> Decision<i64> {
+    Decision::new(
+        fit.min(HOPPER_MAX_STAGES),
+        format!("as many as fit beside the epilogue, at most {HOPPER_MAX_STAGES}"),
+    )
+}
+
+/// Tile rows per raster group of the Hopper plan when none is forced ([`GROUP_M`]).
+///
+/// ```
+/// assert_eq!(tessera_kernels::plan::policy::hopper_group_m().value, 8);
+/// ```
+pub fn hopper_group_m() -> Decision<i64> {
+    Decision::new(
+        GROUP_M,
+        "the tiles running at once share A and B rows in L2 (customary, not tuned)",
+    )
+}
+
+/// CTAs per cluster of a Hopper plan when none is forced: 1. A pair sharing one operand by
+/// TMA multicast measured no gain (docs/design/010-cluster-pairs.md), and it rules out stream-K
+/// and ping-pong.
+///
+/// ```
+/// assert_eq!(tessera_kernels::plan::policy::hopper_cluster().value, 1);
+/// ```
+pub fn hopper_cluster() -> Decision<i64> {
+    Decision::new(
+        1,
+        "a pair sharing an operand by multicast measured no gain (design 010) and rules out stream-K and ping-pong",
+    )
+}
+
+/// Whether a Hopper plan may split tiles along K (stream-K) when it is not forced: with the
+/// cooperative schedule and no cluster (the kernel's parts need both); each launch then
+/// splits per [`stream_k_split`].
+///
+/// ```
+/// use tessera_kernels::plan::policy::hopper_stream_k;
+/// assert!(hopper_stream_k(true, 1).value);
+/// assert!(!hopper_stream_k(false, 1).value && !hopper_stream_k(true, 2).value);
+/// ```
+pub fn hopper_stream_k(cooperative: bool, cluster: i64) -> Decision<bool> {
+    if cooperative && cluster == 1 {
+        Decision::new(
+            true,
+            "cooperative without a cluster: split per launch by the idle rule",
+        )
+    } else {
+        Decision::new(
+            false,
+            "the parts need the cooperative schedule without a cluster",
+        )
+    }
+}
+
+/// The tiles a launch of `total` tiles (of `k_tiles` k-tiles each) on a persistent grid of
+/// `grid` CTAs splits along K over all of them (stream-K), `sms` being the device's SM count
+/// (a split needs every CTA resident), `min_idle` [`STREAM_K_MIN_IDLE`] (0 when stream-K was
+/// forced on) and `memory_bound` whether the problem is ([`memory_bound`]):
+/// - more tiles than CTAs: the `r` tiles of the last, partial wave when it leaves at least
+///   `min_idle` k-tiles a CTA idle (`(grid - r) k_tiles / grid`);
+/// - fewer tiles than CTAs (one partial wave, the grid widened to the SMs by
+///   [`single_wave_grid`]): every tile, by the same idle rule, or, memory-bound, when the
+///   wave keeps at most [`MEMORY_BOUND_BUSY_FRACTION`] of the SMs busy (the busy SMs cannot
+///   read the operands at the device's rate);
+///
+/// and in both cases only when each CTA's share is at least [`STREAM_K_MIN_SHARE`] k-tiles
+/// and `grid r k_tiles` fits the kernel's 32-bit cut; else 0.
+///
+/// ```
+/// use tessera_kernels::plan::policy::stream_k_split;
+/// // 8192 x 14336 x 4096 in 128 x 256 tiles: 27 waves and 20 tiles, 54 k-tiles idle.
+/// assert_eq!(stream_k_split(3584, 132, 132, 64, 32, false).value, 20);
+/// // 4096³: the last wave 116 / 132 full leaves 7.8 k-tiles idle.
+/// assert_eq!(stream_k_split(512, 132, 132, 64, 32, false).value, 0);
+/// // 16 x 4096 x 4096 in 64 x 128 tiles: 32 tiles on 132 SMs, all split.
+/// assert_eq!(stream_k_split(32, 132, 132, 64, 32, true).value, 32);
+/// // Memory-bound, 86 of 132 SMs busy and 22 k-tiles idle: whole.
+/// assert_eq!(stream_k_split(86, 132, 132, 64, 32, true).value, 0);
+/// ```
+pub fn stream_k_split(
+    total: i64,
+    grid: i64,
+    sms: i64,
+    k_tiles: i64,
+    min_idle: i64,
+    memory_bound: bool,
+) -> Decision<i64> {
+    let whole = |why: String| Decision::new(0, why);
+    if grid < 1 || grid > sms {
+        return whole(format!(
+            "a grid of {grid} CTAs is not resident at once on {sms} SMs"
+        ));
+    }
+    if total == grid || (total > grid && total % grid == 0) {
+        return whole(format!("{total} tiles are whole waves of {grid}"));
+    }
+    let single = total < grid;
+    let r = if single { total } else { total % grid };
+    let idle = (grid - r) * k_tiles;
+    let lean = single && memory_bound && (r as f64) <= MEMORY_BOUND_BUSY_FRACTION * grid as f64;
+    if idle < min_idle * grid && !lean {
+        return whole(format!(
+            "the {} wave of {r} tiles leaves {:.1} k-tiles a CTA idle, under {min_idle}",
+            if single { "only" } else { "last" },
+            idle as f64 / grid as f64
+        ));
+    }
+    if r * k_tiles < STREAM_K_MIN_SHARE * grid {
+        return whole(format!(
+            "{r} tiles of {k_tiles} k-tiles give a CTA {:.1} k-tiles, under {STREAM_K_MIN_SHARE}",
+            (r * k_tiles) as f64 / grid as f64
+        ));
+    }
+    if grid * r * k_tiles > i32::MAX as i64 {
+        return whole(format!(
+            "{grid} x {r} x {k_tiles} exceeds the kernel's 32-bit cut"
+        ));
+    }
+    let why = if lean {
+        format!(
+            "memory-bound, {r} tiles would keep {r} of {grid} CTAs busy: all split along K over the {grid} ({:.1} k-tiles each)",
+            (r * k_tiles) as f64 / grid as f64
+        )
+    } else {
+        format!(
+            "the {} wave of {r} tiles would leave {:.1} k-tiles a CTA idle (>= {min_idle}): split along K over {grid} CTAs",
+            if single { "only" } else { "last" },
+            idle as f64 / grid as f64
+        )
+    };
+    Decision::new(r, why)
+}
+
+/// The persistent grid of a stream-K plan of `total` tiles (no cluster) under a cap of
+/// `max_ctas` CTAs resident at once (the SM count by default), when the tiles are one partial
+/// wave that [`stream_k_split`] splits: as many CTAs as give each at least
+/// [`STREAM_K_MIN_SHARE`] k-tiles, at most `max_ctas`; `None` when the wave is not split (one
+/// CTA a tile up to the cap), with the reason.
+///
+/// ```
+/// use tessera_kernels::plan::policy::single_wave_grid;
+/// // 64 x 1024 x 4096 in 64 x 128 tiles: 8 tiles of 64 k-tiles over 128 CTAs, 4 each.
+/// assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(128));
+/// assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(132));
+/// assert_eq!(single_wave_grid(200, 132, 64, 32, true).value, None); // more than a wave
+/// assert_eq!(single_wave_grid(2, 132, 3, 32, false).value, None); // 6 k-tiles in all
+/// ```
+pub fn single_wave_grid(
+    total: i64,
+    max_ctas: i64,
+    k_tiles: i64,
+    min_idle: i64,
+    memory_bound: bool,
+) -> Decision<Option<i64>> {
+    if total >= max_ctas {
+        return Decision::new(None, format!("{total} tiles fill the {max_ctas} CTAs"));
+    }
+    let grid = max_ctas.min(total.saturating_mul(k_tiles) / STREAM_K_MIN_SHARE);
+    if grid <= total {
+        return Decision::new(
+            None,
+            format!(
+                "{total} tiles of {k_tiles} k-tiles cannot give more CTAs {STREAM_K_MIN_SHARE} k-tiles each"
+            ),
+        );
+    }
+    let d = stream_k_split(total, grid, max_ctas, k_tiles, min_idle, memory_bound);
+    Decision::new((d.value > 0).then_some(grid), d.why)
+}
+
+/// The sm80-class plan's CTA tile when none is forced: 128 x 256 x 64 (8 warps) when the
+/// problem has as many such tiles as an H100 has SMs, else 128 x 128 x 64 (4 warps), twice
+/// the CTAs. (The sm80-class path is the fallback on sm_90a and the path of A100 / L4 / RTX
+/// cards; not tuned per card.)
+///
+/// ```
+/// use tessera_kernels::plan::{policy::sm80_tile, GemmProblem};
+/// assert_eq!(sm80_tile(&GemmProblem::new(8192, 8192, 8192)).value, (128, 256, 64));
+/// assert_eq!(sm80_tile(&GemmProblem::new(1000, 1000, 1000)).value, (128, 128, 64));
+/// ```
+pub fn sm80_tile(p: &GemmProblem) -> Decision<(i64, i64, i64)> {
+    let big = tiles(p, 128, 256);
+    if big >= H100_SMS {
+        Decision::new(
+            (128, 256, 64),
+            format!("{big} tiles of 128x256 fill {H100_SMS} SMs: 8 warps of 64x64"),
+        )
+    } else {
+        Decision::new(
+            (128, 128, 64),
+            format!(
+                "{big} tiles of 128x256 leave SMs idle: 128x128 makes {}",
+                tiles(p, 128, 128)
+            ),
+        )
+    }
+}
+
+/// The sm80-class plan's stages when none is forced: as many as fit, at most
+/// [`SM80_MAX_STAGES`].
+///
+/// ```
+/// use tessera_kernels::plan::policy::sm80_stages;
+/// assert_eq!((sm80_stages(2).value, sm80_stages(5).value), (2, 3));
+/// ```
+pub fn sm80_stages(fit: i64) -> Decision<i64> {
+    Decision::new(
+        fit.min(SM80_MAX_STAGES),
+        format!("as many as fit, at most {SM80_MAX_STAGES}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::sm90::Sm90Plan;
+
+    /// The nine standard shapes keep the plans they were measured with: ping-pong 128 x 128
+    /// at K = 4096, cooperative 128 x 256 (stream-K where the idle rule splits) past it.
+    #[test]
+    fn standard_shapes_keep_their_plans() {
+        let want = [
+            ((4096, 4096, 4096), true, false),
+            ((8192, 8192, 8192), false, true),
+            ((4096, 11008, 4096), true, false),
+            ((4096, 4096, 11008), false, false),
+            ((4096, 14336, 4096), true, false),
+            ((8192, 4096, 4096), true, false),
+            ((8192, 11008, 4096), true, false),
+            ((8192, 4096, 11008), false, true),
+            ((8192, 14336, 4096), true, false),
+        ];
+        for ((m, n, k), pingpong, split) in want {
+            let p = GemmProblem::new(m, n, k);
+            let plan = Sm90Plan::new(&p).unwrap().compiled_for(H100_SMS);
+            let tile = if pingpong {
+                (128, 128, 64)
+            } else {
+                (128, 256, 64)
+            };
+            assert_eq!(
+                (
+                    plan.cta_tile,
+                    plan.schedule == crate::plan::Schedule::PingPong
+                ),
+                (tile, pingpong),
+                "{m}x{n}x{k}"
+            );
+            assert_eq!(plan.stream_k, split, "{m}x{n}x{k}");
+            assert_eq!(plan.persistent_ctas(H100_SMS, None), 132, "{m}x{n}x{k}");
+        }
+    }
+
+    #[test]
+    fn a_small_m_product_splits_over_every_sm() {
+        for (m, n, k) in [(16, 4096, 4096), (128, 4096, 4096), (256, 4096, 14336)] {
+            let plan = Sm90Plan::new(&GemmProblem::new(m, n, k))
+                .unwrap()
+                .compiled_for(H100_SMS);
+            let grid = plan.persistent_ctas(H100_SMS, None);
+            assert_eq!(grid, H100_SMS, "{m}x{n}x{k}");
+            assert!(plan.stream_k, "{m}x{n}x{k}");
+            assert_eq!(
+                plan.stream_k_tiles(grid, H100_SMS),
+                plan.total_tiles(),
+                "{m}x{n}x{k}"
+            );
+        }
+        // 8 tiles of 64 k-tiles: over 128 CTAs, 4 k-tiles each.
+        let plan = Sm90Plan::new(&GemmProblem::new(64, 1024, 4096)).unwrap();
+        assert_eq!(plan.persistent_ctas(H100_SMS, None), 128);
+        assert_eq!(plan.compiled_for(H100_SMS).stream_k_tiles(128, H100_SMS), 8);
+        // Too short to split (2 k-tiles a tile): one CTA a tile.
+        let plan = Sm90Plan::new(&GemmProblem::new(16, 4096, 128)).unwrap();
+        assert_eq!(plan.persistent_ctas(H100_SMS, None), plan.total_tiles());
+        assert!(!plan.compiled_for(H100_SMS).stream_k);
+    }
+
+    #[test]
+    fn intensity_separates_decode_from_prefill() {
+        assert!(memory_bound(&GemmProblem::new(16, 4096, 4096)));
+        assert!(memory_bound(&GemmProblem::new(128, 4096, 4096)));
+        assert!(!memory_bound(&GemmProblem::new(4096, 4096, 4096)));
+    }
+}
