@@ -5,6 +5,12 @@ pub mod buffers;
 #[path = "../../tests/common/check.rs"]
 #[allow(missing_docs)]
 pub mod check;
+#[path = "../../tests/common/conv.rs"]
+#[allow(missing_docs)]
+pub mod conv_check;
+#[path = "../../tests/common/conv_ref.rs"]
+#[allow(missing_docs)]
+pub mod conv_ref;
 pub mod cublaslt;
 pub mod dev;
 pub mod epilogues;
