@@ -167,11 +167,14 @@ impl Im2col {
             );
         }
         let Some(lda) = single(&mm) else {
+            let runs: i64 = mm.shape().leaves().iter().skip(1).product();
             return (
                 ConvPath::Gather,
                 format!(
-                    "A's M mode (Q,P,N) coalesces to {mm}: a strided GEMM whose rows are not equally spaced (stride ({},{})), while the GEMM takes flat (rows, cols) operands",
-                    g.stride.0, g.stride.1
+                    "A is a strided GEMM but not one flat matrix: its M mode (Q,P,N) coalesces to {mm} (stride ({},{}) skips rows of x); the GEMM's operands are flat (rows, cols[, batch]) matrices, and as {runs} products of {} rows it would leave most of each tile idle",
+                    g.stride.0,
+                    g.stride.1,
+                    mm.shape().leaves()[0]
                 ),
             );
         };

@@ -4,8 +4,10 @@
 //! on small cases whose values are small dyadic numbers, so every sum is exact and the
 //! comparisons are equalities.
 
+// The same file is the `bench` module's `conv_ref` when that feature is on; included here so
+// that the reference is checked whatever the features.
 #[path = "../../tests/common/conv_ref.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 mod conv_ref;
 
 use conv_ref::{conv_direct, conv_im2col_gemm, conv_scatter, ConvDims};
