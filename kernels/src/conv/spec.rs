@@ -431,6 +431,42 @@ impl ConvSpec {
         Im2col::new(&self.geometry()?)?.tap(m, k)
     }
 
+    /// Checks the layout a launch would be given for `tensor` (`"x"`, `"w"`, `"y"`, or an
+    /// output-shaped tensor of the epilogue: `"residual"`, `"c"`, `"aux_in"`, `"aux"`) exactly
+    /// as [`crate::Conv2d::launch`] does, without a GPU: the logical sizes in `(N,C,H,W)`
+    /// order (`(K,C,R,S)` for w, `(N,K,P,Q)` for the output) and channels-last strides for
+    /// every dimension of size greater than 1.
+    ///
+    /// ```
+    /// use tessera_kernels::ConvSpec;
+    /// let spec = ConvSpec::new([2, 3, 4, 4], [3, 3, 1, 1]);
+    /// spec.check_layout("x", &"(2,3,4,4):(48,1,12,3)".parse().unwrap()).unwrap();
+    /// // NCHW strides: refused, naming the tensor, the dimension and both strides.
+    /// let e = spec.check_layout("y", &"(2,3,4,4):(48,16,4,1)".parse().unwrap()).unwrap_err();
+    /// assert!(e.to_string().contains("dimension K (size 3) has stride 16, channels-last needs 1"));
+    /// ```
+    pub fn check_layout(&self, tensor: &str, layout: &Layout) -> Result<()> {
+        use crate::conv::tensors::{self, check_channels_last};
+        let g = self.geometry()?;
+        let out = [g.n, g.k, g.p, g.q];
+        let (role, dims) = match tensor {
+            "x" => (tensors::X, [g.n, g.c, g.h, g.w]),
+            "w" => (tensors::W, [g.k, g.c, g.r, g.s]),
+            "y" => (tensors::out("y"), out),
+            "residual" => (tensors::out("residual"), out),
+            "c" => (tensors::out("c"), out),
+            "aux_in" => (tensors::out("aux_in"), out),
+            "aux" => (tensors::out("aux"), out),
+            other => {
+                return Err(KernelError::invalid(
+                    "ConvSpec::check_layout",
+                    format!("`{other}` is not a tensor of the convolution (x, w, y, residual, c, aux_in, aux)"),
+                ))
+            }
+        };
+        check_channels_last("conv layout", role, dims, Some(layout))
+    }
+
     /// Bytes of device workspace a launch needs: the im2col copy of A (`M x K` elements of the
     /// input type) when the convolution takes the gather path, else 0.
     pub fn workspace_bytes(&self) -> Result<usize> {

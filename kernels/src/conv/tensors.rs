@@ -9,8 +9,6 @@
 //! NC11 tensors are both NCHW- and channels-last-contiguous, and carry arbitrary strides
 //! there). An NCHW tensor, a channel slice (`x[:, :4]`) or a strided view (`x[:, :, ::2]`)
 //! therefore fails with the dimension, the stride found and the stride expected.
-// The launch (feature `cuda`) and the tests are the checks' users.
-#![cfg_attr(not(feature = "cuda"), allow(dead_code))]
 
 use tessera_layout::{IntTuple, Layout};
 
