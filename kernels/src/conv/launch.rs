@@ -399,13 +399,55 @@ impl Conv2d {
                     rule: format!("address {p:#x} is not 16-byte aligned"),
                 });
             }
-            spans.push(Span {
+            let ws = Span {
                 name: "workspace",
                 lo: p,
                 hi: p + need as u64,
                 output: true,
                 elem: input,
-            });
+            };
+            // The gather writes the caller's workspace: it may share memory with none of the
+            // GEMM's other tensors either (their buffers as given: the GEMM checks their
+            // layouts).
+            if caller_ws {
+                let mut others: Vec<(&'static str, u64, u64)> = Vec::new();
+                let mut note = |name, b: Bound<'_>| {
+                    others.push((name, b.ptr, b.ptr + b.len as u64 * b.elem.bytes()));
+                };
+                for (name, t) in [
+                    ("bias_row", ops.bias_row.as_ref()),
+                    ("bias_col", ops.bias_col.as_ref()),
+                    ("aux_in", ops.aux_in.as_ref().filter(|_| bits_in)),
+                ] {
+                    if let Some(t) = t {
+                        note(name, t.bind(stream));
+                    }
+                }
+                for (name, t) in [
+                    ("aux", ops.aux.as_mut().filter(|_| bits_out)),
+                    ("bgrad_row", ops.bgrad_row.as_mut()),
+                    ("bgrad_col", ops.bgrad_col.as_mut()),
+                    ("sum_k_a", ops.sum_k_a.as_mut()),
+                    ("sum_k_b", ops.sum_k_b.as_mut()),
+                ] {
+                    if let Some(t) = t {
+                        note(name, t.bind(stream));
+                    }
+                }
+                if let Some((name, lo, hi)) = others
+                    .into_iter()
+                    .find(|&(_, lo, hi)| lo < ws.hi && ws.lo < hi)
+                {
+                    return Err(KernelError::invalid(
+                        OP,
+                        format!(
+                            "the workspace [{:#x}, {:#x}) overlaps {name} [{lo:#x}, {hi:#x}): the im2col gather writes it",
+                            ws.lo, ws.hi
+                        ),
+                    ));
+                }
+            }
+            spans.push(ws);
         }
 
         // Outputs share memory with no other tensor, except y written in place over the

@@ -286,7 +286,11 @@ pub fn run_conv_case(ctx: &Context, case: &ConvCase) -> Result<Report, KernelErr
     let cin = mn_input(&mut rng, uses(Leaf::C) && beta != 0.0);
     let aux_in = mn_input(&mut rng, uses(Leaf::AuxIn));
     let bias_col: Vec<f64> = (0..k).map(|_| round(rng.unit(), out)).collect();
-    let bias_row: Vec<f64> = (0..m).map(|_| round(rng.unit(), out)).collect();
+    let bias_row: Vec<f64> = if uses(Leaf::BiasRow) {
+        (0..m).map(|_| round(rng.unit(), out)).collect()
+    } else {
+        Vec::new()
+    };
     let aux_full = sinks.iter().find_map(|s| match s {
         Sink::Aux(AuxFormat::Full(t)) => Some(t.unwrap_or(out)),
         _ => None,
@@ -376,7 +380,11 @@ pub fn run_conv_case(ctx: &Context, case: &ConvCase) -> Result<Report, KernelErr
         let bm = rb.len();
         let slice = |v: &Option<Vec<f64>>| v.as_ref().map(|v| v[rb.start * k..rb.end * k].to_vec());
         let (rs, cs, xs) = (slice(&res), slice(&cin), slice(&aux_in));
-        let brs = bias_row[rb.clone()].to_vec();
+        let brs = if bias_row.is_empty() {
+            vec![0.0; bm]
+        } else {
+            bias_row[rb.clone()].to_vec()
+        };
         let mut inp = EvalInputs::new(bm, k, 1, &acc);
         inp.alpha = alpha as f64;
         inp.beta = beta as f64;
