@@ -311,7 +311,7 @@ impl Conv2d {
         // The 4-D tensors. x stays bound (its guard alive) until the gather is queued.
         let xb = x.bind(stream);
         let xs = check_4d(tensors::X, [g.n, g.c, g.h, g.w], &xb, Some(input), false)?;
-        let ws = check_4d(
+        let wspan = check_4d(
             tensors::W,
             [g.k, g.c, g.r, g.s],
             &w.bind(stream),
@@ -325,7 +325,7 @@ impl Conv2d {
             Some(out),
             true,
         )?;
-        let mut spans = vec![xs, ws, ys];
+        let mut spans = vec![xs, wspan, ys];
         let bits_in = tree.d.uses(Leaf::AuxInBits);
         let bits_out = plan.binding.aux.is_some_and(|s| s.bits);
         for (name, t) in [
