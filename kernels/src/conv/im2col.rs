@@ -275,13 +275,13 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
     );
     let co = a.coalesced();
     let km = co.mode(1).expect("rank 2");
-    let run = if g.s > 1 && g.dil.1 == 1 && g.c > 1 {
+    let run = if km.is_int() && k > 1 {
+        format!(": each row of A is one contiguous run of {k} elements")
+    } else if g.s > 1 && g.dil.1 == 1 && g.c > 1 {
         format!(
             ": (C,S) is one contiguous run of C·S = {} elements (dilation_w 1)",
             g.c * g.s
         )
-    } else if km.is_int() && k > 1 {
-        format!(": each row of A is one contiguous run of {k} elements")
     } else {
         String::new()
     };
