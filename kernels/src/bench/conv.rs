@@ -230,6 +230,169 @@ fn ptr(stream: &Arc<CudaStream>, d: &Dev) -> u64 {
     d.ptr(stream)
 }
 
+/// cuDNN's shared workspace: its device address and bytes (0 bytes without cuDNN).
+type Workspace = (u64, usize);
+
+/// One layer's tensors on the device, random bf16: x, the filter, a residual z and a bias.
+struct LayerData {
+    x: Dev,
+    w: Dev,
+    z: Dev,
+    bias: Dev,
+    /// Elements of x.
+    x_elems: usize,
+    /// Elements of y.
+    y_len: usize,
+}
+
+impl LayerData {
+    fn new(stream: &Arc<CudaStream>, spec: &ConvSpec, rng: &mut Rng) -> Result<LayerData> {
+        let [n, c, h, w] = spec.input_dims();
+        let [k, _, r, s] = spec.filter_dims();
+        let [_, _, p, q] = spec.output_dims()?;
+        let y_len = (n * p * q * k) as usize;
+        let mut up = |len: i64| Host::random(rng, DType::Bf16, len as usize).upload(stream);
+        Ok(LayerData {
+            x_elems: (n * h * w * c) as usize,
+            x: up(n * h * w * c),
+            w: up(k * c * r * s),
+            z: up(y_len as i64),
+            bias: up(k),
+            y_len,
+        })
+    }
+}
+
+/// cuDNN planned for `spec` on the layer's buffers (its algorithm found by timing), or why
+/// not.
+fn plan_cudnn(
+    stream: &Arc<CudaStream>,
+    spec: &ConvSpec,
+    t: &LayerData,
+    y: &Dev,
+    ws: Workspace,
+) -> std::result::Result<CudnnConv, String> {
+    cudnn::version().map_err(|e| e.to_string())?;
+    // SAFETY: every address is a live buffer of this layer's extents on `stream`.
+    unsafe {
+        CudnnConv::new(
+            stream,
+            spec,
+            (ptr(stream, &t.x), ptr(stream, &t.w), ptr(stream, y)),
+            ws,
+        )
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// Our plain convolution against cuDNN's: `(ours, cuDNN's)` milliseconds and the relative
+/// difference of their outputs.
+fn time_plain(
+    ctx: &Context,
+    stream: &Arc<CudaStream>,
+    rounds: usize,
+    conv: &Conv2d,
+    t: &LayerData,
+    cd: Option<&CudnnConv>,
+    ws: Workspace,
+) -> Result<(f64, Option<f64>, Option<f64>)> {
+    let mut y_ours = Dev::poisoned(stream, DType::Bf16, t.y_len);
+    let y_cudnn = Dev::poisoned(stream, DType::Bf16, t.y_len);
+    let mut ours = || {
+        conv.launch(
+            stream,
+            t.x.tensor(),
+            t.w.tensor(),
+            y_ours.tensor_mut(),
+            Operands::new(),
+        )
+    };
+    let (xp, wp, yp) = (ptr(stream, &t.x), ptr(stream, &t.w), ptr(stream, &y_cudnn));
+    let mut theirs = || -> Result<()> {
+        // SAFETY: the layer's live buffers; the workspace holds what the algorithm needs.
+        unsafe { cd.expect("cuDNN planned").forward(xp, wp, yp, ws.0) }
+    };
+    let ms = interleaved(
+        ctx,
+        stream,
+        rounds,
+        &mut [
+            Some(&mut ours as &mut dyn FnMut() -> Result<()>),
+            cd.map(|_| &mut theirs as &mut dyn FnMut() -> Result<()>),
+        ],
+    )?;
+    let ours_ms = ms[0].ok_or_else(|| {
+        crate::error::KernelError::invalid("bench conv", "our convolution did not run")
+    })?;
+    stream.synchronize().map_err(driver_err("sync"))?;
+    let diff = ms[1].map(|_| rel_diff(stream, &y_ours, &y_cudnn, t.y_len));
+    Ok((ours_ms, ms[1], diff))
+}
+
+/// Ours with `relu(conv + bias + z)` against `cudnnConvolutionBiasActivationForward`:
+/// `(ours, cuDNN's, difference, why cuDNN did not run)`.
+#[allow(clippy::type_complexity)]
+fn time_fused(
+    ctx: &Context,
+    stream: &Arc<CudaStream>,
+    rounds: usize,
+    spec: &ConvSpec,
+    t: &LayerData,
+    cd: Option<&CudnnConv>,
+    ws: Workspace,
+) -> Result<(Option<f64>, Option<f64>, Option<f64>, Option<String>)> {
+    let fconv = Conv2d::new(ctx, &spec.clone().bias_residual_relu())?;
+    let mut y_ours = Dev::poisoned(stream, DType::Bf16, t.y_len);
+    let y_cudnn = Dev::poisoned(stream, DType::Bf16, t.y_len);
+    let mut ours = || {
+        fconv.launch(
+            stream,
+            t.x.tensor(),
+            t.w.tensor(),
+            y_ours.tensor_mut(),
+            Operands::new()
+                .bias_col(t.bias.tensor())
+                .residual(t.z.tensor()),
+        )
+    };
+    let (xp, wp, zp, bp, yp) = (
+        ptr(stream, &t.x),
+        ptr(stream, &t.w),
+        ptr(stream, &t.z),
+        ptr(stream, &t.bias),
+        ptr(stream, &y_cudnn),
+    );
+    // cuDNN runs the ReLU form with few algorithms: the plain call's if it takes it, else
+    // implicit precomputed GEMM.
+    let precomp =
+        cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    let algo = cd.and_then(|cd| {
+        [cd.algo.0, precomp].into_iter().find(|&a| {
+            // SAFETY: the layer's live buffers and cuDNN's workspace.
+            unsafe { cd.fused(a, xp, wp, zp, bp, yp, ws) }.is_ok()
+        })
+    });
+    let note = (cd.is_some() && algo.is_none())
+        .then(|| "cudnnConvolutionBiasActivationForward refused every algorithm tried".into());
+    let mut theirs = || -> Result<()> {
+        let cd = cd.expect("cuDNN planned");
+        // SAFETY: as above.
+        unsafe { cd.fused(algo.expect("an algorithm"), xp, wp, zp, bp, yp, ws) }
+    };
+    let ms = interleaved(
+        ctx,
+        stream,
+        rounds,
+        &mut [
+            Some(&mut ours as &mut dyn FnMut() -> Result<()>),
+            algo.map(|_| &mut theirs as &mut dyn FnMut() -> Result<()>),
+        ],
+    )?;
+    stream.synchronize().map_err(driver_err("sync"))?;
+    let diff = ms[1].map(|_| rel_diff(stream, &y_ours, &y_cudnn, t.y_len));
+    Ok((ms[0], ms[1], diff, note))
+}
+
 /// Runs the benchmark on `ctx` (its runtime's stream), calling `on_row` as each row is done.
 pub fn run_conv_bench(
     ctx: &Context,
@@ -237,166 +400,53 @@ pub fn run_conv_bench(
     mut on_row: impl FnMut(&ConvBenchRow),
 ) -> Result<Vec<ConvBenchRow>> {
     let stream = ctx.runtime().stream().clone();
-    let have_cudnn = cudnn::version();
     // cuDNN's workspace: what its algorithms may take (1 GiB), shared by every layer.
-    let ws_bytes = 1usize << 30;
-    let cudnn_ws: Option<CudaSlice<u8>> = match &have_cudnn {
+    let cudnn_ws: Option<CudaSlice<u8>> = match cudnn::version() {
         Ok(_) => Some(
             stream
-                .alloc_zeros::<u8>(ws_bytes)
+                .alloc_zeros::<u8>(1 << 30)
                 .map_err(driver_err("cuMemAlloc (cuDNN workspace)"))?,
         ),
         Err(_) => None,
     };
-    let ws_ptr = cudnn_ws.as_ref().map_or(0, |w| w.device_ptr(&stream).0);
+    let ws: Workspace = cudnn_ws
+        .as_ref()
+        .map_or((0, 0), |w| (w.device_ptr(&stream).0, w.len()));
     let mut rows = Vec::new();
     let mut rng = Rng::new(cfg.seed);
     for &n in &cfg.batches {
         for layer in &cfg.layers {
             let spec = layer.spec(n);
-            let fused_spec = spec.clone().bias_residual_relu();
-            let [_, _, p, q] = spec.output_dims()?;
-            let [_, c, h, w] = spec.input_dims();
-            let k = layer.k;
-            let (xl, wl, yl) = (
-                (n * h * w * c) as usize,
-                (k * c * layer.rs * layer.rs) as usize,
-                (n * p * q * k) as usize,
-            );
-            let flops = 2.0 * (n * p * q * k) as f64 * (c * layer.rs * layer.rs) as f64;
-            let eb = DType::Bf16.bytes() as f64;
-            let bytes = (xl + wl + yl) as f64 * eb;
-            let x = Host::random(&mut rng, DType::Bf16, xl).upload(&stream);
-            let wt = Host::random(&mut rng, DType::Bf16, wl).upload(&stream);
-            let z = Host::random(&mut rng, DType::Bf16, yl).upload(&stream);
-            let bias = Host::random(&mut rng, DType::Bf16, k as usize).upload(&stream);
-            let mut y_ours = Dev::poisoned(&stream, DType::Bf16, yl);
-            let y_cudnn = Dev::poisoned(&stream, DType::Bf16, yl);
-
+            let t = LayerData::new(&stream, &spec, &mut rng)?;
+            let [_, c, _, _] = spec.input_dims();
+            let rs2 = layer.rs * layer.rs;
+            let flops = 2.0 * t.y_len as f64 * (c * rs2) as f64;
+            let bytes = (t.x_elems + (layer.k * c * rs2) as usize + t.y_len) as f64 * 2.0;
             let conv = Conv2d::new(ctx, &spec)?;
-            let path = format!("{} ({})", conv.path(), conv.plan().path());
-            let mut note = String::new();
-            // SAFETY: every address is a live buffer of this layer's extents on `stream`.
-            let cd = match &have_cudnn {
-                Ok(_) => match unsafe {
-                    CudnnConv::new(
-                        &stream,
-                        &spec,
-                        (ptr(&stream, &x), ptr(&stream, &wt), ptr(&stream, &y_cudnn)),
-                        (ws_ptr, ws_bytes),
-                    )
-                } {
-                    Ok(cd) => Some(cd),
-                    Err(e) => {
-                        note = e.to_string();
-                        None
-                    }
-                },
-                Err(e) => {
-                    note = e.to_string();
-                    None
+            let y_probe = Dev::poisoned(&stream, DType::Bf16, t.y_len);
+            let cd = plan_cudnn(&stream, &spec, &t, &y_probe, ws);
+            let mut note = cd.as_ref().err().cloned().unwrap_or_default();
+            let cd = cd.ok();
+            let (ours_ms, cudnn_ms, rel) =
+                time_plain(ctx, &stream, cfg.rounds, &conv, &t, cd.as_ref(), ws)?;
+            let (fused_ms, cudnn_fused_ms, fused_rel) = if cfg.fused {
+                let (o, c, d, why) =
+                    time_fused(ctx, &stream, cfg.rounds, &spec, &t, cd.as_ref(), ws)?;
+                if let Some(why) = why {
+                    note = why;
                 }
+                (o, c, d)
+            } else {
+                (None, None, None)
             };
-            let mut ours = || {
-                conv.launch(
-                    &stream,
-                    x.tensor(),
-                    wt.tensor(),
-                    y_ours.tensor_mut(),
-                    Operands::new(),
-                )
-            };
-            let (xp, wp, ycp) = (ptr(&stream, &x), ptr(&stream, &wt), ptr(&stream, &y_cudnn));
-            let mut theirs = || -> Result<()> {
-                let cd = cd.as_ref().expect("cuDNN planned");
-                // SAFETY: as above.
-                unsafe { cd.forward(xp, wp, ycp, ws_ptr) }
-            };
-            let t = interleaved(
-                ctx,
-                &stream,
-                cfg.rounds,
-                &mut [
-                    Some(&mut ours as &mut dyn FnMut() -> Result<()>),
-                    cd.as_ref()
-                        .map(|_| &mut theirs as &mut dyn FnMut() -> Result<()>),
-                ],
-            )?;
-            let ours_ms = t[0].ok_or_else(|| {
-                crate::error::KernelError::invalid("bench conv", "our convolution did not run")
-            })?;
-            stream.synchronize().map_err(driver_err("sync"))?;
-            let rel = t[1].map(|_| rel_diff(&stream, &y_ours, &y_cudnn, yl));
-
-            let (mut fused_ms, mut cudnn_fused_ms, mut fused_rel) = (None, None, None);
-            if cfg.fused {
-                let fconv = Conv2d::new(ctx, &fused_spec)?;
-                let mut fy_ours = Dev::poisoned(&stream, DType::Bf16, yl);
-                let fy_cudnn = Dev::poisoned(&stream, DType::Bf16, yl);
-                let mut f_ours = || {
-                    fconv.launch(
-                        &stream,
-                        x.tensor(),
-                        wt.tensor(),
-                        fy_ours.tensor_mut(),
-                        Operands::new().bias_col(bias.tensor()).residual(z.tensor()),
-                    )
-                };
-                let (zp, bp, fyp) = (
-                    ptr(&stream, &z),
-                    ptr(&stream, &bias),
-                    ptr(&stream, &fy_cudnn),
-                );
-                // cuDNN runs the ReLU form with few algorithms: the plain call's if it takes
-                // it, else implicit precomputed GEMM.
-                let algo = cd.as_ref().and_then(|cd| {
-                    let precomp = cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-                    [cd.algo.0, precomp].into_iter().find(|&a| {
-                        // SAFETY: as above.
-                        unsafe { cd.fused(a, xp, wp, zp, bp, fyp, (ws_ptr, ws_bytes)) }.is_ok()
-                    })
-                });
-                if cd.is_some() && algo.is_none() {
-                    note = "cudnnConvolutionBiasActivationForward refused every algorithm tried"
-                        .into();
-                }
-                let mut f_theirs = || -> Result<()> {
-                    let cd = cd.as_ref().expect("cuDNN planned");
-                    // SAFETY: as above.
-                    unsafe {
-                        cd.fused(
-                            algo.expect("an algorithm"),
-                            xp,
-                            wp,
-                            zp,
-                            bp,
-                            fyp,
-                            (ws_ptr, ws_bytes),
-                        )
-                    }
-                };
-                let t = interleaved(
-                    ctx,
-                    &stream,
-                    cfg.rounds,
-                    &mut [
-                        Some(&mut f_ours as &mut dyn FnMut() -> Result<()>),
-                        algo.map(|_| &mut f_theirs as &mut dyn FnMut() -> Result<()>),
-                    ],
-                )?;
-                fused_ms = t[0];
-                cudnn_fused_ms = t[1];
-                stream.synchronize().map_err(driver_err("sync"))?;
-                fused_rel = t[1].map(|_| rel_diff(&stream, &fy_ours, &fy_cudnn, yl));
-            }
             let row = ConvBenchRow {
                 id: layer.id,
                 n,
-                path,
+                path: format!("{} ({})", conv.path(), conv.plan().path()),
                 flops,
                 bytes,
                 ours_ms,
-                cudnn_ms: t[1],
+                cudnn_ms,
                 cudnn_algo: cd.as_ref().map_or("-".into(), |c| c.algo_name()),
                 fused_ms,
                 cudnn_fused_ms,

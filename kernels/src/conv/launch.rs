@@ -10,12 +10,12 @@
 
 use std::sync::Mutex;
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use tessera_layout::Layout;
 
 use crate::conv::im2col::{gemm_spec_for, ConvPath, Im2col};
 use crate::conv::kernel::{Gather, GatherArgs};
-use crate::conv::spec::{ConvSpec, Geometry};
+use crate::conv::spec::ConvSpec;
 use crate::conv::tensors::{self, check_channels_last, Role};
 use crate::epilogue::tree::Leaf;
 use crate::error::{KernelError, Result};
@@ -181,6 +181,31 @@ fn in_conv_terms(e: KernelError, direct: bool) -> KernelError {
     }
 }
 
+/// Outputs share memory with no other tensor, except y written in place over the residual or
+/// c (the same elements, read before written, by the same thread).
+fn no_output_overlaps(spans: &[Span]) -> Result<()> {
+    for (i, a) in spans.iter().enumerate() {
+        for b in spans.iter().skip(i + 1) {
+            if !(a.output || b.output) || !a.overlaps(b) {
+                continue;
+            }
+            let in_place = a.name == "y"
+                && (b.name == "residual" || b.name == "c")
+                && (a.lo, a.hi, a.elem) == (b.lo, b.hi, b.elem);
+            if !in_place {
+                return Err(KernelError::invalid(
+                    OP,
+                    format!(
+                        "{} [{:#x}, {:#x}) overlaps {} [{:#x}, {:#x}): an output may share memory with no other tensor (y may be written in place over the residual or c, with the same layout)",
+                        a.name, a.lo, a.hi, b.name, b.lo, b.hi
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn mat(rows: i64, cols: i64, sr: i64, sc: i64) -> Layout {
     format!("({rows},{cols}):({sr},{sc})")
         .parse()
@@ -301,86 +326,127 @@ impl Conv2d {
                 "the stream belongs to another CUDA context than the Conv2d's",
             ));
         }
-        let g: Geometry = self.im2col.g;
-        let plan = self.gemm.plan();
+        // x stays bound (its guard alive) until the gather is queued.
+        let xb = x.bind(stream);
+        let mut spans = self.check_tensors(stream, &xb, &w, &mut y, &mut ops)?;
+        let x_ptr = xb.ptr;
+        let user_ws = ops.workspace.take();
+        let caller_ws = user_ws.is_some();
+        let (ws_ptr, ws_guard) = self.workspace_ptr(stream, user_ws)?;
+        if let Some(p) = ws_ptr {
+            let ws = Span {
+                name: "workspace",
+                lo: p,
+                hi: p + self.workspace_bytes as u64,
+                output: true,
+                elem: Elem::Real(self.spec.input()),
+            };
+            if caller_ws {
+                self.workspace_apart(stream, &ws, &mut ops)?;
+            }
+            spans.push(ws);
+        }
+        no_output_overlaps(&spans)?;
+        let (w2, y2) = self.gemm_view(w, y, &mut ops);
+        let r = match (self.path, ws_ptr) {
+            (ConvPath::Direct { lda }, _) => {
+                let (m, k) = (self.im2col.g.gemm_m(), self.im2col.g.gemm_k());
+                let x2 = x.clone().with_layout(mat(m, k, lda, 1));
+                self.gemm
+                    .launch(stream, x2, w2, y2, ops)
+                    .map_err(|e| in_conv_terms(e, true))
+            }
+            (ConvPath::Gather, Some(a)) => {
+                let own = self.own.as_ref().filter(|_| !caller_ws);
+                self.launch_gather(stream, (x_ptr, a), own, w2, y2, ops)
+            }
+            (ConvPath::Gather, None) => unreachable!("workspace_ptr gives the gather a workspace"),
+        };
+        drop(ws_guard);
+        drop(xb);
+        r
+    }
+
+    /// Checks x, the filter, y and the epilogue's output-shaped tensors (see [`check_4d`]);
+    /// their spans, x's first.
+    fn check_tensors(
+        &self,
+        stream: &CudaStream,
+        xb: &Bound<'_>,
+        w: &Tensor<'_>,
+        y: &mut TensorMut<'_>,
+        ops: &mut Operands<'_>,
+    ) -> Result<Vec<Span>> {
+        let g = &self.im2col.g;
         let input = Elem::Real(self.spec.input());
         let out = Elem::Real(self.spec.out());
         let out_dims = [g.n, g.k, g.p, g.q];
-        let tree = &self.spec.tree;
-
-        // The 4-D tensors. x stays bound (its guard alive) until the gather is queued.
-        let xb = x.bind(stream);
-        let xs = check_4d(tensors::X, [g.n, g.c, g.h, g.w], &xb, Some(input), false)?;
-        let wspan = check_4d(
-            tensors::W,
-            [g.k, g.c, g.r, g.s],
-            &w.bind(stream),
-            Some(input),
-            false,
-        )?;
-        let ys = check_4d(
-            tensors::out("y"),
-            out_dims,
-            &y.bind(stream),
-            Some(out),
-            true,
-        )?;
-        let mut spans = vec![xs, wspan, ys];
-        let bits_in = tree.d.uses(Leaf::AuxInBits);
-        let bits_out = plan.binding.aux.is_some_and(|s| s.bits);
+        let mut spans = vec![
+            check_4d(tensors::X, [g.n, g.c, g.h, g.w], xb, Some(input), false)?,
+            check_4d(
+                tensors::W,
+                [g.k, g.c, g.r, g.s],
+                &w.bind(stream),
+                Some(input),
+                false,
+            )?,
+            check_4d(
+                tensors::out("y"),
+                out_dims,
+                &y.bind(stream),
+                Some(out),
+                true,
+            )?,
+        ];
+        // The epilogue's types are the GEMM's to check; bit masks keep the GEMM's layouts.
+        let (bits_in, bits_out) = self.bit_masks();
         for (name, t) in [
             ("residual", ops.residual.as_ref()),
             ("c", ops.c.as_ref()),
             ("aux_in", ops.aux_in.as_ref().filter(|_| !bits_in)),
         ] {
             if let Some(t) = t {
-                spans.push(check_4d(
-                    tensors::out(name),
-                    out_dims,
-                    &t.bind(stream),
-                    None,
-                    false,
-                )?);
+                let b = t.bind(stream);
+                spans.push(check_4d(tensors::out(name), out_dims, &b, None, false)?);
             }
         }
         if let Some(t) = ops.aux.as_mut().filter(|_| !bits_out) {
-            spans.push(check_4d(
-                tensors::out("aux"),
-                out_dims,
-                &t.bind(stream),
-                None,
-                true,
-            )?);
+            let b = t.bind(stream);
+            spans.push(check_4d(tensors::out("aux"), out_dims, &b, None, true)?);
         }
+        Ok(spans)
+    }
 
-        // The workspace: the caller's, or ours.
-        let mut user_ws = ops.workspace.take();
-        let caller_ws = user_ws.is_some();
+    /// Whether the epilogue reads a bit mask (`aux_in_bits`) and writes one (`aux_bits`).
+    fn bit_masks(&self) -> (bool, bool) {
+        (
+            self.spec.tree.d.uses(Leaf::AuxInBits),
+            self.gemm.plan().binding.aux.is_some_and(|s| s.bits),
+        )
+    }
+
+    /// The workspace of a gather-path launch, the caller's or ours, with cudarc's guard of it
+    /// (alive until the launch is queued); none on the direct path.
+    fn workspace_ptr<'s>(
+        &'s self,
+        stream: &'s CudaStream,
+        user: Option<&'s mut CudaSlice<u8>>,
+    ) -> Result<(Option<u64>, Option<SyncOnDrop<'s>>)> {
         let need = self.workspace_bytes;
-        // cudarc's guard of the workspace, alive until the launch is queued.
-        let mut ws_guard = None;
-        let ws_ptr = match (self.path, user_ws.as_mut(), &self.own) {
-            (ConvPath::Direct { .. }, _, _) => None,
+        let (p, g) = match (self.path, user, &self.own) {
+            (ConvPath::Direct { .. }, _, _) => return Ok((None, None)),
             (ConvPath::Gather, Some(buf), _) => {
                 if buf.len() < need {
                     return Err(KernelError::Operand {
                         op: OP,
                         operand: "workspace",
                         layout: format!("{} bytes", buf.len()),
-                        rule: format!(
-                            "the convolution needs {need} bytes (the im2col copy of A)"
-                        ),
+                        rule: format!("the convolution needs {need} bytes (the im2col copy of A)"),
                     });
                 }
-                let (p, g) = buf.device_ptr_mut(stream);
-                ws_guard = Some(g);
-                Some(p)
+                buf.device_ptr_mut(stream)
             }
-            (ConvPath::Gather, None, Some(own)) => {
-                let (p, g) = own.buf.device_ptr(stream);
-                ws_guard = Some(g);
-                Some(p)
-            }
+            (ConvPath::Gather, None, Some(own)) => own.buf.device_ptr(stream),
             (ConvPath::Gather, None, None) => {
                 return Err(KernelError::invalid(
                     OP,
@@ -390,94 +456,77 @@ impl Conv2d {
                 ))
             }
         };
-        if let Some(p) = ws_ptr {
-            if p % 16 != 0 {
-                return Err(KernelError::Operand {
-                    op: OP,
-                    operand: "workspace",
-                    layout: format!("{need} bytes"),
-                    rule: format!("address {p:#x} is not 16-byte aligned"),
-                });
-            }
-            let ws = Span {
-                name: "workspace",
-                lo: p,
-                hi: p + need as u64,
-                output: true,
-                elem: input,
-            };
-            // The gather writes the caller's workspace: it may share memory with none of the
-            // GEMM's other tensors either (their buffers as given: the GEMM checks their
-            // layouts).
-            if caller_ws {
-                let mut others: Vec<(&'static str, u64, u64)> = Vec::new();
-                let mut note = |name, b: Bound<'_>| {
-                    others.push((name, b.ptr, b.ptr + b.len as u64 * b.elem.bytes()));
-                };
-                for (name, t) in [
-                    ("bias_row", ops.bias_row.as_ref()),
-                    ("bias_col", ops.bias_col.as_ref()),
-                    ("aux_in", ops.aux_in.as_ref().filter(|_| bits_in)),
-                ] {
-                    if let Some(t) = t {
-                        note(name, t.bind(stream));
-                    }
-                }
-                for (name, t) in [
-                    ("aux", ops.aux.as_mut().filter(|_| bits_out)),
-                    ("bgrad_row", ops.bgrad_row.as_mut()),
-                    ("bgrad_col", ops.bgrad_col.as_mut()),
-                    ("sum_k_a", ops.sum_k_a.as_mut()),
-                    ("sum_k_b", ops.sum_k_b.as_mut()),
-                ] {
-                    if let Some(t) = t {
-                        note(name, t.bind(stream));
-                    }
-                }
-                if let Some((name, lo, hi)) = others
-                    .into_iter()
-                    .find(|&(_, lo, hi)| lo < ws.hi && ws.lo < hi)
-                {
-                    return Err(KernelError::invalid(
-                        OP,
-                        format!(
-                            "the workspace [{:#x}, {:#x}) overlaps {name} [{lo:#x}, {hi:#x}): the im2col gather writes it",
-                            ws.lo, ws.hi
-                        ),
-                    ));
-                }
-            }
-            spans.push(ws);
+        if p % 16 != 0 {
+            return Err(KernelError::Operand {
+                op: OP,
+                operand: "workspace",
+                layout: format!("{need} bytes"),
+                rule: format!("address {p:#x} is not 16-byte aligned"),
+            });
         }
+        Ok((Some(p), Some(g)))
+    }
 
-        // Outputs share memory with no other tensor, except y written in place over the
-        // residual or c (the same elements, read before written, by the same thread).
-        for (i, a) in spans.iter().enumerate() {
-            for b in spans.iter().skip(i + 1) {
-                if !(a.output || b.output) || !a.overlaps(b) {
-                    continue;
-                }
-                let in_place = a.name == "y"
-                    && (b.name == "residual" || b.name == "c")
-                    && (a.lo, a.hi, a.elem) == (b.lo, b.hi, b.elem);
-                if !in_place {
-                    return Err(KernelError::invalid(
-                        OP,
-                        format!(
-                            "{} [{:#x}, {:#x}) overlaps {} [{:#x}, {:#x}): an output may share memory with no other tensor (y may be written in place over the residual or c, with the same layout)",
-                            a.name, a.lo, a.hi, b.name, b.lo, b.hi
-                        ),
-                    ));
-                }
+    /// The gather writes the caller's workspace: it may share memory with none of the GEMM's
+    /// other tensors either (their buffers as given: the GEMM checks their layouts).
+    fn workspace_apart(
+        &self,
+        stream: &CudaStream,
+        ws: &Span,
+        ops: &mut Operands<'_>,
+    ) -> Result<()> {
+        let (bits_in, bits_out) = self.bit_masks();
+        let mut others: Vec<(&'static str, u64, u64)> = Vec::new();
+        let mut note = |name, b: Bound<'_>| {
+            others.push((name, b.ptr, b.ptr + b.len as u64 * b.elem.bytes()));
+        };
+        for (name, t) in [
+            ("bias_row", ops.bias_row.as_ref()),
+            ("bias_col", ops.bias_col.as_ref()),
+            ("aux_in", ops.aux_in.as_ref().filter(|_| bits_in)),
+        ] {
+            if let Some(t) = t {
+                note(name, t.bind(stream));
             }
         }
+        for (name, t) in [
+            ("aux", ops.aux.as_mut().filter(|_| bits_out)),
+            ("bgrad_row", ops.bgrad_row.as_mut()),
+            ("bgrad_col", ops.bgrad_col.as_mut()),
+            ("sum_k_a", ops.sum_k_a.as_mut()),
+            ("sum_k_b", ops.sum_k_b.as_mut()),
+        ] {
+            if let Some(t) = t {
+                note(name, t.bind(stream));
+            }
+        }
+        match others
+            .into_iter()
+            .find(|&(_, lo, hi)| lo < ws.hi && ws.lo < hi)
+        {
+            Some((name, lo, hi)) => Err(KernelError::invalid(
+                OP,
+                format!(
+                    "the workspace [{:#x}, {:#x}) overlaps {name} [{lo:#x}, {hi:#x}): the im2col gather writes it",
+                    ws.lo, ws.hi
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
 
-        // The GEMM's view: B is w as K x N column-major, D and the output-shaped tensors are
-        // (M, N) row-major, A is x (direct) or the workspace (gather).
+    /// The GEMM's view of the tensors: B is w as `K x N` column-major, D and the
+    /// output-shaped tensors of the epilogue are `(M, N)` row-major.
+    fn gemm_view<'t>(
+        &self,
+        w: Tensor<'t>,
+        y: TensorMut<'t>,
+        ops: &mut Operands<'t>,
+    ) -> (Tensor<'t>, TensorMut<'t>) {
+        let g = &self.im2col.g;
         let (m, n, k) = (g.gemm_m(), g.k, g.gemm_k());
         let mn = mat(m, n, n, 1);
-        let w2 = w.with_layout(mat(k, n, 1, k));
-        let y2 = y.with_layout(mn.clone());
+        let (bits_in, bits_out) = self.bit_masks();
         ops.residual = ops.residual.take().map(|t| t.with_layout(mn.clone()));
         ops.c = ops.c.take().map(|t| t.with_layout(mn.clone()));
         if !bits_in {
@@ -486,59 +535,57 @@ impl Conv2d {
         if !bits_out {
             ops.aux = ops.aux.take().map(|t| t.with_layout(mn.clone()));
         }
+        (w.with_layout(mat(k, n, 1, k)), y.with_layout(mn))
+    }
 
-        match self.path {
-            ConvPath::Direct { lda } => {
-                let x2 = x.clone().with_layout(mat(m, k, lda, 1));
-                drop(xb);
-                self.gemm
-                    .launch(stream, x2, w2, y2, ops)
-                    .map_err(|e| in_conv_terms(e, true))
-            }
-            ConvPath::Gather => {
-                let (gather, args) = self.gather.as_ref().expect("the gather path's kernel");
-                let a_ptr = ws_ptr.expect("the gather path's workspace");
-                // SAFETY: the workspace holds M x K elements (checked above, or ours) and
-                // outlives the launch: the caller's is borrowed for 't, ours lives with self.
-                let a =
-                    unsafe { Tensor::from_raw(a_ptr, Some(self.spec.input()), (m * k) as usize) }
-                        .with_layout(mat(m, k, k, 1));
-                let sms = self.ctx.sm_count();
-                let own = self.own.as_ref().filter(|_| !caller_ws);
-                let mut guard = None;
-                let mut prologue = || -> Result<()> {
-                    if let Some(own) = own {
-                        let mut last = own
-                            .last
-                            .lock()
-                            .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
-                        let this = stream.cu_stream() as usize;
-                        if *last != 0 && *last != this {
-                            stream
-                                .wait(&own.done)
-                                .map_err(driver_err("cuStreamWaitEvent (conv workspace)"))?;
-                        }
-                        *last = this;
-                        guard = Some(last);
-                    }
-                    // SAFETY: x (checked: N·H·W·C elements, 16-byte aligned, bound on this
-                    // stream) and the workspace (M x K elements) are valid for the launch.
-                    unsafe { gather.launch(stream, args, xs.lo, a_ptr, sms) }
-                };
-                let r = self
-                    .gemm
-                    .launch_with_prologue(stream, a, w2, y2, ops, &mut prologue)
-                    .map_err(|e| in_conv_terms(e, false));
-                if let (Some(own), Some(_held)) = (own, &guard) {
-                    own.done
-                        .record(stream)
-                        .map_err(driver_err("cuEventRecord (conv workspace)"))?;
+    /// The gather path: the gather into the workspace at `a`, queued after the GEMM's checks
+    /// (ordered after the previous user of our own workspace), then the GEMM on it.
+    fn launch_gather<'t>(
+        &self,
+        stream: &CudaStream,
+        (x, a): (u64, u64),
+        own: Option<&OwnWorkspace>,
+        w: Tensor<'t>,
+        y: TensorMut<'t>,
+        ops: Operands<'t>,
+    ) -> Result<()> {
+        let g = &self.im2col.g;
+        let (m, k) = (g.gemm_m(), g.gemm_k());
+        let (gather, args) = self.gather.as_ref().expect("the gather path's kernel");
+        // SAFETY: the workspace holds M x K elements (checked, or ours) and outlives the
+        // launch: the caller's is borrowed for 't, ours lives with self.
+        let at = unsafe { Tensor::from_raw(a, Some(self.spec.input()), (m * k) as usize) }
+            .with_layout(mat(m, k, k, 1));
+        let sms = self.ctx.sm_count();
+        let mut guard = None;
+        let mut prologue = || -> Result<()> {
+            if let Some(own) = own {
+                let mut last = own
+                    .last
+                    .lock()
+                    .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
+                let this = stream.cu_stream() as usize;
+                if *last != 0 && *last != this {
+                    stream
+                        .wait(&own.done)
+                        .map_err(driver_err("cuStreamWaitEvent (conv workspace)"))?;
                 }
-                drop(guard);
-                drop(ws_guard);
-                drop(xb);
-                r
+                *last = this;
+                guard = Some(last);
             }
+            // SAFETY: x (checked: N·H·W·C elements, 16-byte aligned, bound on this stream)
+            // and the workspace (M x K elements) are valid for the launch.
+            unsafe { gather.launch(stream, args, x, a, sms) }
+        };
+        let r = self
+            .gemm
+            .launch_with_prologue(stream, at, w, y, ops, &mut prologue)
+            .map_err(|e| in_conv_terms(e, false));
+        if let (Some(own), Some(_held)) = (own, &guard) {
+            own.done
+                .record(stream)
+                .map_err(driver_err("cuEventRecord (conv workspace)"))?;
         }
+        r
     }
 }

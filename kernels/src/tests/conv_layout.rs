@@ -1,6 +1,6 @@
 //! The convolution's im2col layout against brute force, its coalescing, the path it decides,
 //! the channels-last check of every tensor (the PyTorch extension's NCHW output among them),
-//! the spec's own checks, and the gather kernel's NVRTC compile.
+//! the spec's own checks, the plan's text (a snapshot), and the gather kernel's NVRTC compile.
 
 use tessera_layout::Layout;
 
@@ -230,6 +230,37 @@ fn the_gemm_is_k_major_and_takes_the_hopper_path_where_c_r_s_allows() {
     }
 }
 
+/// What `tessera plan conv` prints about the convolution itself (before the GEMM's own
+/// plan), for a layer of each kind: the gather (padding), x as A (1x1), the strided 1x1, and
+/// the stem's coalesced run.
+#[test]
+fn plan_text_snapshots() {
+    let layers = [
+        (
+            "c2a",
+            ConvSpec::new([128, 64, 56, 56], [64, 64, 3, 3])
+                .padding(1, 1, 1, 1)
+                .bias_residual_relu(),
+        ),
+        ("c2c", ConvSpec::new([128, 256, 56, 56], [64, 256, 1, 1])),
+        (
+            "c3d",
+            ConvSpec::new([128, 256, 56, 56], [512, 256, 1, 1]).stride(2, 2),
+        ),
+        (
+            "stem",
+            ConvSpec::new([32, 3, 224, 224], [64, 3, 7, 7])
+                .stride(2, 2)
+                .padding(3, 3, 3, 3),
+        ),
+    ];
+    for (name, spec) in layers {
+        let text = spec.explain(Arch::Sm90a, 132).unwrap();
+        let conv_part = text.split("the GEMM:").next().unwrap();
+        insta::assert_snapshot!(format!("conv_plan_{name}"), conv_part);
+    }
+}
+
 #[test]
 fn a_channels_last_tensor_passes_with_any_stride_on_size_1_dimensions() {
     let dims = [2, 3, 4, 4];
@@ -346,7 +377,7 @@ fn the_gather_reads_the_layout_it_is_given() {
 
 #[cfg(feature = "cuda")]
 #[test]
-fn the_gather_kernel_compiles_for_sm80_and_sm90a() {
+fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
     use crate::launch::runtime::{compile, nvrtc_version};
     if let Err(e) = nvrtc_version() {
         if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {

@@ -213,27 +213,8 @@ fn checked_rows(
     Ok(v)
 }
 
-/// Runs `case` with fresh random tensors and NaN-poisoned outputs, compares every output with
-/// the float64 reference, and reports (or returns the launch's error).
-pub fn run_conv_case(ctx: &Context, case: &ConvCase) -> Result<Report, KernelError> {
-    let spec = &case.spec;
-    let tree = spec.tree();
-    let sinks = tree.d.sinks();
-    let unsupported = !tree.sum_k.is_empty()
-        || tree.d.uses(Leaf::AuxInBits)
-        || sinks
-            .iter()
-            .any(|s| matches!(s, Sink::Bgrad(_) | Sink::Aux(AuxFormat::Bits)));
-    if unsupported {
-        return Err(KernelError::InvalidProblem {
-            op: "run conv",
-            msg: format!("the convolution check takes epilogues without bit masks, bias gradients or operand sums; `{tree}` has one"),
-        });
-    }
-    assert!(
-        !(case.y_over_residual && case.repeat > 0),
-        "in place takes one launch"
-    );
+/// The problem in the reference's terms.
+fn dims_of(spec: &ConvSpec) -> Result<ConvDims, KernelError> {
     let [n, c, h, w] = spec.input_dims().map(|v| v as usize);
     let [k, _, r, s] = spec.filter_dims().map(|v| v as usize);
     let [_, _, p, q] = spec.output_dims()?.map(|v| v as usize);
@@ -252,10 +233,256 @@ pub fn run_conv_case(ctx: &Context, case: &ConvCase) -> Result<Report, KernelErr
         dil: geo(spec.dilation_hw()),
     };
     assert_eq!((d.p(), d.q()), (p, q), "the reference's output size");
-    let m = n * p * q;
-    let rows = checked_rows(m, (k * c * r * s) as f64, tree)?;
-    let full = rows.len() == 1 && rows[0] == (0..m);
+    Ok(d)
+}
 
+/// A case's host data: x and the filter in their 16-bit type, and the epilogue's tensors it
+/// reads (output-shaped ones `M x K`, row-major), rounded to the output type.
+struct HostData {
+    x: Host,
+    w: Host,
+    residual: Option<Vec<f64>>,
+    c: Option<Vec<f64>>,
+    aux_in: Option<Vec<f64>>,
+    bias_col: Vec<f64>,
+    /// Empty unless the epilogue reads `bias_row`.
+    bias_row: Vec<f64>,
+}
+
+fn host_data(spec: &ConvSpec, d: &ConvDims, seed: u64) -> HostData {
+    let (input, out) = (spec.input(), spec.out());
+    let uses = |l: Leaf| spec.tree().d.uses(l);
+    let (m, k) = (d.m(), d.k);
+    let mut rng = Rng::new(seed);
+    let x = Host::random(&mut rng, input, d.n * d.h * d.w * d.c);
+    let w = Host::random(&mut rng, input, k * d.r * d.s * d.c);
+    let values = |rng: &mut Rng, len: usize| -> Vec<f64> {
+        (0..len).map(|_| round(rng.unit(), out)).collect()
+    };
+    let mn = |rng: &mut Rng, used: bool| used.then(|| values(rng, m * k));
+    let residual = mn(&mut rng, uses(Leaf::Residual));
+    let c = mn(&mut rng, uses(Leaf::C) && spec.scalars().1 != 0.0);
+    let aux_in = mn(&mut rng, uses(Leaf::AuxIn));
+    let bias_col = values(&mut rng, k);
+    let bias_row = if uses(Leaf::BiasRow) {
+        values(&mut rng, m)
+    } else {
+        Vec::new()
+    };
+    HostData {
+        x,
+        w,
+        residual,
+        c,
+        aux_in,
+        bias_col,
+        bias_row,
+    }
+}
+
+/// The type of a full aux output, if the epilogue writes one.
+fn aux_type(spec: &ConvSpec) -> Option<DType> {
+    spec.tree().d.sinks().iter().find_map(|s| match s {
+        Sink::Aux(AuxFormat::Full(t)) => Some(t.unwrap_or(spec.out())),
+        _ => None,
+    })
+}
+
+/// Uploads the case's data, launches `conv` `case.repeat + 1` times into NaN-poisoned
+/// outputs (poisoned again before the last), and returns y and the aux output.
+fn launch_case(
+    stream: &Arc<CudaStream>,
+    conv: &Conv2d,
+    case: &ConvCase,
+    d: &ConvDims,
+    data: &HostData,
+) -> Result<(Dev, Option<Dev>), KernelError> {
+    let out = case.spec.out();
+    let uses = |l: Leaf| case.spec.tree().d.uses(l);
+    let len = d.m() * d.k;
+    let up = |v: &Vec<f64>| {
+        let h = match out {
+            DType::Bf16 => Host::Bf16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
+            DType::F16 => Host::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+            _ => Host::F32(v.iter().map(|&x| x as f32).collect()),
+        };
+        h.upload(stream)
+    };
+    let (x_d, w_d) = (data.x.upload(stream), data.w.upload(stream));
+    let res_d = data.residual.as_ref().map(up);
+    let c_d = data.c.as_ref().map(up);
+    let auxin_d = data.aux_in.as_ref().map(up);
+    let bc_d = up(&data.bias_col);
+    let br_d = uses(Leaf::BiasRow).then(|| up(&data.bias_row));
+    let mut y_d = match (&data.residual, case.y_over_residual) {
+        (Some(r), true) => up(r),
+        (None, true) => panic!("y over the residual needs a residual"),
+        _ => Dev::poisoned(stream, out, len),
+    };
+    let mut aux_d = aux_type(&case.spec).map(|t| Dev::poisoned(stream, t, len));
+    let mut ws: Option<CudaSlice<u8>> = case.caller_workspace.then(|| {
+        stream
+            .alloc_zeros(conv.workspace_bytes().max(1))
+            .expect("alloc")
+    });
+    let junk = case.junk_unit_strides;
+    let lx = torch_channels_last([d.n, d.c, d.h, d.w], junk);
+    let lw = torch_channels_last([d.k, d.c, d.r, d.s], junk);
+    let ly = torch_channels_last([d.n, d.k, d.p(), d.q()], junk);
+    for launch in 0..=case.repeat {
+        if launch == case.repeat && launch > 0 {
+            stream.synchronize().expect("sync");
+            y_d = Dev::poisoned(stream, out, len);
+        }
+        let mut ops = Operands::new();
+        if uses(Leaf::BiasCol) {
+            ops = ops.bias_col(bc_d.tensor());
+        }
+        if let Some(b) = &br_d {
+            ops = ops.bias_row(b.tensor());
+        }
+        if let Some(t) = &res_d {
+            ops = ops.residual(
+                if case.y_over_residual {
+                    // SAFETY: y's buffer, alive and on this stream for the whole launch.
+                    unsafe { Tensor::from_raw(y_d.ptr(stream), Some(out), len) }
+                } else {
+                    t.tensor()
+                }
+                .with_layout_ref(&ly),
+            );
+        }
+        if let Some(t) = &c_d {
+            ops = ops.c(t.tensor().with_layout_ref(&ly));
+        }
+        if let Some(t) = &auxin_d {
+            ops = ops.aux_in(t.tensor().with_layout_ref(&ly));
+        }
+        if let Some(t) = aux_d.as_mut() {
+            ops = ops.aux(t.tensor_mut().with_layout_ref(&ly));
+        }
+        if let Some(b) = ws.as_mut() {
+            ops = ops.workspace(b);
+        }
+        conv.launch(
+            stream,
+            x_d.tensor().with_layout_ref(&lx),
+            w_d.tensor().with_layout_ref(&lw),
+            y_d.tensor_mut().with_layout_ref(&ly),
+            ops,
+        )?;
+    }
+    stream.synchronize().expect("sync");
+    Ok((y_d, aux_d))
+}
+
+/// The reference over the rows `rows` (the convolution and its magnitude by the direct loop,
+/// the epilogue by the CPU evaluator), and each output of the GPU compared with it within a
+/// bound: the output's rounding plus the fp32 accumulation's error scale times the element's
+/// magnitude (`Σ |x||w|` through the epilogue's slope, plus the other terms' sizes).
+fn compare_rows(
+    stream: &Arc<CudaStream>,
+    spec: &ConvSpec,
+    d: &ConvDims,
+    data: &HostData,
+    (y, aux): (&Dev, Option<&Dev>),
+    rows: &[Range<usize>],
+) -> Vec<Compared> {
+    let k = d.k;
+    let (alpha, beta) = spec.scalars();
+    let lip = 1.2 * (alpha.abs() as f64).max(1.0);
+    let (mut want_d, mut want_aux, mut scale, mut got_d, mut got_aux) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for rb in rows {
+        let (acc, mag) = conv_direct(d, &|i| data.x.get(i), &|i| data.w.get(i), rb.clone());
+        let bm = rb.len();
+        let slice = |v: &Option<Vec<f64>>| v.as_ref().map(|v| v[rb.start * k..rb.end * k].to_vec());
+        let (rs, cs, xs) = (slice(&data.residual), slice(&data.c), slice(&data.aux_in));
+        let brs = if data.bias_row.is_empty() {
+            vec![0.0; bm]
+        } else {
+            data.bias_row[rb.clone()].to_vec()
+        };
+        let mut inp = EvalInputs::new(bm, k, 1, &acc);
+        inp.alpha = alpha as f64;
+        inp.beta = beta as f64;
+        inp.residual = rs.as_deref();
+        inp.c = cs.as_deref();
+        inp.aux_in = xs.as_deref();
+        inp.bias_col = Some(&data.bias_col);
+        inp.bias_row = Some(&brs);
+        let o = evaluate_region(spec.tree(), &inp, 0..bm, 0..k).expect("evaluate");
+        for i in 0..bm * k {
+            let at = |v: &Option<Vec<f64>>| v.as_ref().map_or(0.0, |v| v[i].abs());
+            let other = at(&rs)
+                + (beta as f64).abs() * at(&cs)
+                + at(&xs)
+                + data.bias_col[i % k].abs()
+                + brs[i / k].abs();
+            scale.push(lip * mag[i] + other);
+        }
+        want_d.extend(o.d);
+        want_aux.extend(o.aux.unwrap_or_default());
+        got_d.extend(y.download(stream, rb.start * k..rb.end * k));
+        if let Some(a) = aux {
+            got_aux.extend(a.download(stream, rb.start * k..rb.end * k));
+        }
+    }
+    let acc_eps = 2f64.powi(-16) + (d.c * d.r * d.s) as f64 * 2f64.powi(-22);
+    let cmp = |name: &'static str, got: &[f64], want: &[f64], t: DType| -> Compared {
+        let mut cmp = Compared {
+            name,
+            compared: 0,
+            failed: 0,
+            worst: 0.0,
+        };
+        for ((g, w), sc) in got.iter().zip(want).zip(&scale) {
+            let b = t.unit_roundoff() * w.abs() + acc_eps * sc + 2f64.powi(-24);
+            let ratio = (g - w).abs() / b;
+            cmp.compared += 1;
+            if ratio.is_nan() || ratio > 1.0 {
+                cmp.failed += 1;
+            }
+            cmp.worst = if ratio.is_nan() {
+                f64::INFINITY
+            } else {
+                cmp.worst.max(ratio)
+            };
+        }
+        cmp
+    };
+    let mut outputs = vec![cmp("y", &got_d, &want_d, spec.out())];
+    if let Some(t) = aux_type(spec) {
+        outputs.push(cmp("aux", &got_aux, &want_aux, t));
+    }
+    outputs
+}
+
+/// Runs `case` with fresh random tensors and NaN-poisoned outputs, compares every output with
+/// the float64 reference, and reports (or returns the launch's error).
+pub fn run_conv_case(ctx: &Context, case: &ConvCase) -> Result<Report, KernelError> {
+    let spec = &case.spec;
+    let tree = spec.tree();
+    let unsupported = !tree.sum_k.is_empty()
+        || tree.d.uses(Leaf::AuxInBits)
+        || tree
+            .d
+            .sinks()
+            .iter()
+            .any(|s| matches!(s, Sink::Bgrad(_) | Sink::Aux(AuxFormat::Bits)));
+    if unsupported {
+        return Err(KernelError::InvalidProblem {
+            op: "run conv",
+            msg: format!("the convolution check takes epilogues without bit masks, bias gradients or operand sums; `{tree}` has one"),
+        });
+    }
+    assert!(
+        !(case.y_over_residual && case.repeat > 0),
+        "in place takes one launch"
+    );
+    let d = dims_of(spec)?;
+    let m = d.m();
+    let rows = checked_rows(m, (d.k * d.kk()) as f64, tree)?;
     let conv = if case.caller_workspace {
         Conv2d::without_workspace(ctx, spec)?
     } else {
@@ -272,176 +499,10 @@ pub fn run_conv_case(ctx: &Context, case: &ConvCase) -> Result<Report, KernelErr
         }
     );
     let stream = ctx.cudarc().default_stream();
-    let (input, out) = (spec.input(), spec.out());
-    let (alpha, beta) = spec.scalars();
-    let mut rng = Rng::new(case.seed);
-    let x = Host::random(&mut rng, input, n * h * w * c);
-    let wt = Host::random(&mut rng, input, k * r * s * c);
-    let uses = |l: Leaf| tree.d.uses(l);
-    // The output-shaped inputs, only when the epilogue reads them (M x K each).
-    let mn_input = |rng: &mut Rng, used: bool| -> Option<Vec<f64>> {
-        used.then(|| (0..m * k).map(|_| round(rng.unit(), out)).collect())
-    };
-    let res = mn_input(&mut rng, uses(Leaf::Residual));
-    let cin = mn_input(&mut rng, uses(Leaf::C) && beta != 0.0);
-    let aux_in = mn_input(&mut rng, uses(Leaf::AuxIn));
-    let bias_col: Vec<f64> = (0..k).map(|_| round(rng.unit(), out)).collect();
-    let bias_row: Vec<f64> = if uses(Leaf::BiasRow) {
-        (0..m).map(|_| round(rng.unit(), out)).collect()
-    } else {
-        Vec::new()
-    };
-    let aux_full = sinks.iter().find_map(|s| match s {
-        Sink::Aux(AuxFormat::Full(t)) => Some(t.unwrap_or(out)),
-        _ => None,
-    });
-
-    let up = |v: &Vec<f64>| {
-        let h = match out {
-            DType::Bf16 => Host::Bf16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
-            DType::F16 => Host::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
-            _ => Host::F32(v.iter().map(|&x| x as f32).collect()),
-        };
-        h.upload(&stream)
-    };
-    let x_d = x.upload(&stream);
-    let w_d = wt.upload(&stream);
-    let res_d = res.as_ref().map(up);
-    let c_d = cin.as_ref().map(up);
-    let auxin_d = aux_in.as_ref().map(up);
-    let bc_d = up(&bias_col);
-    let br_d = uses(Leaf::BiasRow).then(|| up(&bias_row));
-    let mut y_d = if case.y_over_residual {
-        up(res.as_ref().expect("y over the residual needs a residual"))
-    } else {
-        Dev::poisoned(&stream, out, m * k)
-    };
-    let mut aux_d = aux_full.map(|t| Dev::poisoned(&stream, t, m * k));
-    let mut ws: Option<CudaSlice<u8>> = case.caller_workspace.then(|| {
-        stream
-            .alloc_zeros(conv.workspace_bytes().max(1))
-            .expect("alloc")
-    });
-
-    let junk = case.junk_unit_strides;
-    let lx = torch_channels_last([n, c, h, w], junk);
-    let lw = torch_channels_last([k, c, r, s], junk);
-    let ly = torch_channels_last([n, k, p, q], junk);
-    for launch in 0..=case.repeat {
-        if launch == case.repeat && launch > 0 {
-            stream.synchronize().expect("sync");
-            y_d = Dev::poisoned(&stream, out, m * k);
-        }
-        let mut ops = Operands::new();
-        if uses(Leaf::BiasCol) {
-            ops = ops.bias_col(bc_d.tensor());
-        }
-        if let Some(b) = &br_d {
-            ops = ops.bias_row(b.tensor());
-        }
-        if let Some(t) = &res_d {
-            if case.y_over_residual {
-                // SAFETY: y's buffer, alive and on this stream for the whole launch.
-                let alias = unsafe { Tensor::from_raw(y_d.ptr(&stream), Some(out), m * k) };
-                ops = ops.residual(alias.with_layout_ref(&ly));
-            } else {
-                ops = ops.residual(t.tensor().with_layout_ref(&ly));
-            }
-        }
-        if let Some(t) = &c_d {
-            ops = ops.c(t.tensor().with_layout_ref(&ly));
-        }
-        if let Some(t) = &auxin_d {
-            ops = ops.aux_in(t.tensor().with_layout_ref(&ly));
-        }
-        if let Some(t) = aux_d.as_mut() {
-            ops = ops.aux(t.tensor_mut().with_layout_ref(&ly));
-        }
-        if let Some(b) = ws.as_mut() {
-            ops = ops.workspace(b);
-        }
-        conv.launch(
-            &stream,
-            x_d.tensor().with_layout_ref(&lx),
-            w_d.tensor().with_layout_ref(&lw),
-            y_d.tensor_mut().with_layout_ref(&ly),
-            ops,
-        )?;
-    }
-    stream.synchronize().expect("sync");
-
-    // The reference, block by block: the convolution and its magnitude by the direct loop,
-    // the epilogue by the CPU evaluator over the block's rows.
-    let (mut want_d, mut want_aux, mut bound_scale, mut got_d, mut got_aux) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let lip = 1.2 * (alpha.abs() as f64).max(1.0);
-    for rb in &rows {
-        let (acc, mag) = conv_direct(&d, &|i| x.get(i), &|i| wt.get(i), rb.clone());
-        let bm = rb.len();
-        let slice = |v: &Option<Vec<f64>>| v.as_ref().map(|v| v[rb.start * k..rb.end * k].to_vec());
-        let (rs, cs, xs) = (slice(&res), slice(&cin), slice(&aux_in));
-        let brs = if bias_row.is_empty() {
-            vec![0.0; bm]
-        } else {
-            bias_row[rb.clone()].to_vec()
-        };
-        let mut inp = EvalInputs::new(bm, k, 1, &acc);
-        inp.alpha = alpha as f64;
-        inp.beta = beta as f64;
-        inp.residual = rs.as_deref();
-        inp.c = cs.as_deref();
-        inp.aux_in = xs.as_deref();
-        inp.bias_col = Some(&bias_col);
-        inp.bias_row = Some(&brs);
-        let o = evaluate_region(tree, &inp, 0..bm, 0..k).expect("evaluate");
-        for i in 0..bm * k {
-            let other = rs.as_ref().map_or(0.0, |v| v[i].abs())
-                + cs.as_ref().map_or(0.0, |v| (beta as f64 * v[i]).abs())
-                + xs.as_ref().map_or(0.0, |v| v[i].abs())
-                + bias_col[i % k].abs()
-                + brs[i / k].abs();
-            bound_scale.push(lip * mag[i] + other);
-        }
-        want_d.extend(o.d);
-        if let Some(a) = o.aux {
-            want_aux.extend(a);
-        }
-        got_d.extend(y_d.download(&stream, rb.start * k..rb.end * k));
-        if let Some(a) = &aux_d {
-            got_aux.extend(a.download(&stream, rb.start * k..rb.end * k));
-        }
-    }
-    // fp32 accumulation over C·R·S terms, then one rounding to the output type: the bound
-    // of each element is its rounding plus the accumulation's error scale times its
-    // magnitude (Σ |x||w| through the epilogue's slope, plus the other terms' sizes).
-    let acc_eps = 2f64.powi(-16) + (c * r * s) as f64 * 2f64.powi(-22);
-    let cmp = |name: &'static str, got: &[f64], want: &[f64], t: DType| -> Compared {
-        let mut cmp = Compared {
-            name,
-            compared: 0,
-            failed: 0,
-            worst: 0.0,
-        };
-        for ((g, w), scale) in got.iter().zip(want).zip(&bound_scale) {
-            let b = t.unit_roundoff() * w.abs() + acc_eps * scale + 2f64.powi(-24);
-            let ratio = (g - w).abs() / b;
-            cmp.compared += 1;
-            if ratio.is_nan() || ratio > 1.0 {
-                cmp.failed += 1;
-            }
-            cmp.worst = if ratio.is_nan() {
-                f64::INFINITY
-            } else {
-                cmp.worst.max(ratio)
-            };
-        }
-        cmp
-    };
-    let mut outputs = vec![cmp("y", &got_d, &want_d, out)];
-    if let Some(t) = aux_full {
-        outputs.push(cmp("aux", &got_aux, &want_aux, t));
-    }
-    let rows_text = if full {
+    let data = host_data(spec, &d, case.seed);
+    let (y, aux) = launch_case(&stream, &conv, case, &d, &data)?;
+    let outputs = compare_rows(&stream, spec, &d, &data, (&y, aux.as_ref()), &rows);
+    let rows_text = if rows.len() == 1 && rows[0] == (0..m) {
         "all".to_string()
     } else {
         rows.iter()
