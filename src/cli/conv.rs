@@ -341,7 +341,7 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
     println!("{header}");
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
     let line = |r: &ConvBenchRow| {
-        let one = r.flops / r.bytes < 200.0;
+        let one = r.one_by_one;
         format!(
             "{:>7} {:>4} {:>18} {:>9.3} {:>9.1} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>9}  {}{}",
             r.id,
@@ -377,7 +377,8 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
             .iter()
             .map(|r| {
                 serde_json::json!({
-                    "layer": r.id, "n": r.n, "path": r.path, "flops": r.flops, "bytes": r.bytes,
+                    "layer": r.id, "n": r.n, "one_by_one": r.one_by_one, "path": r.path,
+                    "flops": r.flops, "bytes": r.bytes,
                     "ours_ms": r.ours_ms, "cudnn_ms": r.cudnn_ms, "cudnn_algo": r.cudnn_algo,
                     "fused_ms": r.fused_ms, "cudnn_fused_ms": r.cudnn_fused_ms,
                     "rel_diff": r.rel_diff, "fused_rel_diff": r.fused_rel_diff,
