@@ -29,5 +29,7 @@ pub mod tutorial {
     pub mod ch06_epilogues {}
     #[doc = include_str!("../docs/07_calling_tessera.md")]
     pub mod ch07_calling_tessera {}
+    #[doc = include_str!("../docs/08_convolution.md")]
+    pub mod ch08_convolution {}
     pub use tessera_swizzle::tutorial as ch03_swizzles;
 }

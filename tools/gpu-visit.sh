@@ -86,6 +86,46 @@ RUNS
     done
   done > "$OUT/sanitizer.log" 2>&1
 fi
+# CONV=1: the convolution. cuDNN (the benchmark's comparator) ships inside PyTorch's wheels on
+# the host: its lib/ goes on LD_LIBRARY_PATH. End-to-end `tessera run conv` checks on both
+# paths (x as the GEMM's A; the im2col gather), the ignored test over 2^31 elements (~30 GB),
+# compute-sanitizer on two small runs with SAN=1, then `tessera bench conv` (CONV_BENCH: its
+# options, default the whole set).
+if [ "${CONV:-0}" = 1 ]; then
+  cudnn=$(python3 -c "import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))" 2>/dev/null ||
+          python3 -c "import nvidia.cudnn; print(list(nvidia.cudnn.__path__)[0])" 2>/dev/null)
+  [ -n "$cudnn" ] && export LD_LIBRARY_PATH="$cudnn/lib:$LD_LIBRARY_PATH"
+  {
+    echo "cuDNN folder: ${cudnn:-not found}"
+    while read -r args; do
+      echo "## run conv $args"
+      timeout 120 ./tessera run conv $args 2>&1 | grep -E "path  |PASSED|FAILED|outside|error" | cut -c1-220
+    done <<'RUNS'
+--n 2 --h 56 --w 56 --c 64 --k 64 --r 3 --s 3 --pad 1 --epilogue bias_residual_relu
+--n 2 --h 56 --w 56 --c 64 --k 64 --r 3 --s 3 --pad 1 --epilogue bias_relu_residual --caller-workspace
+--n 3 --h 28 --w 28 --c 256 --k 64 --r 1 --s 1 --epilogue bias_residual_relu
+--n 2 --h 56 --w 56 --c 256 --k 512 --r 1 --s 1 --stride 2
+--n 4 --h 224 --w 224 --c 3 --k 64 --r 7 --s 7 --stride 2 --pad 3 --epilogue relu(acc+bias_col)
+--n 3 --h 28 --w 28 --c 127 --k 127 --r 3 --s 3 --pad 1
+--n 2 --h 13 --w 13 --c 24 --k 16 --r 3 --s 5 --stride 2,3 --pad 1,2,1,2 --dilation 2
+--n 7 --h 13 --w 13 --c 64 --k 100 --r 3 --s 3 --pad 1 --dtype fp16 --out fp32 --epilogue gelu(aux(acc+bias_col))
+--n 2 --h 56 --w 56 --c 64 --k 64 --r 3 --s 3 --pad 1 --path sm80 --epilogue bias_residual_relu
+RUNS
+  } > "$OUT/conv_run.log" 2>&1
+  [ -x tests/conv_gpu ] && timeout 900 tests/conv_gpu --ignored --test-threads=1 > "$OUT/conv_big.log" 2>&1
+  if [ "${SAN:-0}" = 1 ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+    for tool in memcheck racecheck; do
+      for args in "--n 2 --h 9 --w 11 --c 24 --k 40 --r 3 --s 3 --pad 1 --epilogue bias_residual_relu" \
+                  "--n 2 --h 9 --w 11 --c 24 --k 40 --r 1 --s 1 --epilogue bias_relu_residual"; do
+        echo "## $tool: run conv $args"
+        timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool $tool --error-exitcode 3 \
+          ./tessera run conv $args 2>&1 | grep -E "PASS|FAIL|ERROR SUMMARY|RACECHECK SUMMARY|Error|error" | cut -c1-160 | tail -4
+        echo "rc=${PIPESTATUS[0]}"
+      done
+    done > "$OUT/conv_sanitizer.log" 2>&1
+  fi
+  timeout 1200 ./tessera bench conv ${CONV_BENCH:-} --json "$OUT/bench_conv.json" > "$OUT/bench_conv.log" 2>&1
+fi
 # EXP=1: the experiments of gpu-exp.sh (logs in the work folder, printed below). STD=0 skips
 # the standard benchmarks.
 [ "${EXP:-0}" = 1 ] && OUT="$OUT" bash ./gpu-exp.sh > "$OUT/exp.log" 2>&1
@@ -154,6 +194,10 @@ echo "== sm90 (Hopper) vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90.log" | he
 [ -f "$OUT/bench_sm90_pp.log" ] && { echo "== sm90 ping-pong vs vendor"; grep -E "x[0-9]+x" "$OUT/bench_sm90_pp.log" | head -30; }
 [ -f "$OUT/bench_mma.log" ] && { echo "== mma.sync ceiling"; cat "$OUT/bench_mma.log"; }
 fi
+[ -f "$OUT/conv_run.log" ] && { echo "== convolution: run conv"; cat "$OUT/conv_run.log"; }
+[ -f "$OUT/conv_big.log" ] && { echo "== convolution: over 2^31 elements"; grep -E "^test |PASSED|FAILED|panicked|outside" "$OUT/conv_big.log" | cut -c1-200; }
+[ -f "$OUT/conv_sanitizer.log" ] && { echo "== convolution: compute-sanitizer"; cat "$OUT/conv_sanitizer.log"; }
+[ -f "$OUT/bench_conv.log" ] && { echo "== convolution vs cuDNN"; cat "$OUT/bench_conv.log"; }
 [ -f "$OUT/exp.log" ] && { echo "== experiments"; grep -vE "^(compiling|warm)" "$OUT/exp.log" | tail -60; }
 [ -f "$OUT/bench_sm80.log" ] && { echo "== sm80-class vs vendor"; tail -4 "$OUT/bench_sm80.log"; }
 [ -f "$OUT/sweep.log" ] && { echo "== the sweep (bench gemm --sweep, 3 rounds)"; cut -c1-170 "$OUT/sweep.log"; }

@@ -20,6 +20,9 @@
 //! assert!(plan.smem_bytes() <= Arch::Sm90a.smem_per_block_optin());
 //! ```
 //!
+//! A [`ConvSpec`] is a 2-D convolution on channels-last tensors, run by a [`Conv2d`] as a GEMM
+//! whose A operand is the im2col layout of the input (see `docs/08_convolution.md`).
+//!
 //! The [`plan`] module holds the planners' derived layouts for kernel authors; [`epilogue`]
 //! the epilogue language. The `bench` feature adds the harnesses the `tessera` tool uses
 //! (vendor comparisons, float64 checks), which are not part of the library.
@@ -31,6 +34,7 @@ extern crate self as tessera_kernels;
 
 mod arch;
 pub(crate) mod codegen;
+pub(crate) mod conv;
 pub mod epilogue;
 mod error;
 pub mod plan;
@@ -58,6 +62,9 @@ pub use launch::paddle::{FusedGemmEpilogue, FusedGemmEpilogueGrad, PaddleActivat
 pub use launch::runtime::CompileStats;
 
 pub use arch::{Arch, H100_SMS};
+#[cfg(feature = "cuda")]
+pub use conv::Conv2d;
+pub use conv::ConvSpec;
 pub use error::{CompileFailure, KernelError, Result};
 pub use plan::problem::{DType, Major};
 pub use plan::{GemmSpec, Options, Plan};

@@ -1,11 +1,19 @@
-//! Benchmark and verification harnesses (feature `cuda`): cuBLAS / cuBLASLt comparators,
-//! poisoned buffers and float64 checks, used by the `tessera` tool.
+//! Benchmark and verification harnesses (feature `cuda`): cuBLAS / cuBLASLt / cuDNN
+//! comparators, poisoned buffers and float64 checks, used by the `tessera` tool.
 
 pub mod buffers;
 #[path = "../../tests/common/check.rs"]
 #[allow(missing_docs)]
 pub mod check;
+pub mod conv;
+#[path = "../../tests/common/conv.rs"]
+#[allow(missing_docs)]
+pub mod conv_check;
+#[path = "../../tests/common/conv_ref.rs"]
+#[allow(missing_docs)]
+pub mod conv_ref;
 pub mod cublaslt;
+pub mod cudnn;
 pub mod dev;
 pub mod epilogues;
 pub mod gemm;

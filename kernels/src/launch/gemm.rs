@@ -514,7 +514,28 @@ impl Gemm {
                 "the stream belongs to another CUDA context than the Gemm's",
             ));
         }
-        self.launch_checked(stream, &a, &b, &mut d, &mut ops)
+        self.launch_checked(stream, &a, &b, &mut d, &mut ops, None)
+    }
+
+    /// [`Gemm::launch`] with `prologue` queued on the stream once every operand has passed
+    /// its checks, before the GEMM's own work: a producer of A (the convolution's im2col
+    /// gather) runs only when the launch will, so an error still queues nothing.
+    pub(crate) fn launch_with_prologue<'t>(
+        &self,
+        stream: &CudaStream,
+        a: Tensor<'t>,
+        b: Tensor<'t>,
+        mut d: TensorMut<'t>,
+        mut ops: Operands<'t>,
+        prologue: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        if stream.context().cu_ctx() != self.ctx.cudarc().cu_ctx() {
+            return Err(KernelError::invalid(
+                OP,
+                "the stream belongs to another CUDA context than the Gemm's",
+            ));
+        }
+        self.launch_checked(stream, &a, &b, &mut d, &mut ops, Some(prologue))
     }
 
     fn launch_checked(
@@ -524,6 +545,7 @@ impl Gemm {
         b: &Tensor<'_>,
         d: &mut TensorMut<'_>,
         ops: &mut Operands<'_>,
+        prologue: Option<&mut dyn FnMut() -> Result<()>>,
     ) -> Result<()> {
         let plan = &self.plan;
         let spec = &plan.spec;
@@ -564,6 +586,10 @@ impl Gemm {
             bgrad_row: view.bgrad_row.map(|x| x.mem),
             bgrad_col: view.bgrad_col.map(|x| x.mem),
         };
+
+        if let Some(p) = prologue {
+            p()?;
+        }
 
         // The reductions accumulate into their outputs: zero them first, on the stream.
         for g in [view.bgrad_row, view.bgrad_col].into_iter().flatten() {

@@ -3,6 +3,8 @@
 //! form, evaluator, checker and coordinate analysis, and the float64 references. The GPU
 //! tests, which use the public API only, are in `kernels/tests/`.
 
+mod conv_layout;
+mod conv_reference;
 mod epilogue_codegen;
 mod epilogue_eval;
 mod epilogue_nvrtc;

@@ -1,8 +1,11 @@
-//! The one GPU test harness: the skip-or-fail rule, and the float64 check of a GEMM
-//! ([`check`]) that `tessera run gemm` runs too.
+//! The one GPU test harness: the skip-or-fail rule, the float64 check of a GEMM ([`check`])
+//! that `tessera run gemm` runs too, and of a convolution ([`conv`], on the references of
+//! [`conv_ref`]) that `tessera run conv` runs.
 #![allow(dead_code)]
 
 pub mod check;
+pub mod conv;
+pub mod conv_ref;
 
 pub use check::*;
 

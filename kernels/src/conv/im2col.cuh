@@ -1,0 +1,77 @@
+// The im2col gather of a convolution's A operand: A (M x K, row-major, rows K elements apart)
+// from channels-last x,
+//
+//   A(m, k) = x[offset + L(m, k)]  where the tap lies inside x, else 0,
+//   L = ((Q,P,N),(C,S,R)) : ((sq, sp, sn),(1, ss, sr)),
+//
+// the layout `tessera plan conv` prints, passed in as its shape, strides and offset; the
+// predicate is the row p*sh - pt + r*dh in [0, H) and the column q*sw - pl + s*dw in [0, W).
+// m = (q,p,n) and k = (c,s,r) are split colexicographically, as the layout splits them.
+//
+// The kernel copies bits: bf16 and fp16 alike, and 0 is all-zero bits in both. Each thread
+// copies VEC consecutive channels of one tap (C % VEC == 0 and x, A aligned to 2*VEC bytes, so
+// a chunk never straddles two taps and every access is one aligned vector). Indices are
+// 64-bit: x and A may hold more than 2^31 elements. Grid-stride loop, any grid.
+
+struct tessera_conv_im2col_args {
+  // The layout's shape and strides (C's stride is 1) and its offset.
+  long long q, p, n, c, s, r;
+  long long sq, sp, sn, ss, sr;
+  long long offset;
+  // The predicate's geometry.
+  long long h, w, sh, sw, pt, pl, dh, dw;
+};
+// The host's mirror (GatherArgs in kernel.rs) asserts the same size.
+static_assert(sizeof(tessera_conv_im2col_args) == 160, "the host passes 20 64-bit integers");
+
+struct alignas(4) tessera_u16x2 { unsigned short v[2]; };
+struct alignas(8) tessera_u16x4 { unsigned short v[4]; };
+struct alignas(16) tessera_u16x8 { unsigned short v[8]; };
+
+template <typename T, int VEC>
+__device__ __forceinline__ void tessera_conv_im2col_run(const unsigned short* __restrict__ x,
+                                                        unsigned short* __restrict__ a,
+                                                        const tessera_conv_im2col_args& g) {
+  const long long row_chunks = g.c * g.s * g.r / VEC;  // chunks per row of A
+  const long long tap_chunks = g.c / VEC;               // chunks per tap (r, s)
+  const long long total = g.q * g.p * g.n * row_chunks;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+    const long long m = i / row_chunks;
+    const long long kc = i - m * row_chunks;
+    const long long tap = kc / tap_chunks;
+    const long long c = (kc - tap * tap_chunks) * VEC;
+    const long long s = tap % g.s, r = tap / g.s;
+    const long long q = m % g.q, pn = m / g.q;
+    const long long p = pn % g.p, n = pn / g.p;
+    const long long row = p * g.sh - g.pt + r * g.dh;
+    const long long col = q * g.sw - g.pl + s * g.dw;
+    T v{};
+    if (row >= 0 && row < g.h && col >= 0 && col < g.w) {
+      const long long off = g.offset + q * g.sq + p * g.sp + n * g.sn + c + s * g.ss + r * g.sr;
+      v = *reinterpret_cast<const T*>(x + off);
+    }
+    // A's chunk i starts at m * K + kc * VEC = i * VEC.
+    *reinterpret_cast<T*>(a + i * VEC) = v;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    tessera_conv_im2col_v1(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
+  tessera_conv_im2col_run<unsigned short, 1>(x, a, g);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    tessera_conv_im2col_v2(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
+  tessera_conv_im2col_run<tessera_u16x2, 2>(x, a, g);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    tessera_conv_im2col_v4(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
+  tessera_conv_im2col_run<tessera_u16x4, 4>(x, a, g);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    tessera_conv_im2col_v8(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
+  tessera_conv_im2col_run<tessera_u16x8, 8>(x, a, g);
+}

@@ -1,0 +1,340 @@
+//! The im2col layout of a convolution's A operand, the path it decides, and the plan's text.
+//!
+//! For channels-last x (element `(n, h, w, c)` at `((n·H + h)·W + w)·C + c`), the GEMM
+//! coordinate `(m, k)` with `m = (q, p, n)` and `k = (c, s, r)` reads
+//!
+//! ```text
+//! x[n, p·sh − pad_top + r·dh, q·sw − pad_left + s·dw, c]
+//!   = x[offset + L(m, k)],  L = ((Q,P,N),(C,S,R)) : ((sw·C, sh·W·C, H·W·C),(1, dw·C, dh·W·C)),
+//!                          offset = −(pad_top·W + pad_left)·C
+//! ```
+//!
+//! where the row and column it reads lie inside x (the in-bounds predicate), and 0 elsewhere.
+//! Padding is the only part that is not affine: everything else is one layout. Coalescing each
+//! mode shows what the hardware sees: with `dw = 1`, `(C,S):(1,C)` is one contiguous run of
+//! `C·S` elements; for a 1x1 convolution of stride 1, `(Q,P,N)` coalesces to one mode of
+//! stride C, so A is x itself, a flat row-major matrix.
+
+use std::fmt::Write as _;
+
+use tessera_layout::{coalesce_profile, IntTuple, Layout};
+
+use crate::arch::Arch;
+use crate::conv::spec::{ConvSpec, Geometry};
+use crate::error::{KernelError, Result};
+use crate::plan::gemm::{GemmSpec, Plan};
+
+/// The im2col gather kernel's entry points, one per vector width (elements per thread).
+pub(crate) const GATHER_KERNEL: &str = "tessera_conv_im2col";
+
+/// The gather kernel's source, exactly as NVRTC compiles it (one module serves every
+/// convolution: the geometry is a run-time argument).
+pub(crate) fn gather_source() -> String {
+    format!(
+        "// tessera: the im2col gather of a convolution (the gather path)\n{}",
+        include_str!("im2col.cuh")
+    )
+}
+
+/// How a convolution runs on the GEMM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ConvPath {
+    /// A is x itself, a flat row-major `M x K` matrix with rows `lda` elements apart.
+    Direct { lda: i64 },
+    /// An im2col gather copies A into an `M x K` workspace, then the GEMM runs on it.
+    Gather,
+}
+
+/// A convolution's A operand as a layout of x (tight channels-last), its offset and the
+/// predicate's geometry.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Im2col {
+    pub g: Geometry,
+    /// `((Q,P,N),(C,S,R)) : ((sw·C, sh·W·C, H·W·C),(1, dw·C, dh·W·C))`.
+    pub layout: Layout,
+    /// `−(pad_top·W + pad_left)·C`.
+    pub offset: i64,
+}
+
+impl Im2col {
+    pub fn new(g: &Geometry) -> Result<Im2col> {
+        let (sw, sh) = (g.stride.1, g.stride.0);
+        let (dh, dw) = g.dil;
+        let (pt, _, pl, _) = g.pad;
+        let (c, w, hwc) = (g.c, g.w, g.h * g.w * g.c);
+        let shape = IntTuple::tuple([
+            IntTuple::flat([g.q, g.p, g.n]),
+            IntTuple::flat([g.c, g.s, g.r]),
+        ]);
+        let stride = IntTuple::tuple([
+            IntTuple::flat([sw * c, sh * w * c, hwc]),
+            IntTuple::flat([1, dw * c, dh * w * c]),
+        ]);
+        let layout = Layout::new(shape, stride).map_err(KernelError::layout("conv im2col"))?;
+        Ok(Im2col {
+            g: *g,
+            layout,
+            offset: -(pt * w + pl) * c,
+        })
+    }
+
+    /// `(h, w)` of x that A's `(m, k)` reads (possibly outside x).
+    pub fn pixel(&self, m: i64, k: i64) -> (i64, i64) {
+        let g = &self.g;
+        let (q, p) = (m % g.q, (m / g.q) % g.p);
+        let (s, r) = ((k / g.c) % g.s, k / (g.c * g.s));
+        (
+            p * g.stride.0 - g.pad.0 + r * g.dil.0,
+            q * g.stride.1 - g.pad.2 + s * g.dil.1,
+        )
+    }
+
+    /// x's element that A's `(m, k)` reads, `None` in the padding.
+    pub fn tap(&self, m: i64, k: i64) -> Result<Option<i64>> {
+        let (mm, kk) = (self.g.gemm_m(), self.g.gemm_k());
+        if !(0..mm).contains(&m) || !(0..kk).contains(&k) {
+            return Err(KernelError::invalid(
+                "conv im2col",
+                format!("A({m}, {k}) is outside A's {mm} x {kk}"),
+            ));
+        }
+        let (h, w) = self.pixel(m, k);
+        if !(0..self.g.h).contains(&h) || !(0..self.g.w).contains(&w) {
+            return Ok(None);
+        }
+        let off = self
+            .layout
+            .eval(&IntTuple::flat([m, k]))
+            .map_err(KernelError::layout("conv im2col"))?;
+        Ok(Some(self.offset + off))
+    }
+
+    /// Each mode coalesced: `(M-mode, K-mode)` with as few sub-modes as the function allows.
+    pub fn coalesced(&self) -> Layout {
+        coalesce_profile(&self.layout, &IntTuple::flat([1, 1]))
+            .expect("a rank-2 profile of a rank-2 layout")
+    }
+
+    /// Rows or columns of padding some tap reads: `(top, bottom, left, right)`, each 0 when
+    /// no tap reaches it.
+    pub fn padding_read(&self) -> (i64, i64, i64, i64) {
+        let g = &self.g;
+        let last_h = (g.p - 1) * g.stride.0 - g.pad.0 + (g.r - 1) * g.dil.0;
+        let last_w = (g.q - 1) * g.stride.1 - g.pad.2 + (g.s - 1) * g.dil.1;
+        (
+            g.pad.0,
+            (last_h - (g.h - 1)).max(0),
+            g.pad.2,
+            (last_w - (g.w - 1)).max(0),
+        )
+    }
+
+    /// The path, and why, in words.
+    pub fn decide(&self) -> (ConvPath, String) {
+        let g = &self.g;
+        let (m, k) = (g.gemm_m(), g.gemm_k());
+        let co = self.coalesced();
+        let mode = |i: usize| co.mode(i).expect("rank 2");
+        let (mm, km) = (mode(0), mode(1));
+        let single = |l: &Layout| -> Option<i64> {
+            l.is_int()
+                .then(|| l.stride().as_int().unwrap_or(0))
+                .or_else(|| (l.size() == 1).then_some(0))
+        };
+        let read = self.padding_read();
+        if read != (0, 0, 0, 0) {
+            return (
+                ConvPath::Gather,
+                format!(
+                    "taps read the zero padding (rows {} above, {} below, columns {} left, {} right): A is x's layout where the tap is in bounds and 0 elsewhere, which no flat matrix expresses",
+                    read.0, read.1, read.2, read.3
+                ),
+            );
+        }
+        let Some(ks) = single(&km) else {
+            return (
+                ConvPath::Gather,
+                format!(
+                    "A's K mode (C,S,R) coalesces to {km}, not one contiguous run: each row of A is {} runs of x, not a slice of it",
+                    km.shape().leaves().iter().skip(1).product::<i64>()
+                ),
+            );
+        };
+        if k > 1 && ks != 1 {
+            return (
+                ConvPath::Gather,
+                format!("A's K mode coalesces to {km}, whose stride is not 1"),
+            );
+        }
+        let Some(lda) = single(&mm) else {
+            let runs: i64 = mm.shape().leaves().iter().skip(1).product();
+            return (
+                ConvPath::Gather,
+                format!(
+                    "A is a strided GEMM but not one flat matrix: its M mode (Q,P,N) coalesces to {mm} (stride ({},{}) skips rows of x); the GEMM's operands are flat (rows, cols[, batch]) matrices, and as {runs} products of {} rows it would leave most of each tile idle",
+                    g.stride.0,
+                    g.stride.1,
+                    mm.shape().leaves()[0]
+                ),
+            );
+        };
+        let lda = if m == 1 { k } else { lda };
+        if m > 1 && lda < k {
+            return (
+                ConvPath::Gather,
+                format!("A coalesces to ({m},{k}):({lda},1), whose rows overlap (row stride {lda} < K = {k}), which the GEMM does not take"),
+            );
+        }
+        (
+            ConvPath::Direct { lda },
+            format!(
+                "A is x itself: the im2col layout coalesces to the flat row-major matrix ({m},{k}):({lda},1) and no tap reads padding, so the GEMM runs on x and w directly (no copy)"
+            ),
+        )
+    }
+
+    pub fn path(&self) -> ConvPath {
+        self.decide().0
+    }
+}
+
+/// The GEMM spec the convolution runs on `arch`: the spec's, with stream-K off where the
+/// planner would take it (its partial sums would need a second workspace; the convolution's
+/// workspace is the im2col copy alone).
+pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<GemmSpec> {
+    let gs = spec.gemm()?;
+    let plan = gs.plan(arch, sms)?;
+    if plan.workspace_bytes() == 0 {
+        return Ok(gs);
+    }
+    if spec.options.stream_k == Some(true) {
+        return Err(KernelError::invalid(
+            "conv spec",
+            "stream-K was forced, but a convolution's GEMM does not split tiles along K (its partial sums would need a second workspace)",
+        ));
+    }
+    let mut o = spec.options;
+    o.stream_k = Some(false);
+    Ok(gs.options(o))
+}
+
+pub(crate) fn gemm_plan(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Plan> {
+    gemm_spec_for(spec, arch, sms)?.plan(arch, sms)
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
+}
+
+/// `ConvSpec::explain`.
+pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
+    let g = spec.geometry()?;
+    let a = Im2col::new(&g)?;
+    let plan = gemm_plan(spec, arch, sms)?;
+    let (m, n, k) = (g.gemm_m(), g.k, g.gemm_k());
+    let mut s = String::new();
+    let w = &mut s;
+    let _ = writeln!(w, "{spec}");
+    let _ = writeln!(
+        w,
+        "  tensors      logical (N,C,H,W) order, strides in elements; channels-last in memory:"
+    );
+    for (name, dims) in [
+        ("x", [g.n, g.c, g.h, g.w]),
+        ("w", [g.k, g.c, g.r, g.s]),
+        ("y", [g.n, g.k, g.p, g.q]),
+    ] {
+        let l = crate::conv::tensors::channels_last(dims);
+        let also = if name == "y" {
+            "  (and residual, c, aux_in, aux)"
+        } else {
+            ""
+        };
+        let _ = writeln!(w, "               {name} {l}{also}");
+    }
+    let _ = writeln!(
+        w,
+        "  gemm         M = N·P·Q = {m}, N = K = {n}, K = C·R·S = {k}"
+    );
+    let _ = writeln!(
+        w,
+        "  A (im2col)   A(m,k) = x[{} + L(m,k)] where the tap is inside x, else 0; m = (q,p,n), k = (c,s,r)",
+        a.offset
+    );
+    let _ = writeln!(w, "               L = {}", a.layout);
+    let (pt, _, pl, _) = g.pad;
+    let _ = writeln!(
+        w,
+        "               offset {} = −(pad_top·W + pad_left)·C = −({pt}·{} + {pl})·{}",
+        a.offset, g.w, g.c
+    );
+    let _ = writeln!(
+        w,
+        "               in bounds: 0 <= p·{} − {pt} + r·{} < {} and 0 <= q·{} − {pl} + s·{} < {}",
+        g.stride.0, g.dil.0, g.h, g.stride.1, g.dil.1, g.w
+    );
+    let co = a.coalesced();
+    let km = co.mode(1).expect("rank 2");
+    let run = if km.is_int() && k > 1 {
+        format!(": each row of A is one contiguous run of {k} elements")
+    } else if g.s > 1 && g.dil.1 == 1 && g.c > 1 {
+        format!(
+            ": (C,S) is one contiguous run of C·S = {} elements (dilation_w 1)",
+            g.c * g.s
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(w, "               coalesced {co}{run}");
+    // A few elements evaluated: the first, one in the middle, the last.
+    for (mi, ki) in [(0, 0), (m / 2, k / 2), (m - 1, k - 1)] {
+        let (h, ww) = a.pixel(mi, ki);
+        let at = match a.tap(mi, ki)? {
+            Some(o) => format!("x[{o}]"),
+            None => "0 (padding)".to_string(),
+        };
+        let _ = writeln!(
+            w,
+            "               A({mi},{ki}) reads row {h}, column {ww}: {at}"
+        );
+    }
+    let _ = writeln!(
+        w,
+        "  B            w as a K x N column-major matrix ({k},{n}):(1,{k}) (K-R-S-C: each output channel's C·R·S weights contiguous)"
+    );
+    let _ = writeln!(
+        w,
+        "  D            y as an M x N row-major matrix ({m},{n}):({n},1); the epilogue's M x N tensors likewise"
+    );
+    let (path, why) = a.decide();
+    match path {
+        ConvPath::Direct { .. } => {
+            let _ = writeln!(w, "  path         gemm: {why}");
+            let _ = writeln!(w, "  workspace    0 bytes");
+        }
+        ConvPath::Gather => {
+            let bytes = spec.workspace_bytes()?;
+            let _ = writeln!(w, "  path         im2col + gemm: {why}");
+            let _ = writeln!(
+                w,
+                "               an im2col kernel copies A into the workspace ({m} x {k} {}), then the GEMM runs on it: this path pays that copy (writing {} and reading it back); the implicit-GEMM kernel that loads A from x with TMA im2col is the next step",
+                spec.input(),
+                mib(bytes as f64)
+            );
+            let _ = writeln!(
+                w,
+                "  workspace    {bytes} bytes ({}): Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
+                mib(bytes as f64)
+            );
+        }
+    }
+    if plan.spec().forced().stream_k == Some(false) && spec.options.stream_k.is_none() {
+        let _ = writeln!(
+            w,
+            "  stream-K     off: its partial sums would need a second workspace"
+        );
+    }
+    let _ = writeln!(w, "the GEMM:");
+    let _ = write!(w, "{plan}");
+    Ok(s)
+}
