@@ -395,3 +395,62 @@ fn odd_k_and_n() {
     cases.push(Case::new(s));
     run_table("odd_k_and_n", cases);
 }
+
+/// K whose rows are off TMA's 16-byte grid on the Hopper path: A and B staged into padded
+/// rows of the workspace first. Tight and padded rows (in place where the padding puts them
+/// on the grid, staged where it does not), a batch, a column-major D (the staged operands
+/// are the transposed product's), stream-K beside the staged copies in one workspace, a
+/// generated tree epilogue, fp16, repeated launches.
+#[test]
+fn staged_operands_where_k_rows_are_off_the_tma_grid() {
+    let test = "staged_operands_where_k_rows_are_off_the_tma_grid";
+    let Some(ctx) = hopper(test) else { return };
+    let mut cases = vec![
+        Case::new(spec(1000, 1016, 1001, "gelu_aux_bias")),
+        Case::new(spec(
+            257,
+            300,
+            147,
+            "select(row < 100, sigmoid(acc), tanh(acc + bias_col))",
+        )),
+        Case::new(spec(16, 4096, 4095, "acc")),
+        Case::new(spec(77, 64, 9, "acc")),
+        Case::new(
+            GemmSpec::new(300, 200, 333)
+                .b(Major::Col)
+                .d(Major::Col)
+                .epilogue("relu(acc + bias_row)")
+                .expect("epilogue"),
+        ),
+        Case::new(
+            GemmSpec::new(130, 90, 99)
+                .batch(3)
+                .b(Major::Col)
+                .epilogue("relu_bias")
+                .expect("epilogue"),
+        ),
+        Case::new(
+            GemmSpec::new(512, 520, 4095)
+                .dtype(DType::F16)
+                .b(Major::Col)
+                .epilogue("acc")
+                .expect("epilogue"),
+        ),
+    ];
+    for pad in [1, 3] {
+        cases.push(Case {
+            pad,
+            ..Case::new(spec(200, 136, 77, "relu_bias"))
+        });
+    }
+    cases.push(Case {
+        repeat: 2,
+        ..Case::new(spec(130, 75, 135, "acc"))
+    });
+    for c in &cases {
+        let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");
+        assert_eq!(plan.path(), "sm90", "{}", c.spec);
+        assert!(plan.staged_k().is_some(), "{}", c.spec);
+    }
+    run_cases(&ctx, test, "staged", &cases);
+}

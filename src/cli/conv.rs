@@ -145,20 +145,7 @@ pub fn plan(a: &ConvArgs, arch: &str, emit_cuda: bool, emit_cuda_only: bool) -> 
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    // Each source is one NVRTC program; with two (the gather, then the GEMM) a comment line
-    // separates them.
-    let emit = || {
-        for (i, (name, src)) in sources.iter().enumerate() {
-            if sources.len() > 1 {
-                println!(
-                    "// ==== NVRTC program {} of {}: {name} ====",
-                    i + 1,
-                    sources.len()
-                );
-            }
-            print!("{src}");
-        }
-    };
+    let emit = || crate::cli::gemm::print_sources(&sources);
     if emit_cuda_only {
         emit();
         return ExitCode::SUCCESS;

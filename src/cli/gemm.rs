@@ -249,6 +249,21 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// Prints NVRTC programs exactly as compiled; with more than one (a staging copy, then the
+/// GEMM) a comment line names each before it.
+pub(crate) fn print_sources(sources: &[(String, String)]) {
+    for (i, (name, src)) in sources.iter().enumerate() {
+        if sources.len() > 1 {
+            println!(
+                "// ==== NVRTC program {} of {}: {name} ====",
+                i + 1,
+                sources.len()
+            );
+        }
+        print!("{src}");
+    }
+}
+
 /// Runs `tessera plan`.
 pub fn plan(cmd: PlanCommand) -> ExitCode {
     let (pa, arch, emit_cuda, emit_cuda_only) = match cmd {
@@ -270,18 +285,18 @@ pub fn plan(cmd: PlanCommand) -> ExitCode {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
-    let source = match plan.source() {
+    let sources = match plan.sources() {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
     if emit_cuda_only {
-        print!("{source}");
+        print_sources(&sources);
         return ExitCode::SUCCESS;
     }
     print!("{plan}");
     if emit_cuda {
         println!();
-        print!("{source}");
+        print_sources(&sources);
     }
     ExitCode::SUCCESS
 }

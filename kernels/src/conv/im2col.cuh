@@ -20,9 +20,11 @@ struct tessera_conv_im2col_args {
   long long offset;
   // The predicate's geometry.
   long long h, w, sh, sw, pt, pl, dh, dw;
+  // Elements between rows of A (K, or K padded onto TMA's 16-byte grid).
+  long long lda;
 };
 // The host's mirror (GatherArgs in kernel.rs) asserts the same size.
-static_assert(sizeof(tessera_conv_im2col_args) == 160, "the host passes 20 64-bit integers");
+static_assert(sizeof(tessera_conv_im2col_args) == 168, "the host passes 21 64-bit integers");
 
 struct alignas(4) tessera_u16x2 { unsigned short v[2]; };
 struct alignas(8) tessera_u16x4 { unsigned short v[4]; };
@@ -51,8 +53,9 @@ __device__ __forceinline__ void tessera_conv_im2col_run(const unsigned short* __
       const long long off = g.offset + q * g.sq + p * g.sp + n * g.sn + c + s * g.ss + r * g.sr;
       v = *reinterpret_cast<const T*>(x + off);
     }
-    // A's chunk i starts at m * K + kc * VEC = i * VEC.
-    *reinterpret_cast<T*>(a + i * VEC) = v;
+    // lda is a multiple of VEC (K is, and a padded row is a multiple of 64), so the chunk
+    // stays one aligned vector.
+    *reinterpret_cast<T*>(a + m * g.lda + kc * VEC) = v;
   }
 }
 

@@ -204,7 +204,7 @@ impl Im2col {
 pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<GemmSpec> {
     let gs = spec.gemm()?;
     let plan = gs.plan(arch, sms)?;
-    if plan.workspace_bytes() == 0 {
+    if plan.stream_k_bytes() == 0 {
         return Ok(gs);
     }
     if spec.options.stream_k == Some(true) {
@@ -216,6 +216,18 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
     let mut o = spec.options;
     o.stream_k = Some(false);
     Ok(gs.options(o))
+}
+
+/// Elements per row of the gathered A: K where its rows are on TMA's 16-byte grid, else K
+/// rounded up to 128 bytes, so that the GEMM reads A in place (only w, the small operand, is
+/// then staged; [`Plan::staged_k`]). The padding columns are never written nor read.
+pub(crate) fn gathered_row(k: i64, elem_bytes: i64) -> i64 {
+    if (k * elem_bytes) % 16 == 0 {
+        k
+    } else {
+        let per = 128 / elem_bytes;
+        (k + per - 1) / per * per
+    }
 }
 
 pub(crate) fn gemm_plan(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Plan> {
@@ -317,8 +329,9 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
             let _ = writeln!(w, "  path         im2col + gemm: {why}");
             let _ = writeln!(
                 w,
-                "               an im2col kernel copies A into the workspace ({m} x {k} {}), then the GEMM runs on it: this path pays that copy (writing {} and reading it back); the implicit-GEMM kernel that loads A from x with TMA im2col is the next step",
+                "               an im2col kernel copies A into the workspace ({m} x {k} {}, rows {} elements apart), then the GEMM runs on it: this path pays that copy (writing {} and reading it back); the implicit-GEMM kernel that loads A from x with TMA im2col is the next step",
                 spec.input(),
+                gathered_row(k, spec.input().bytes()),
                 mib(bytes as f64)
             );
             let _ = writeln!(

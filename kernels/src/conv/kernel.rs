@@ -33,14 +33,16 @@ pub(crate) struct GatherArgs {
     pl: i64,
     dh: i64,
     dw: i64,
+    lda: i64,
 }
 
 // The kernel's `static_assert` checks the same size.
-const _: () = assert!(std::mem::size_of::<GatherArgs>() == 160);
+const _: () = assert!(std::mem::size_of::<GatherArgs>() == 168);
 
 impl GatherArgs {
-    /// The argument for `a`, its shape and strides read off the layout itself.
-    pub fn new(a: &Im2col) -> GatherArgs {
+    /// The argument for `a`, its shape and strides read off the layout itself, writing rows
+    /// of A `lda` elements apart.
+    pub fn new(a: &Im2col, lda: i64) -> GatherArgs {
         let shape = a.layout.shape().leaves();
         let stride = a.layout.stride().leaves();
         debug_assert_eq!(stride[3], 1, "C is contiguous");
@@ -66,6 +68,7 @@ impl GatherArgs {
             pl: g.pad.2,
             dh: g.dil.0,
             dw: g.dil.1,
+            lda,
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use tessera_layout::Layout;
 
-use crate::conv::im2col::{gemm_spec_for, ConvPath, Im2col};
+use crate::conv::im2col::{gathered_row, gemm_spec_for, ConvPath, Im2col};
 use crate::conv::kernel::{Gather, GatherArgs};
 use crate::conv::spec::ConvSpec;
 use crate::conv::tensors::{self, check_channels_last, Role};
@@ -235,13 +235,16 @@ impl Conv2d {
         let gspec = gemm_spec_for(spec, rt.arch(), rt.sm_count() as i64)?;
         let gemm = Gemm::new(ctx, &gspec)?;
         debug_assert_eq!(
-            gemm.workspace_bytes(),
+            gemm.plan().stream_k_bytes(),
             0,
             "the conv's GEMM takes no stream-K"
         );
         let workspace_bytes = spec.workspace_bytes()?;
         let gather = match path {
-            ConvPath::Gather => Some((Gather::new(rt)?, GatherArgs::new(&im2col))),
+            ConvPath::Gather => {
+                let lda = gathered_row(g.gemm_k(), spec.input().bytes());
+                Some((Gather::new(rt)?, GatherArgs::new(&im2col, lda)))
+            }
             ConvPath::Direct { .. } => None,
         };
         let own = if own && workspace_bytes > 0 {
@@ -552,10 +555,11 @@ impl Conv2d {
         let g = &self.im2col.g;
         let (m, k) = (g.gemm_m(), g.gemm_k());
         let (gather, args) = self.gather.as_ref().expect("the gather path's kernel");
-        // SAFETY: the workspace holds M x K elements (checked, or ours) and outlives the
+        // SAFETY: the workspace holds M x lda elements (checked, or ours) and outlives the
         // launch: the caller's is borrowed for 't, ours lives with self.
-        let at = unsafe { Tensor::from_raw(a, Some(self.spec.input()), (m * k) as usize) }
-            .with_layout(mat(m, k, k, 1));
+        let lda = gathered_row(k, self.spec.input().bytes());
+        let at = unsafe { Tensor::from_raw(a, Some(self.spec.input()), (m * lda) as usize) }
+            .with_layout(mat(m, k, lda, 1));
         let sms = self.ctx.sm_count();
         let mut guard = None;
         let mut prologue = || -> Result<()> {

@@ -475,8 +475,9 @@ impl ConvSpec {
         Ok(match a.path() {
             ConvPath::Direct { .. } => 0,
             ConvPath::Gather => {
-                let bytes =
-                    (g.gemm_m() as i128) * (g.gemm_k() as i128) * self.dtype.bytes() as i128;
+                let eb = self.dtype.bytes();
+                let row = crate::conv::im2col::gathered_row(g.gemm_k(), eb);
+                let bytes = (g.gemm_m() as i128) * (row as i128) * eb as i128;
                 usize::try_from(bytes).map_err(|_| {
                     KernelError::invalid(OP, format!("a workspace of {bytes} bytes"))
                 })?
@@ -498,7 +499,7 @@ impl ConvSpec {
 
     /// The complete CUDA sources the convolution compiles on `arch`, each exactly as NVRTC
     /// compiles it, with the kernel's name: the im2col gather (gather path only), then the
-    /// GEMM.
+    /// GEMM's ([`crate::Plan::sources`]: its staging copy, if any, and its kernel).
     pub fn sources(&self, arch: Arch, sms: i64) -> Result<Vec<(String, String)>> {
         let g = self.geometry()?;
         let mut out = Vec::new();
@@ -508,8 +509,7 @@ impl ConvSpec {
                 crate::conv::im2col::gather_source(),
             ));
         }
-        let plan = self.plan(arch, sms)?;
-        out.push((plan.kernel_name(), plan.source()?));
+        out.extend(self.plan(arch, sms)?.sources()?);
         Ok(out)
     }
 }

@@ -19,6 +19,8 @@ use crate::error::{KernelError, Result};
 use crate::launch::mem::{LaunchCtx, Mem};
 use crate::launch::operand::{Bound, Elem, Operands, Tensor, TensorMut};
 use crate::launch::runtime::{driver_err, CompileStats, Runtime};
+use crate::launch::sm90::tma_addressable;
+use crate::launch::stage::{StageCopy, StageRows};
 use crate::launch::tree::{EpBuffers, OperandSum, TreeKernel};
 use crate::plan::gemm::{GemmSpec, Plan};
 use crate::plan::problem::{DType, GemmStrides, Major};
@@ -122,6 +124,8 @@ pub struct Gemm {
     plan: Plan,
     kernel: TreeKernel,
     sums: Option<OperandSum>,
+    /// The staging copy, where the plan stages A and B ([`Plan::staged_k`]).
+    stage: Option<StageRows>,
     workspace: Option<OwnWorkspace>,
     built: CompileStats,
 }
@@ -423,6 +427,10 @@ impl Gemm {
         } else {
             Some(OperandSum::new(rt)?)
         };
+        let stage = match plan.staged_k() {
+            Some(_) => Some(StageRows::new(rt)?),
+            None => None,
+        };
         let bytes = plan.workspace_bytes();
         let workspace = if bytes == 0 {
             None
@@ -450,6 +458,7 @@ impl Gemm {
             plan,
             kernel,
             sums,
+            stage,
             workspace,
             built: CompileStats {
                 compiled: after.compiled - before.compiled,
@@ -470,8 +479,9 @@ impl Gemm {
         &self.ctx
     }
 
-    /// Bytes of device workspace a launch needs (stream-K's partial sums); the `Gemm` owns
-    /// that much, or a launch passes its own ([`Operands::workspace`]).
+    /// Bytes of device workspace a launch needs (stream-K's partial sums, the staged copies
+    /// of A and B where [`Plan::staged_k`] says so); the `Gemm` owns that much, or a launch
+    /// passes its own ([`Operands::workspace`]).
     pub fn workspace_bytes(&self) -> usize {
         self.plan.workspace_bytes()
     }
@@ -612,8 +622,46 @@ impl Gemm {
             work,
         };
         let (ka, kb) = (view.a, view.b);
-        self.kernel
-            .launch(cx, &ka.mem, &kb.mem, &view.strides, &bind, &bufs)?;
+        // The kernel's A and B: in place, or the staged copies in the workspace.
+        let mut ks = view.strides;
+        let (mut a_mem, mut b_mem) = (ka.mem, kb.mem);
+        if let (Some(stage), Some(ld), Some(base)) = (&self.stage, plan.staged_k(), work) {
+            let (ra, rb, _) = plan.workspace_regions();
+            let p = &plan.problem;
+            let one = |x: &Mem, rows: i64, ld_x: &mut i64, bs_x: &mut i64, at: Option<usize>| {
+                let Some(at) = at else { return Ok(*x) };
+                let eb = x.dtype.bytes() as u64;
+                if tma_addressable(x.ptr, *ld_x, *bs_x, p.batch, eb) && (p.batch == 1 || *bs_x != 0)
+                {
+                    return Ok(*x);
+                }
+                let c = StageCopy {
+                    rows,
+                    cols: p.k,
+                    batch: p.batch,
+                    src_ld: *ld_x,
+                    src_bs: *bs_x,
+                    dst_ld: ld,
+                };
+                let dst = base + at as u64;
+                // SAFETY: the operand's checks bound every element `c` reads inside its
+                // buffer; the region at `dst` holds batch x rows x ld elements of the
+                // workspace (sized by the plan, checked against a caller's), 256-byte
+                // aligned; both stay valid while the stream runs the copy (the workspace's
+                // lock is held until the launch's completion event).
+                unsafe { stage.launch(stream, &c, x.ptr, dst, self.ctx.sm_count())? };
+                *ld_x = ld;
+                *bs_x = rows * ld;
+                Ok::<Mem, KernelError>(Mem {
+                    ptr: dst,
+                    len: (p.batch * rows * ld) as usize,
+                    dtype: x.dtype,
+                })
+            };
+            a_mem = one(&ka.mem, p.m, &mut ks.lda, &mut ks.batch_a, ra)?;
+            b_mem = one(&kb.mem, p.n, &mut ks.ldb, &mut ks.batch_b, rb)?;
+        }
+        self.kernel.launch(cx, &a_mem, &b_mem, &ks, &bind, &bufs)?;
         if let (Some(own), Some(_held)) = (&self.workspace, &guard) {
             own.done
                 .record(stream)

@@ -11,4 +11,5 @@ pub(crate) mod paddle;
 pub(crate) mod runtime;
 pub(crate) mod sm80;
 pub(crate) mod sm90;
+pub(crate) mod stage;
 pub(crate) mod tree;

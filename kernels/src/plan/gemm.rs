@@ -101,6 +101,8 @@ impl Options {
                 epilogue_vectors: (false, false),
             },
             generated_epilogue: self.generated_epilogue,
+            // Decided by the planner from the problem (see `Plan::staged_k`).
+            stage_k: false,
         }
     }
 
@@ -352,14 +354,21 @@ fn hopper_refusal(problem: &GemmProblem, arch: Arch) -> Option<String> {
     if !Sm90Plan::supports(problem, arch) {
         return Some("the Hopper planner does not take this problem".to_string());
     }
-    if (problem.k * problem.input.bytes()) % 16 != 0 {
-        return Some(format!(
-            "K = {} makes rows of {} bytes; TMA addresses rows of a multiple of 16 bytes",
-            problem.k,
-            problem.k * problem.input.bytes()
-        ));
-    }
     None
+}
+
+/// Whether K makes rows of A and B (K-major) a length TMA cannot address: a tensor map's
+/// strides are multiples of 16 bytes.
+fn k_rows_unaligned(problem: &GemmProblem) -> bool {
+    (problem.k * problem.input.bytes()) % 16 != 0
+}
+
+/// Elements per staged row of A and B for a K that makes rows TMA cannot address: K rounded
+/// up to 128 bytes, the row of one k-tile the kernel loads, so that every such load is one
+/// aligned 128-byte segment.
+fn staged_row(problem: &GemmProblem) -> i64 {
+    let per = 128 / problem.input.bytes();
+    (problem.k + per - 1) / per * per
 }
 
 fn flip(m: Major) -> Major {
@@ -426,13 +435,24 @@ impl Plan {
                 "the schedule, cluster, TMA-store, stream-K, rasterization-group and grid options are the Hopper path's; the sm80-class path was forced",
             ));
         }
-        let path = spec.options.path_options();
+        let mut path = spec.options.path_options();
         let refusal = hopper_refusal(&problem, arch);
         let hopper_ok = refusal.is_none();
+        // Where K makes rows TMA cannot address, the Hopper path still runs, on copies of A
+        // and B with padded rows: the copy reads and writes each operand once more, while the
+        // sm80-class path (which reads such rows in place) runs at a fraction of the Hopper
+        // kernel's rate (docs/design/013-staged-operands.md).
+        path.stage_k = hopper_ok && !path.force_sm80 && k_rows_unaligned(&problem);
         let why_path = if path.force_sm80 {
             "sm80: forced (Options::sm80)".to_string()
         } else {
             match &refusal {
+                None if path.stage_k => format!(
+                    "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
+                    problem.k,
+                    problem.k * problem.input.bytes(),
+                    staged_row(&problem)
+                ),
                 None => {
                     "sm90: sm_90a, K-major 16-bit operands whose rows TMA can address".to_string()
                 }
@@ -603,9 +623,27 @@ impl Plan {
         }
     }
 
-    /// Bytes of device workspace a launch needs (the stream-K partial sums and flags; 0 when
-    /// the kernel never splits tiles).
+    /// Bytes of device workspace a launch needs: the stream-K partial sums and flags, then
+    /// the staged copies of A and B where [`Plan::staged_k`] says so; 0 when the kernel
+    /// neither splits tiles nor stages operands.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let plan = GemmSpec::linear(1000, 3000, 4095).plan(Arch::Sm90a, 132).unwrap();
+    /// // A (1000 rows) and B (3000 rows) staged in rows of 4096 bf16 elements.
+    /// assert!(plan.workspace_bytes() >= (1000 + 3000) * 4096 * 2);
+    /// ```
     pub fn workspace_bytes(&self) -> usize {
+        let (_, b, end) = self.workspace_regions();
+        if b.is_some() {
+            end
+        } else {
+            self.stream_k_bytes()
+        }
+    }
+
+    /// Bytes of the stream-K partial sums and flags (0 when the kernel never splits tiles).
+    pub(crate) fn stream_k_bytes(&self) -> usize {
         match self.sm90() {
             Some(p) if p.stream_k => {
                 let slots = (self.sms * p.consumers) as usize;
@@ -615,16 +653,52 @@ impl Plan {
         }
     }
 
+    /// Byte offsets in the workspace of the staged A and B (the kernel's operands) and the
+    /// end of the last region, each region 256-byte aligned after the stream-K part; `None`
+    /// offsets when nothing is staged.
+    pub(crate) fn workspace_regions(&self) -> (Option<usize>, Option<usize>, usize) {
+        let sk = self.stream_k_bytes();
+        let Some(ld) = self.staged_k() else {
+            return (None, None, sk);
+        };
+        let up = |x: usize| x.div_ceil(256) * 256;
+        let p = &self.problem;
+        let bytes = |rows: i64| (p.batch * rows * ld * p.input.bytes()) as usize;
+        let a = up(sk);
+        let b = up(a + bytes(p.m));
+        (Some(a), Some(b), b + bytes(p.n))
+    }
+
+    /// The row length (elements) of the copies of A and B a launch stages into the workspace
+    /// before the Hopper kernel reads them, where K makes rows TMA cannot address (a multiple
+    /// of 16 bytes); `None` when the kernel reads A and B in place.
+    ///
+    /// An operand the caller already gives with rows and batches on 16-byte multiples and a
+    /// 16-byte-aligned start is read in place even then.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let plan = |k| GemmSpec::linear(4096, 4096, k).plan(Arch::Sm90a, 132).unwrap();
+    /// assert_eq!(plan(4095).staged_k(), Some(4096));
+    /// assert_eq!(plan(4095).path(), "sm90");
+    /// assert_eq!(plan(4096).staged_k(), None);
+    /// ```
+    pub fn staged_k(&self) -> Option<i64> {
+        (self.path.stage_k && self.sm90().is_some()).then(|| staged_row(&self.problem))
+    }
+
     /// The plan in a few words, on the plan's SM count: `pp 128x128 s6` (ping-pong),
     /// `coop 128x256 s4 sk 68/2048 on 132` (cooperative, stream-K splitting 68 of 2048 tiles
-    /// over a grid of 132), `mma.sync 128x256x64 s3` (the sm80-class path).
+    /// over a grid of 132), `... staged` (A and B copied first, [`Plan::staged_k`]),
+    /// `mma.sync 128x256x64 s3` (the sm80-class path).
     ///
     /// ```
     /// use tessera_kernels::{Arch, GemmSpec};
     /// let plan = |m, n, k| GemmSpec::linear(m, n, k).plan(Arch::Sm90a, 132).unwrap().summary();
     /// assert_eq!(plan(8192, 8192, 8192), "coop 128x256 s4 sk 68/2048 on 132");
     /// assert_eq!(plan(16, 4096, 4096), "coop 64x128 s6 sk 32/32 on 132");
-    /// assert_eq!(plan(4095, 4095, 4095), "mma.sync 128x256x64 s3");
+    /// // K = 4095: A and B staged into rows TMA can address.
+    /// assert_eq!(plan(4095, 4095, 4095), "coop 128x256 s4 staged");
     /// ```
     pub fn summary(&self) -> String {
         match self.sm90() {
@@ -641,7 +715,12 @@ impl Plan {
                 } else {
                     String::new()
                 };
-                format!("{sched} {bm}x{bn} s{}{sk}", p.stages)
+                let staged = if self.staged_k().is_some() {
+                    " staged"
+                } else {
+                    ""
+                };
+                format!("{sched} {bm}x{bn} s{}{sk}{staged}", p.stages)
             }
             None => {
                 let (bm, bn, bk) = self.cta_tile();
@@ -797,6 +876,29 @@ impl Plan {
                     .map_err(tree_err)
             }
         }
+    }
+
+    /// Every CUDA program a launch of the plan runs, each exactly as NVRTC compiles it, with
+    /// its name: the staging copy where [`Plan::staged_k`] says so, then the GEMM.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let plan = |k| GemmSpec::linear(512, 512, k).plan(Arch::Sm90a, 132).unwrap();
+    /// assert_eq!(plan(512).sources().unwrap().len(), 1);
+    /// let staged = plan(147).sources().unwrap();
+    /// assert_eq!(staged[0].0, "tessera_stage_rows");
+    /// assert_eq!(staged[1].1, plan(147).source().unwrap());
+    /// ```
+    pub fn sources(&self) -> Result<Vec<(String, String)>> {
+        let mut v = Vec::new();
+        if self.staged_k().is_some() {
+            v.push((
+                crate::codegen::STAGE_ROWS_KERNEL.to_string(),
+                crate::codegen::stage_rows_source(),
+            ));
+        }
+        v.push((self.kernel_name(), self.source()?));
+        Ok(v)
     }
 
     /// Compiles the kernel with NVRTC to a CUBIN for the plan's target (no GPU needed).

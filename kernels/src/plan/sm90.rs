@@ -1194,6 +1194,9 @@ pub struct PathOptions {
     /// Compile a tree epilogue with the generated epilogue even where the flag-driven epilogue
     /// expresses it (`launch::tree::TreeFused`); for comparing the two.
     pub generated_epilogue: bool,
+    /// Take the Hopper path even where K makes rows TMA cannot address: the launch stages A
+    /// and B into padded rows first ([`crate::plan::gemm::Plan::staged_k`]).
+    pub stage_k: bool,
 }
 
 /// The plan of `problem` on the path `opts` asks for: [`choose_path`]'s choice planned with
@@ -1209,7 +1212,9 @@ pub fn plan_path(problem: &GemmProblem, arch: Arch, opts: PathOptions) -> Result
     };
     if opts.force_sm80 {
         sm80()
-    } else if Sm90Plan::supports(problem, arch) && (problem.k * problem.input.bytes()) % 16 == 0 {
+    } else if Sm90Plan::supports(problem, arch)
+        && (opts.stage_k || (problem.k * problem.input.bytes()) % 16 == 0)
+    {
         Sm90Plan::with_options(problem, opts.sm90).map(|p| GemmPath::Hopper(Box::new(p)))
     } else {
         sm80()

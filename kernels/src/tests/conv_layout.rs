@@ -211,11 +211,14 @@ fn the_gemm_is_k_major_and_takes_the_hopper_path_where_c_r_s_allows() {
         .bias_residual_relu();
     let plan = spec.plan(Arch::Sm90a, 132).unwrap();
     assert_eq!(plan.path(), "sm90");
-    // The stem: C·R·S = 147 elements per row, not a multiple of 16 bytes: the sm80-class path.
+    // The stem: C·R·S = 147 elements per row, not a multiple of 16 bytes: the gather writes
+    // rows of 192 and the GEMM stages only w, on the Hopper path.
     let stem = ConvSpec::new([32, 3, 224, 224], [64, 3, 7, 7])
         .stride(2, 2)
         .padding(3, 3, 3, 3);
-    assert_eq!(stem.plan(Arch::Sm90a, 132).unwrap().path(), "sm80");
+    let plan = stem.plan(Arch::Sm90a, 132).unwrap();
+    assert_eq!((plan.path(), plan.staged_k()), ("sm90", Some(192)));
+    assert_eq!(stem.workspace_bytes().unwrap(), 32 * 112 * 112 * 192 * 2);
     let text = stem.explain(Arch::Sm90a, 132).unwrap();
     for needle in [
         "L = ((112,112,32),(3,7,7)):((6,1344,150528),(1,3,672))",
@@ -357,8 +360,14 @@ fn the_gather_reads_the_layout_it_is_given() {
         .padding(1, 2, 0, 1)
         .dilation(2, 1);
     let im = Im2col::new(&spec.geometry().unwrap()).unwrap();
-    let a = GatherArgs::new(&im);
+    // K = 24·5·3 = 360 elements, 720 bytes: on the 16-byte grid, rows of K.
+    let k = spec.geometry().unwrap().gemm_k();
+    assert_eq!(crate::conv::im2col::gathered_row(k, 2), 360);
+    let a = GatherArgs::new(&im, 360);
     assert_eq!(a.vec_width(), 8);
+    // K = 3·3·3 = 27: rows padded to 64 elements (128 bytes), so the GEMM reads A in place.
+    assert_eq!(crate::conv::im2col::gathered_row(27, 2), 64);
+    assert_eq!(crate::conv::im2col::gathered_row(147, 2), 192);
     let b = GatherArgs::new(
         &Im2col::new(
             &ConvSpec::new([1, 3, 5, 5], [1, 3, 3, 3])
@@ -366,12 +375,13 @@ fn the_gather_reads_the_layout_it_is_given() {
                 .unwrap(),
         )
         .unwrap(),
+        64,
     );
     assert_eq!(b.vec_width(), 1);
     // Its strides are the layout's, field by field.
     assert_eq!(
         format!("{a:?}"),
-        "GatherArgs { q: 2, p: 4, n: 2, c: 24, s: 5, r: 3, sq: 72, sp: 336, sn: 1512, ss: 24, sr: 336, offset: -168, h: 9, w: 7, sh: 2, sw: 3, pt: 1, pl: 0, dh: 2, dw: 1 }"
+        "GatherArgs { q: 2, p: 4, n: 2, c: 24, s: 5, r: 3, sq: 72, sp: 336, sn: 1512, ss: 24, sr: 336, offset: -168, h: 9, w: 7, sh: 2, sw: 3, pt: 1, pl: 0, dh: 2, dw: 1, lda: 360 }"
     );
 }
 
@@ -404,7 +414,7 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
         );
     }
     // The size assert is live: a host mirror of another size fails to compile.
-    let skewed = src.replace("== 160", "== 168");
+    let skewed = src.replace("== 168", "== 176");
     assert_ne!(skewed, src);
     assert!(compile(&skewed, "tessera_conv_im2col", Arch::Sm80, false).is_err());
     // And the sources of a gather-path convolution are the gather, then the GEMM.

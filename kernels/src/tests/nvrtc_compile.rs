@@ -137,3 +137,26 @@ fn mma_peak_probe_compiles() {
         }
     }
 }
+
+#[test]
+fn the_staging_copy_compiles_for_sm80_and_sm90a() {
+    if let Err(e) = nvrtc_version() {
+        if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {
+            panic!("TESSERA_REQUIRE_NVRTC=1 but {e}");
+        }
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let src = crate::codegen::stage_rows_source();
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        let c = compile(&src, crate::codegen::STAGE_ROWS_KERNEL, arch, true)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.cubin.len() > 500);
+        assert!(c.log.contains("tessera_stage_rows"), "{}", c.log);
+        assert!(
+            !c.log.contains("bytes spill stores") || c.log.contains("0 bytes spill stores"),
+            "{}",
+            c.log
+        );
+    }
+}

@@ -337,3 +337,64 @@ fn index_expr_of_a_nested_layout() {
         "(t % 4) * 2 + (t / 4 % 2) + (t / 8) * 16"
     );
 }
+
+/// Where K makes rows TMA cannot address, the Hopper path stages A and B: the plan says so,
+/// its workspace holds both copies after stream-K's part (256-byte aligned, disjoint), and the
+/// paths that cannot stage keep the sm80-class kernel.
+#[test]
+fn unaligned_k_stages_a_and_b_on_the_hopper_path() {
+    use tessera_kernels::{GemmSpec, Options};
+    for (m, n, k, batch) in [
+        (4095, 4095, 4095, 1),
+        (16, 4096, 4095, 1),
+        (2048, 2048, 2500, 1),
+        (401408, 64, 147, 1),
+        (130, 90, 99, 3),
+        (7, 9, 1, 1),
+    ] {
+        let spec = GemmSpec::linear(m, n, k).batch(batch);
+        let plan = spec.plan(Arch::Sm90a, 132).expect("plan");
+        assert_eq!(plan.path(), "sm90", "{m}x{n}x{k}");
+        let ld = plan.staged_k().expect("staged");
+        assert!(ld >= k && ld % 64 == 0 && ld - k < 64, "{m}x{n}x{k}: {ld}");
+        assert!(plan.summary().ends_with(" staged"), "{}", plan.summary());
+        assert!(plan.to_string().contains("A and B staged"), "{plan}");
+        let (a, b, end) = plan.workspace_regions();
+        let (a, b) = (a.expect("A region"), b.expect("B region"));
+        let bytes = |rows: i64| (batch * rows * ld * 2) as usize;
+        // The kernel's A is M x K (D row-major: not transposed).
+        assert!(a % 256 == 0 && b % 256 == 0);
+        assert!(a + bytes(m) <= b && b + bytes(n) == end);
+        assert_eq!(plan.workspace_bytes(), end);
+        let srcs = plan.sources().expect("sources");
+        assert_eq!(srcs.len(), 2);
+        assert_eq!(srcs[0].0, "tessera_stage_rows");
+        // Forced onto the sm80-class path, or on a target without TMA: no staging.
+        let sm80 = spec
+            .clone()
+            .options(Options {
+                sm80: true,
+                ..Options::default()
+            })
+            .plan(Arch::Sm90a, 132)
+            .expect("plan");
+        assert_eq!((sm80.path(), sm80.staged_k()), ("sm80", None));
+        let ampere = spec.plan(Arch::Sm80, 108).expect("plan");
+        assert_eq!((ampere.path(), ampere.staged_k()), ("sm80", None));
+    }
+    // K on the 16-byte grid: read in place, nothing staged.
+    let plan = GemmSpec::linear(4096, 4096, 4000)
+        .plan(Arch::Sm90a, 132)
+        .expect("plan");
+    assert_eq!((plan.path(), plan.staged_k()), ("sm90", None));
+    assert_eq!(plan.workspace_regions().0, None);
+    // A column-major D: the kernel runs the transposed product, whose A is the given B.
+    let t = GemmSpec::linear(300, 200, 333)
+        .d(Major::Col)
+        .plan(Arch::Sm90a, 132)
+        .expect("plan");
+    let (a, b, end) = t.workspace_regions();
+    let ld = t.staged_k().expect("staged");
+    assert!(b.unwrap() - a.unwrap() >= (200 * ld * 2) as usize);
+    assert_eq!(end - b.unwrap(), (300 * ld * 2) as usize);
+}
