@@ -364,9 +364,19 @@ def left_inverse(x: Any) -> Any:
     return _call("left_inverse", x)
 
 
+def generalized_left_inverse(x: Layout) -> Layout:
+    """``R`` with ``x(R(x(i))) == x(i)`` for every index: CuTe's ``left_inverse`` on any
+    layout, picking one index of each offset where ``x`` is not injective.
+
+    >>> generalized_left_inverse(Layout((4, 3), (1, 0)))
+    Layout('4:1')
+    """
+    return _call("generalized_left_inverse", x)
+
+
 def logical_divide(layout: Any, tiler: Any) -> Any:
     """``(tile, rest)``: mode 0 walks the tile ``T``, mode 1 its repeats
-    (``R(i, j) == L(T(i) + C(j))`` with ``C = complement(T, shape(coalesce(L)))``).
+    (``R(i, j) == coalesce(L)(T(i) + C(j))`` with ``C = complement(T, shape(coalesce(L)))``).
 
     >>> logical_divide(Layout(6, 1), 2)
     Layout('(2,3):(1,2)')

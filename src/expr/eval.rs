@@ -305,7 +305,8 @@ impl Args {
 /// rather than text (the Python bindings), so they dispatch exactly as `tessera eval` does.
 ///
 /// Errors: a `name` that is not one of [`FUNCTIONS`] is an error of the operation `call`
-/// (not a syntax error: there is no text); otherwise the function's own errors.
+/// (not a syntax error: there is no text); otherwise the function's own errors, reported as
+/// errors of `name` whatever helper raised them, as `tessera eval` reports them.
 ///
 /// ```
 /// use tessera::expr::{call_function, Value};
@@ -314,6 +315,9 @@ impl Args {
 /// let r = call_function("composition", vec![l, b]).unwrap();
 /// assert_eq!(r.to_string(), "((2,2),3):((24,2),8)");
 /// assert!(call_function("no_such_function", vec![]).is_err());
+/// // The mode path is followed by `get`, but the error is the call's.
+/// let e = call_function("size", vec![Value::Layout("2:1".parse().unwrap()), Value::int(5)]);
+/// assert_eq!(e.unwrap_err().op(), "size");
 /// ```
 pub fn call_function(name: &str, args: Vec<Value>) -> Result<Value, Error> {
     let Some(&(known, _)) = FUNCTIONS.iter().find(|(f, _)| *f == name) else {
@@ -326,6 +330,7 @@ pub fn call_function(name: &str, args: Vec<Value>) -> Result<Value, Error> {
             vals: args,
         },
     )
+    .map_err(|e| e.relabel(known))
 }
 
 fn call(name: &'static str, a: Args) -> Result<Value, Error> {
