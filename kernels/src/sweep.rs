@@ -19,6 +19,11 @@ use std::fmt;
 
 use crate::plan::problem::DType;
 
+/// Bytes per second the H100's HBM3 moves in a device-to-device copy (about 3.0 TB/s of the
+/// 3.35 TB/s peak): the roofline the sweep reports a memory-bound row's GB/s against, and the
+/// one the planner's memory-bound rules assume.
+pub const COPY_ROOFLINE_BYTES_PER_S: f64 = crate::plan::policy::COPY_ROOFLINE_BYTES_PER_S;
+
 /// The class of a sweep shape: the way it departs from the benchmark's standard shapes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ShapeClass {

@@ -1030,7 +1030,7 @@ fn write_sweep_json(
     let doc = serde_json::json!({
         "device": rt.device_name(), "arch": rt.arch().to_string(), "sms": rt.sm_count(),
         "seed": cfg.seed, "rounds": cfg.rounds, "batch_ms": cfg.batch_ms,
-        "copy_roofline_gbs": tessera_kernels::plan::policy::COPY_ROOFLINE_BYTES_PER_S / 1e9,
+        "copy_roofline_gbs": tessera_kernels::sweep::COPY_ROOFLINE_BYTES_PER_S / 1e9,
         "done": done, "shapes": cfg.shapes.len(), "classes": classes, "overall": num(sum.overall),
         "worst": sum.worst.map(|i| rows[i].shape.to_string()),
         "below_095": sum.below_095, "off_hopper": sum.off_hopper,
@@ -1043,7 +1043,7 @@ fn write_sweep_json(
 /// The copy roofline in GB/s.
 #[cfg(feature = "cuda")]
 fn roofline_gbs() -> f64 {
-    tessera_kernels::plan::policy::COPY_ROOFLINE_BYTES_PER_S / 1e9
+    tessera_kernels::sweep::COPY_ROOFLINE_BYTES_PER_S / 1e9
 }
 
 /// The header of the sweep's table.

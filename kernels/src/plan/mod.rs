@@ -5,7 +5,7 @@
 //! computation on the layout algebra: no GPU is needed.
 
 pub(crate) mod gemm;
-pub mod policy;
+pub(crate) mod policy;
 pub(crate) mod problem;
 pub(crate) mod sm80;
 pub(crate) mod sm90;

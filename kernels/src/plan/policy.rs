@@ -19,13 +19,6 @@ use crate::plan::problem::{Activation, BiasMode, GemmProblem};
 const BK: i64 = super::sm90::BK;
 
 /// A planner's choice and why it was made.
-///
-/// ```
-/// use tessera_kernels::plan::policy::hopper_cluster;
-/// let d = hopper_cluster();
-/// assert_eq!(d.value, 1);
-/// assert!(d.why.contains("design 010"));
-/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision<T> {
     /// The choice.
@@ -102,12 +95,6 @@ pub const MEMORY_BOUND_BUSY_FRACTION: f64 = 0.5;
 
 /// FLOPs per byte of DRAM traffic of `p` when each operand crosses once: `2 M N K` over the
 /// bytes of A, B and D.
-///
-/// ```
-/// use tessera_kernels::plan::{policy::intensity, GemmProblem};
-/// // 2 x 4096³ FLOPs over three 32 MiB operands.
-/// assert!((intensity(&GemmProblem::new(4096, 4096, 4096)) - 4096.0 / 3.0).abs() < 1e-9);
-/// ```
 pub fn intensity(p: &GemmProblem) -> f64 {
     let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
     let bytes = p.input.bytes() as f64 * (m * k + n * k) + p.output.bytes() as f64 * m * n;
@@ -115,23 +102,13 @@ pub fn intensity(p: &GemmProblem) -> f64 {
 }
 
 /// Whether `p` is bound by memory traffic on an H100 ([`RIDGE_FLOP_PER_BYTE`]).
-///
-/// ```
-/// use tessera_kernels::plan::{policy::memory_bound, GemmProblem};
-/// assert!(memory_bound(&GemmProblem::new(16, 4096, 4096))); // a decode step
-/// assert!(!memory_bound(&GemmProblem::new(4096, 4096, 4096)));
-/// ```
 pub fn memory_bound(p: &GemmProblem) -> bool {
     intensity(p) < RIDGE_FLOP_PER_BYTE
 }
 
 /// The bytes `p` moves at least (each operand once, every batch): what the GB/s of a
 /// memory-bound row is counted on.
-///
-/// ```
-/// use tessera_kernels::plan::{policy::min_bytes, GemmProblem};
-/// assert_eq!(min_bytes(&GemmProblem::new(16, 4096, 4096)), 2.0 * (16.0 * 4096.0 * 2.0 + 4096.0 * 4096.0));
-/// ```
+#[cfg_attr(not(feature = "bench"), allow(dead_code))]
 pub fn min_bytes(p: &GemmProblem) -> f64 {
     let (m, n, k) = (p.m as f64, p.n as f64, p.k as f64);
     (p.input.bytes() as f64 * (m * k + n * k) + p.output.bytes() as f64 * m * n) * p.batch as f64
@@ -157,21 +134,6 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 ///
 /// The grid is counted on an H100 SXM's 132 SMs (the plan is made before the device is known;
 /// [`super::Sm90Plan::compiled_for`] fits stream-K to the device).
-///
-/// ```
-/// use tessera_kernels::plan::policy::hopper_tile;
-/// use tessera_kernels::plan::GemmProblem;
-/// assert_eq!(hopper_tile(&GemmProblem::new(16, 4096, 4096)).value, (64, 128));
-/// assert_eq!(hopper_tile(&GemmProblem::new(1024, 1024, 1024)).value, (128, 128));
-/// assert_eq!(hopper_tile(&GemmProblem::new(8192, 8192, 8192)).value, (128, 256));
-/// // 144 tiles of 128 x 256 are two waves, the second nearly empty, and 8 k-tiles are too
-/// // few to split it: 288 tiles of 128 x 128 in three waves take less time.
-/// assert_eq!(hopper_tile(&GemmProblem::new(2048, 2304, 512)).value, (128, 128));
-/// // N = 128: 128 x 256 computes half zeros.
-/// let mut batched = GemmProblem::new(2048, 128, 2048);
-/// batched.batch = 32;
-/// assert_eq!(hopper_tile(&batched).value, (128, 128));
-/// ```
 pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
     let sms = H100_SMS;
     if p.m <= 64 {
@@ -227,14 +189,6 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
 /// [`PINGPONG_MAX_K_TILES`] k-tiles; and inside the domain the rule was fitted on, M and N
 /// multiples of 128 and K of 64 (every tile whole): off it the cooperative schedule measured
 /// faster (docs/design/012-planner-rules.md).
-///
-/// ```
-/// use tessera_kernels::plan::policy::hopper_pingpong;
-/// use tessera_kernels::plan::GemmProblem;
-/// assert!(hopper_pingpong(&GemmProblem::new(4096, 4096, 4096)).value);
-/// assert!(!hopper_pingpong(&GemmProblem::new(8192, 8192, 8192)).value); // 128 k-tiles
-/// assert!(!hopper_pingpong(&GemmProblem::new(4000, 4000, 4000)).value); // edge tiles
-/// ```
 pub fn hopper_pingpong(p: &GemmProblem) -> Decision<bool> {
     let e = &p.epilogue;
     let k_tiles = ceil_div(p.k, BK);
@@ -275,13 +229,6 @@ pub fn hopper_pingpong(p: &GemmProblem) -> Decision<bool> {
 /// transcendental, no reduction) or stores a full aux and sums nothing: those cost less over
 /// the plain GEMM on ping-pong, a transcendental or a reduction more (measured on the six K =
 /// 4096 standard shapes, docs/design/009-schedule-choice.md).
-///
-/// ```
-/// use tessera_kernels::plan::policy::tree_pingpong;
-/// assert!(tree_pingpong(true, true, false).value);
-/// assert!(!tree_pingpong(true, false, false).value); // GELU_BIAS
-/// assert!(!tree_pingpong(false, true, false).value);
-/// ```
 pub fn tree_pingpong(plain_pingpong: bool, light: bool, full_aux: bool) -> Decision<bool> {
     match (plain_pingpong, light || full_aux) {
         (false, _) => Decision::new(false, "the plain GEMM of this problem is cooperative"),
@@ -298,11 +245,6 @@ pub fn tree_pingpong(plain_pingpong: bool, light: bool, full_aux: bool) -> Decis
 
 /// Pipeline stages of a Hopper plan when none is forced: as many as fit (`fit`), at most
 /// [`HOPPER_MAX_STAGES`].
-///
-/// ```
-/// use tessera_kernels::plan::policy::hopper_stages;
-/// assert_eq!((hopper_stages(4).value, hopper_stages(9).value), (4, 6));
-/// ```
 pub fn hopper_stages(fit: i64) -> Decision<i64> {
     Decision::new(
         fit.min(HOPPER_MAX_STAGES),
@@ -311,10 +253,6 @@ pub fn hopper_stages(fit: i64) -> Decision<i64> {
 }
 
 /// Tile rows per raster group of the Hopper plan when none is forced ([`GROUP_M`]).
-///
-/// ```
-/// assert_eq!(tessera_kernels::plan::policy::hopper_group_m().value, 8);
-/// ```
 pub fn hopper_group_m() -> Decision<i64> {
     Decision::new(
         GROUP_M,
@@ -325,10 +263,6 @@ pub fn hopper_group_m() -> Decision<i64> {
 /// CTAs per cluster of a Hopper plan when none is forced: 1. A pair sharing one operand by
 /// TMA multicast measured no gain (docs/design/010-cluster-pairs.md), and it rules out stream-K
 /// and ping-pong.
-///
-/// ```
-/// assert_eq!(tessera_kernels::plan::policy::hopper_cluster().value, 1);
-/// ```
 pub fn hopper_cluster() -> Decision<i64> {
     Decision::new(
         1,
@@ -339,12 +273,6 @@ pub fn hopper_cluster() -> Decision<i64> {
 /// Whether a Hopper plan may split tiles along K (stream-K) when it is not forced: with the
 /// cooperative schedule and no cluster (the kernel's parts need both); each launch then
 /// splits per [`stream_k_split`].
-///
-/// ```
-/// use tessera_kernels::plan::policy::hopper_stream_k;
-/// assert!(hopper_stream_k(true, 1).value);
-/// assert!(!hopper_stream_k(false, 1).value && !hopper_stream_k(true, 2).value);
-/// ```
 pub fn hopper_stream_k(cooperative: bool, cluster: i64) -> Decision<bool> {
     if cooperative && cluster == 1 {
         Decision::new(
@@ -372,18 +300,6 @@ pub fn hopper_stream_k(cooperative: bool, cluster: i64) -> Decision<bool> {
 ///
 /// and in both cases only when each CTA's share is at least [`STREAM_K_MIN_SHARE`] k-tiles
 /// and `grid r k_tiles` fits the kernel's 32-bit cut; else 0.
-///
-/// ```
-/// use tessera_kernels::plan::policy::stream_k_split;
-/// // 8192 x 14336 x 4096 in 128 x 256 tiles: 27 waves and 20 tiles, 54 k-tiles idle.
-/// assert_eq!(stream_k_split(3584, 132, 132, 64, 32, false).value, 20);
-/// // 4096³: the last wave 116 / 132 full leaves 7.8 k-tiles idle.
-/// assert_eq!(stream_k_split(512, 132, 132, 64, 32, false).value, 0);
-/// // 16 x 4096 x 4096 in 64 x 128 tiles: 32 tiles on 132 SMs, all split.
-/// assert_eq!(stream_k_split(32, 132, 132, 64, 32, true).value, 32);
-/// // Memory-bound, 86 of 132 SMs busy and 22 k-tiles idle: whole.
-/// assert_eq!(stream_k_split(86, 132, 132, 64, 32, true).value, 0);
-/// ```
 pub fn stream_k_split(
     total: i64,
     grid: i64,
@@ -443,15 +359,6 @@ pub fn stream_k_split(
 /// wave that [`stream_k_split`] splits: as many CTAs as give each at least
 /// [`STREAM_K_MIN_SHARE`] k-tiles, at most `max_ctas`; `None` when the wave is not split (one
 /// CTA a tile up to the cap), with the reason.
-///
-/// ```
-/// use tessera_kernels::plan::policy::single_wave_grid;
-/// // 64 x 1024 x 4096 in 64 x 128 tiles: 8 tiles of 64 k-tiles over 128 CTAs, 4 each.
-/// assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(128));
-/// assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(132));
-/// assert_eq!(single_wave_grid(200, 132, 64, 32, true).value, None); // more than a wave
-/// assert_eq!(single_wave_grid(2, 132, 3, 32, false).value, None); // 6 k-tiles in all
-/// ```
 pub fn single_wave_grid(
     total: i64,
     max_ctas: i64,
@@ -479,12 +386,6 @@ pub fn single_wave_grid(
 /// problem has as many such tiles as an H100 has SMs, else 128 x 128 x 64 (4 warps), twice
 /// the CTAs. (The sm80-class path is the fallback on sm_90a and the path of A100 / L4 / RTX
 /// cards; not tuned per card.)
-///
-/// ```
-/// use tessera_kernels::plan::{policy::sm80_tile, GemmProblem};
-/// assert_eq!(sm80_tile(&GemmProblem::new(8192, 8192, 8192)).value, (128, 256, 64));
-/// assert_eq!(sm80_tile(&GemmProblem::new(1000, 1000, 1000)).value, (128, 128, 64));
-/// ```
 pub fn sm80_tile(p: &GemmProblem) -> Decision<(i64, i64, i64)> {
     let big = tiles(p, 128, 256);
     if big >= H100_SMS {
@@ -505,11 +406,6 @@ pub fn sm80_tile(p: &GemmProblem) -> Decision<(i64, i64, i64)> {
 
 /// The sm80-class plan's stages when none is forced: as many as fit, at most
 /// [`SM80_MAX_STAGES`].
-///
-/// ```
-/// use tessera_kernels::plan::policy::sm80_stages;
-/// assert_eq!((sm80_stages(2).value, sm80_stages(5).value), (2, 3));
-/// ```
 pub fn sm80_stages(fit: i64) -> Decision<i64> {
     Decision::new(
         fit.min(SM80_MAX_STAGES),

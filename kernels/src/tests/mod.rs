@@ -12,6 +12,7 @@ mod epilogue_paddle;
 mod epilogue_text;
 mod nvrtc_compile;
 mod plan_props;
+mod policy_rules;
 mod reference_layout;
 mod sm90_layouts;
 mod sm90_nvrtc;

@@ -1,0 +1,158 @@
+//! The planner's tuned rules (`plan::policy`, crate-internal), each on the values its
+//! documentation states: the examples the rules' documentation gave, as unit tests.
+
+/// What [`crate::plan::policy::Decision`] decides, on the values its documentation states.
+#[test]
+fn decision_rule() {
+    use crate::plan::policy::hopper_cluster;
+    let d = hopper_cluster();
+    assert_eq!(d.value, 1);
+    assert!(d.why.contains("design 010"));
+}
+
+/// What [`crate::plan::policy::intensity`] decides, on the values its documentation states.
+#[test]
+fn intensity_rule() {
+    use crate::plan::{policy::intensity, GemmProblem};
+    // 2 x 4096³ FLOPs over three 32 MiB operands.
+    assert!((intensity(&GemmProblem::new(4096, 4096, 4096)) - 4096.0 / 3.0).abs() < 1e-9);
+}
+
+/// What [`crate::plan::policy::memory_bound`] decides, on the values its documentation states.
+#[test]
+fn memory_bound_rule() {
+    use crate::plan::{policy::memory_bound, GemmProblem};
+    assert!(memory_bound(&GemmProblem::new(16, 4096, 4096))); // a decode step
+    assert!(!memory_bound(&GemmProblem::new(4096, 4096, 4096)));
+}
+
+/// What [`crate::plan::policy::min_bytes`] decides, on the values its documentation states.
+#[test]
+fn min_bytes_rule() {
+    use crate::plan::{policy::min_bytes, GemmProblem};
+    assert_eq!(
+        min_bytes(&GemmProblem::new(16, 4096, 4096)),
+        2.0 * (16.0 * 4096.0 * 2.0 + 4096.0 * 4096.0)
+    );
+}
+
+/// What [`crate::plan::policy::hopper_tile`] decides, on the values its documentation states.
+#[test]
+fn hopper_tile_rule() {
+    use crate::plan::policy::hopper_tile;
+    use crate::plan::GemmProblem;
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(16, 4096, 4096)).value,
+        (64, 128)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1024, 1024, 1024)).value,
+        (128, 128)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(8192, 8192, 8192)).value,
+        (128, 256)
+    );
+    // 144 tiles of 128 x 256 are two waves, the second nearly empty, and 8 k-tiles are too
+    // few to split it: 288 tiles of 128 x 128 in three waves take less time.
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(2048, 2304, 512)).value,
+        (128, 128)
+    );
+    // N = 128: 128 x 256 computes half zeros.
+    let mut batched = GemmProblem::new(2048, 128, 2048);
+    batched.batch = 32;
+    assert_eq!(hopper_tile(&batched).value, (128, 128));
+}
+
+/// What [`crate::plan::policy::hopper_pingpong`] decides, on the values its documentation states.
+#[test]
+fn hopper_pingpong_rule() {
+    use crate::plan::policy::hopper_pingpong;
+    use crate::plan::GemmProblem;
+    assert!(hopper_pingpong(&GemmProblem::new(4096, 4096, 4096)).value);
+    assert!(!hopper_pingpong(&GemmProblem::new(8192, 8192, 8192)).value); // 128 k-tiles
+    assert!(!hopper_pingpong(&GemmProblem::new(4000, 4000, 4000)).value); // edge tiles
+}
+
+/// What [`crate::plan::policy::tree_pingpong`] decides, on the values its documentation states.
+#[test]
+fn tree_pingpong_rule() {
+    use crate::plan::policy::tree_pingpong;
+    assert!(tree_pingpong(true, true, false).value);
+    assert!(!tree_pingpong(true, false, false).value); // GELU_BIAS
+    assert!(!tree_pingpong(false, true, false).value);
+}
+
+/// What [`crate::plan::policy::hopper_stages`] decides, on the values its documentation states.
+#[test]
+fn hopper_stages_rule() {
+    use crate::plan::policy::hopper_stages;
+    assert_eq!((hopper_stages(4).value, hopper_stages(9).value), (4, 6));
+}
+
+/// What [`crate::plan::policy::hopper_group_m`] decides, on the values its documentation states.
+#[test]
+fn hopper_group_m_rule() {
+    assert_eq!(crate::plan::policy::hopper_group_m().value, 8);
+}
+
+/// What [`crate::plan::policy::hopper_cluster`] decides, on the values its documentation states.
+#[test]
+fn hopper_cluster_rule() {
+    assert_eq!(crate::plan::policy::hopper_cluster().value, 1);
+}
+
+/// What [`crate::plan::policy::hopper_stream_k`] decides, on the values its documentation states.
+#[test]
+fn hopper_stream_k_rule() {
+    use crate::plan::policy::hopper_stream_k;
+    assert!(hopper_stream_k(true, 1).value);
+    assert!(!hopper_stream_k(false, 1).value && !hopper_stream_k(true, 2).value);
+}
+
+/// What [`crate::plan::policy::stream_k_split`] decides, on the values its documentation states.
+#[test]
+fn stream_k_split_rule() {
+    use crate::plan::policy::stream_k_split;
+    // 8192 x 14336 x 4096 in 128 x 256 tiles: 27 waves and 20 tiles, 54 k-tiles idle.
+    assert_eq!(stream_k_split(3584, 132, 132, 64, 32, false).value, 20);
+    // 4096³: the last wave 116 / 132 full leaves 7.8 k-tiles idle.
+    assert_eq!(stream_k_split(512, 132, 132, 64, 32, false).value, 0);
+    // 16 x 4096 x 4096 in 64 x 128 tiles: 32 tiles on 132 SMs, all split.
+    assert_eq!(stream_k_split(32, 132, 132, 64, 32, true).value, 32);
+    // Memory-bound, 86 of 132 SMs busy and 22 k-tiles idle: whole.
+    assert_eq!(stream_k_split(86, 132, 132, 64, 32, true).value, 0);
+}
+
+/// What [`crate::plan::policy::single_wave_grid`] decides, on the values its documentation states.
+#[test]
+fn single_wave_grid_rule() {
+    use crate::plan::policy::single_wave_grid;
+    // 64 x 1024 x 4096 in 64 x 128 tiles: 8 tiles of 64 k-tiles over 128 CTAs, 4 each.
+    assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(128));
+    assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(132));
+    assert_eq!(single_wave_grid(200, 132, 64, 32, true).value, None); // more than a wave
+    assert_eq!(single_wave_grid(2, 132, 3, 32, false).value, None); // 6 k-tiles in all
+}
+
+/// What [`crate::plan::policy::sm80_tile`] decides, on the values its documentation states.
+#[test]
+fn sm80_tile_rule() {
+    use crate::plan::{policy::sm80_tile, GemmProblem};
+    assert_eq!(
+        sm80_tile(&GemmProblem::new(8192, 8192, 8192)).value,
+        (128, 256, 64)
+    );
+    assert_eq!(
+        sm80_tile(&GemmProblem::new(1000, 1000, 1000)).value,
+        (128, 128, 64)
+    );
+}
+
+/// What [`crate::plan::policy::sm80_stages`] decides, on the values its documentation states.
+#[test]
+fn sm80_stages_rule() {
+    use crate::plan::policy::sm80_stages;
+    assert_eq!((sm80_stages(2).value, sm80_stages(5).value), (2, 3));
+}
