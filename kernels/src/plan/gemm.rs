@@ -371,6 +371,62 @@ fn staged_row(problem: &GemmProblem) -> i64 {
     (problem.k + per - 1) / per * per
 }
 
+/// The path the plan takes (the options the planners get) and why, from the problem's
+/// capability rules and the forced options; forced options that contradict the path are
+/// errors naming them.
+fn choose_path(
+    spec: &GemmSpec,
+    problem: &GemmProblem,
+    arch: Arch,
+) -> Result<(PathOptions, String)> {
+    const OP: &str = "plan gemm";
+    if spec.options.sm80 && spec.options.hopper_given() {
+        return Err(KernelError::invalid(
+            OP,
+            "the schedule, cluster, TMA-store, stream-K, rasterization-group and grid options are the Hopper path's; the sm80-class path was forced",
+        ));
+    }
+    let mut path = spec.options.path_options();
+    let refusal = hopper_refusal(problem, arch);
+    let hopper_ok = refusal.is_none();
+    // Where K makes rows TMA cannot address, the Hopper path still runs, on copies of A
+    // and B with padded rows: the copy reads and writes each operand once more, while the
+    // sm80-class path (which reads such rows in place) runs at a fraction of the Hopper
+    // kernel's rate (docs/design/013-staged-operands.md).
+    path.stage_k = hopper_ok && !path.force_sm80 && k_rows_unaligned(problem);
+    let why_path = if path.force_sm80 {
+        "sm80: forced (Options::sm80)".to_string()
+    } else {
+        match &refusal {
+            None if path.stage_k => format!(
+                "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
+                problem.k,
+                problem.k * problem.input.bytes(),
+                staged_row(problem)
+            ),
+            None => {
+                "sm90: sm_90a, K-major 16-bit operands whose rows TMA can address".to_string()
+            }
+            Some(r) => format!("sm80: {r}"),
+        }
+    };
+    if let (true, Some((_, _, bk))) = (hopper_ok && !path.force_sm80, spec.options.tile) {
+        if bk != 64 {
+            return Err(KernelError::invalid(
+                OP,
+                format!("the Hopper tile's BK is 64, not {bk}"),
+            ));
+        }
+    }
+    if !hopper_ok && spec.options.hopper_given() && !path.force_sm80 {
+        return Err(KernelError::invalid(
+            OP,
+            format!("Hopper options were forced, but the problem takes the sm80-class path ({why_path})"),
+        ));
+    }
+    Ok((path, why_path))
+}
+
 fn flip(m: Major) -> Major {
     match m {
         Major::Row => Major::Col,
@@ -429,50 +485,7 @@ impl Plan {
         let mut binding = Binding::for_tree(&tree, m, n, spec.k, spec.batch, out);
         binding.alpha = spec.alpha;
         binding.beta = spec.beta;
-        if spec.options.sm80 && spec.options.hopper_given() {
-            return Err(KernelError::invalid(
-                OP,
-                "the schedule, cluster, TMA-store, stream-K, rasterization-group and grid options are the Hopper path's; the sm80-class path was forced",
-            ));
-        }
-        let mut path = spec.options.path_options();
-        let refusal = hopper_refusal(&problem, arch);
-        let hopper_ok = refusal.is_none();
-        // Where K makes rows TMA cannot address, the Hopper path still runs, on copies of A
-        // and B with padded rows: the copy reads and writes each operand once more, while the
-        // sm80-class path (which reads such rows in place) runs at a fraction of the Hopper
-        // kernel's rate (docs/design/013-staged-operands.md).
-        path.stage_k = hopper_ok && !path.force_sm80 && k_rows_unaligned(&problem);
-        let why_path = if path.force_sm80 {
-            "sm80: forced (Options::sm80)".to_string()
-        } else {
-            match &refusal {
-                None if path.stage_k => format!(
-                    "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
-                    problem.k,
-                    problem.k * problem.input.bytes(),
-                    staged_row(&problem)
-                ),
-                None => {
-                    "sm90: sm_90a, K-major 16-bit operands whose rows TMA can address".to_string()
-                }
-                Some(r) => format!("sm80: {r}"),
-            }
-        };
-        if let (true, Some((_, _, bk))) = (hopper_ok && !path.force_sm80, spec.options.tile) {
-            if bk != 64 {
-                return Err(KernelError::invalid(
-                    OP,
-                    format!("the Hopper tile's BK is 64, not {bk}"),
-                ));
-            }
-        }
-        if !hopper_ok && spec.options.hopper_given() && !path.force_sm80 {
-            return Err(KernelError::invalid(
-                OP,
-                format!("Hopper options were forced, but the problem takes the sm80-class path ({why_path})"),
-            ));
-        }
+        let (path, why_path) = choose_path(spec, &problem, arch)?;
         // The flag-driven epilogue where the tree amounts to one of its fusions, except where
         // the tree takes the ping-pong schedule on the Hopper path (there the generated
         // epilogue's placement of the vector loads is the cheaper one).
