@@ -720,9 +720,14 @@ impl fmt::Display for Expr {
             Expr::Leaf(l) => write!(f, "{l}"),
             Expr::Unary(UnaryOp::Neg, x) => {
                 f.write_str("-")?;
-                // `-(-x)` and `-(1.0)`: a bare `--x` or `-1.0` would read back differently.
-                let paren =
-                    prec(x) <= 4 || matches!(**x, Expr::Leaf(Leaf::Int(_) | Leaf::Const(_)));
+                // `-(1.0)` and `-(a + b)`: a bare `-1.0` would read back as a constant, and
+                // the minus binds tighter than a sum. A nested minus needs no parentheses
+                // (`--x` reads back as -(-x); `--(1.0)` keeps its inner literal's): each
+                // minus then costs the parser one level of nesting, not two, so every tree
+                // the parser accepts prints as text it accepts again.
+                let nested_neg = matches!(**x, Expr::Unary(UnaryOp::Neg, _));
+                let paren = (prec(x) <= 4 && !nested_neg)
+                    || matches!(**x, Expr::Leaf(Leaf::Int(_) | Leaf::Const(_)));
                 write_operand(f, x, paren)
             }
             Expr::Unary(op @ (UnaryOp::Clamp { lo, hi } | UnaryOp::DClamp { lo, hi }), x) => {

@@ -404,3 +404,20 @@ fn flag_epilogue_for_needs_the_output_type_and_a_full_aux() {
     let b = Binding::for_tree(&relu_aux, 256, 512, 64, 1, DType::Bf16);
     assert!(flag_epilogue_for(&relu_aux, &b, DType::Bf16).is_none());
 }
+
+/// A chain of minus signs prints with one level of nesting a sign, as it parses: every tree
+/// the parser accepts prints as text it accepts again, up to the nesting limit.
+#[test]
+fn nested_minus_signs_print_as_text_that_parses_back() {
+    for n in [2, 5, 40, 60] {
+        for inner in ["acc", "0", "1.5", "(acc + bias_col)", "relu(acc)"] {
+            let text = format!("{}{inner}", "-".repeat(n));
+            let t = parsed(&text);
+            let printed = t.to_string();
+            assert_eq!(parsed(&printed), t, "{text} printed as {printed}");
+        }
+    }
+    assert_eq!(parsed("--acc").to_string(), "--acc");
+    assert_eq!(parsed("-(-(1.5))").to_string(), "--(1.5)");
+    assert_eq!(parsed("-(acc + bias_col)").to_string(), "-(acc + bias_col)");
+}
