@@ -72,36 +72,37 @@ impl GatherArgs {
         }
     }
 
-    /// Channels each thread copies: the widest of 8, 4, 2, 1 dividing C (x and A are 16-byte
-    /// aligned, so every chunk is an aligned vector).
-    pub fn vec_width(&self) -> i64 {
-        [8, 4, 2, 1]
-            .into_iter()
-            .find(|v| self.c % v == 0)
-            .unwrap_or(1)
+    /// Whether the gather takes whole 16-byte chunks of A's rows (`tessera_conv_im2col_rows8`)
+    /// rather than 8 channels of a tap a thread: where C is not a multiple of 8.
+    pub fn by_rows(&self) -> bool {
+        self.c % 8 != 0
     }
 }
 
-/// The gather kernel's four entry points (1, 2, 4 and 8 channels per thread).
+/// The gather kernel's two entry points: 8 channels of a tap per thread, or 8 elements of a
+/// row per thread (C not a multiple of 8); one 16-byte store a thread either way.
 pub(crate) struct Gather {
-    funcs: [CudaFunction; 4],
+    taps8: CudaFunction,
+    rows8: CudaFunction,
 }
 
 impl Gather {
     /// Compiles (or finds in the context's cache) the kernel.
     pub fn new(rt: &Runtime) -> Result<Gather> {
         let src = gather_source();
-        let f = |v: i64| rt.function(&src, GATHER_KERNEL, &format!("{GATHER_KERNEL}_v{v}"), 0);
+        let f =
+            |entry: &str| rt.function(&src, GATHER_KERNEL, &format!("{GATHER_KERNEL}_{entry}"), 0);
         Ok(Gather {
-            funcs: [f(1)?, f(2)?, f(4)?, f(8)?],
+            taps8: f("v8")?,
+            rows8: f("rows8")?,
         })
     }
 
-    /// Queues the gather of A (at device address `a`, `M x K` elements) from x (at `x`) on
-    /// `stream`, with a grid of at most 32 CTAs per SM.
+    /// Queues the gather of A (at device address `a`, `M` rows `lda` elements apart) from x
+    /// (at `x`) on `stream`, with a grid of at most 32 CTAs per SM.
     ///
     /// # Safety
-    /// `x` must address x's `N·H·W·C` elements and `a` the `M x K` elements of A, both
+    /// `x` must address x's `N·H·W·C` elements and `a` the `M x lda` elements of A, both
     /// 16-byte aligned and valid on `stream` until the kernel has run.
     pub unsafe fn launch(
         &self,
@@ -111,9 +112,12 @@ impl Gather {
         a: u64,
         sms: i64,
     ) -> Result<()> {
-        let vec = args.vec_width();
-        let func = &self.funcs[vec.trailing_zeros() as usize];
-        let chunks = args.q * args.p * args.n * args.c * args.s * args.r / vec;
+        let k = args.c * args.s * args.r;
+        let (func, chunks) = if args.by_rows() {
+            (&self.rows8, args.q * args.p * args.n * ((k + 7) / 8))
+        } else {
+            (&self.taps8, args.q * args.p * args.n * k / 8)
+        };
         let blocks = ((chunks + 255) / 256).clamp(1, (32 * sms).max(1));
         let mut params = [param(&x), param(&a), param(args)];
         launch_kernel(
