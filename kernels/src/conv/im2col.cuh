@@ -9,9 +9,9 @@
 // m = (q,p,n) and k = (c,s,r) are split colexicographically, as the layout splits them.
 //
 // The kernels copy bits: bf16 and fp16 alike, and 0 is all-zero bits in both. Where C is a
-// multiple of 8, each thread copies 8 consecutive channels of one tap (x and A 16-byte
-// aligned, so a chunk never straddles two taps and every access is one aligned vector);
-// otherwise tessera_conv_im2col_rows8 below. Indices are 64-bit: x and A may hold more than
+// multiple of 8 (of 4), each thread copies 8 (4) consecutive channels of one tap (x and A
+// aligned to the vector, so a chunk never straddles two taps and every access is one aligned
+// vector); otherwise tessera_conv_im2col_rows8 below. Indices are 64-bit: x and A may hold more than
 // 2^31 elements. Grid-stride loops, any grid.
 
 struct tessera_conv_im2col_args {
@@ -27,6 +27,7 @@ struct tessera_conv_im2col_args {
 // The host's mirror (GatherArgs in kernel.rs) asserts the same size.
 static_assert(sizeof(tessera_conv_im2col_args) == 168, "the host passes 21 64-bit integers");
 
+struct alignas(8) tessera_u16x4 { unsigned short v[4]; };
 struct alignas(16) tessera_u16x8 { unsigned short v[8]; };
 
 template <typename T, int VEC>
@@ -59,12 +60,17 @@ __device__ __forceinline__ void tessera_conv_im2col_run(const unsigned short* __
 }
 
 extern "C" __global__ void __launch_bounds__(256)
+    tessera_conv_im2col_v4(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
+  tessera_conv_im2col_run<tessera_u16x4, 4>(x, a, g);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
     tessera_conv_im2col_v8(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
   tessera_conv_im2col_run<tessera_u16x8, 8>(x, a, g);
 }
 
-// Where C is not a multiple of 8 (the stem's 3, odd channel counts), a chunk of C channels is
-// narrower than a 16-byte store: there each thread writes 8 consecutive elements of one row
+// Where C is not a multiple of 4 (the stem's 3, odd channel counts), a tap's chunk would be
+// narrower than an 8-byte store: there each thread writes 8 consecutive elements of one row
 // of A as one aligned 16-byte store (lda is a multiple of 8 and A 16-byte aligned), gathering
 // them one by one across taps, with each element's predicate. The chunk past K is written
 // with zeros; it lies inside the row (lda >= K rounded up to 8) and is never read.

@@ -72,17 +72,22 @@ impl GatherArgs {
         }
     }
 
-    /// Whether the gather takes whole 16-byte chunks of A's rows (`tessera_conv_im2col_rows8`)
-    /// rather than 8 channels of a tap a thread: where C is not a multiple of 8.
-    pub fn by_rows(&self) -> bool {
-        self.c % 8 != 0
+    /// Channels of a tap a thread copies as one vector (8 or 4, the widest dividing C), or
+    /// `None` where the gather takes whole 16-byte chunks of A's rows instead
+    /// (`tessera_conv_im2col_rows8`): C not a multiple of 4, where a tap's chunk would be a
+    /// store narrower than 8 bytes. (Measured: rows of 8 ran 2.3-2.5x faster than one channel
+    /// a thread for C = 3 and 127, and 17-20% slower than 4 channels for C = 100 and 124;
+    /// docs/perf.md.)
+    pub fn tap_width(&self) -> Option<i64> {
+        [8, 4].into_iter().find(|v| self.c % v == 0)
     }
 }
 
-/// The gather kernel's two entry points: 8 channels of a tap per thread, or 8 elements of a
-/// row per thread (C not a multiple of 8); one 16-byte store a thread either way.
+/// The gather kernel's entry points: 8 or 4 channels of a tap per thread, or 8 elements of a
+/// row per thread ([`GatherArgs::tap_width`]).
 pub(crate) struct Gather {
     taps8: CudaFunction,
+    taps4: CudaFunction,
     rows8: CudaFunction,
 }
 
@@ -94,6 +99,7 @@ impl Gather {
             |entry: &str| rt.function(&src, GATHER_KERNEL, &format!("{GATHER_KERNEL}_{entry}"), 0);
         Ok(Gather {
             taps8: f("v8")?,
+            taps4: f("v4")?,
             rows8: f("rows8")?,
         })
     }
@@ -113,10 +119,11 @@ impl Gather {
         sms: i64,
     ) -> Result<()> {
         let k = args.c * args.s * args.r;
-        let (func, chunks) = if args.by_rows() {
-            (&self.rows8, args.q * args.p * args.n * ((k + 7) / 8))
-        } else {
-            (&self.taps8, args.q * args.p * args.n * k / 8)
+        let m = args.q * args.p * args.n;
+        let (func, chunks) = match args.tap_width() {
+            Some(8) => (&self.taps8, m * k / 8),
+            Some(_) => (&self.taps4, m * k / 4),
+            None => (&self.rows8, m * ((k + 7) / 8)),
         };
         let blocks = ((chunks + 255) / 256).clamp(1, (32 * sms).max(1));
         let mut params = [param(&x), param(&a), param(args)];

@@ -364,7 +364,7 @@ fn the_gather_reads_the_layout_it_is_given() {
     let k = spec.geometry().unwrap().gemm_k();
     assert_eq!(crate::conv::im2col::gathered_row(k, 2), 360);
     let a = GatherArgs::new(&im, 360);
-    assert!(!a.by_rows());
+    assert_eq!(a.tap_width(), Some(8));
     // K = 3·3·3 = 27: rows padded to 64 elements (128 bytes), so the GEMM reads A in place.
     assert_eq!(crate::conv::im2col::gathered_row(27, 2), 64);
     assert_eq!(crate::conv::im2col::gathered_row(147, 2), 192);
@@ -377,7 +377,7 @@ fn the_gather_reads_the_layout_it_is_given() {
         .unwrap(),
         64,
     );
-    assert!(b.by_rows());
+    assert_eq!(b.tap_width(), None);
     // Its strides are the layout's, field by field.
     assert_eq!(
         format!("{a:?}"),
@@ -400,7 +400,7 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
     for arch in [Arch::Sm80, Arch::Sm90a] {
         let c = compile(&src, "tessera_conv_im2col", arch, true).unwrap_or_else(|e| panic!("{e}"));
         assert!(c.cubin.len() > 1000);
-        for entry in ["v8", "rows8"] {
+        for entry in ["v8", "v4", "rows8"] {
             assert!(
                 c.log.contains(&format!("tessera_conv_im2col_{entry}")),
                 "{}",
