@@ -50,7 +50,7 @@ status=0
 if [ "${TESTS:-1}" != 0 ]; then
   echo "== GPU tests"
   "$PY" -m pytest -p no:cacheprovider -rs -q --durations=10 --junitxml="$OUT/tests.xml" \
-    python/tests/test_ops_torch.py python/tests/test_ops_intake.py || status=1
+    python/tests/test_ops_torch.py python/tests/test_ops_intake.py python/tests/test_ops_conv.py || status=1
 fi
 
 if [ "${ALL:-0}" = 1 ]; then

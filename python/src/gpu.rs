@@ -21,8 +21,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use tessera::kernels::{
-    Context, DType, FusedGemmEpilogue, FusedGemmEpilogueGrad, Gemm, GemmSpec, KernelError, Major,
-    Operands, PaddleActivation, Tensor, TensorMut,
+    Context, Conv2d, DType, FusedGemmEpilogue, FusedGemmEpilogueGrad, Gemm, GemmSpec, KernelError,
+    Major, Operands, PaddleActivation, Tensor, TensorMut,
 };
 use tessera::layout::{IntTuple, Layout};
 
@@ -40,6 +40,7 @@ const PADDLE_NAMES: Names = &[
     ("aux", "reserve_space"),
 ];
 const PADDLE_GRAD_NAMES: Names = &[("aux_in", "reserve_space"), ("sum_k_b", "bias_grad")];
+const CONV_NAMES: Names = &[("bias_col", "bias"), ("D", "out"), ("y", "out")];
 
 fn py_name(names: Names, operand: &str) -> String {
     names
@@ -557,6 +558,102 @@ impl PyFusedGemmEpilogueGrad {
                 )
             })
             .or_kernel(py, PADDLE_GRAD_NAMES)
+        })
+    }
+}
+
+/// A convolution with its epilogue planned and compiled for one device: `Conv2d` of the
+/// library (channels-last tensors given by logical sizes and strides; its workspace owned).
+#[pyclass(frozen, name = "Conv2d", module = "tessera._tessera")]
+pub(crate) struct PyConv2d {
+    conv: Conv2d,
+    ctx: Context,
+}
+
+#[pymethods]
+impl PyConv2d {
+    #[new]
+    #[pyo3(signature = (device, x, w, *, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1),
+        dtype="bf16", out_dtype=None, epilogue="acc", alpha=1.0, beta=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        device: usize,
+        x: [i64; 4],
+        w: [i64; 4],
+        stride: (i64, i64),
+        padding: (i64, i64, i64, i64),
+        dilation: (i64, i64),
+        dtype: &str,
+        out_dtype: Option<&str>,
+        epilogue: &str,
+        alpha: f32,
+        beta: f32,
+    ) -> PyResult<PyConv2d> {
+        const OP: &str = "conv2d";
+        guard(py, OP, || {
+            let mut spec = crate::conv::spec(OP, (x, w, stride, padding, dilation), epilogue)?
+                .dtype(self::dtype(OP, "dtype", dtype)?)
+                .alpha(alpha)
+                .beta(beta);
+            if let Some(o) = out_dtype {
+                spec = spec.out_dtype(self::dtype(OP, "out_dtype", o)?);
+            }
+            let ctx = context(py, device)?;
+            let conv = py
+                .detach(|| Conv2d::new(&ctx, &spec))
+                .or_kernel(py, CONV_NAMES)?;
+            Ok(PyConv2d { conv, ctx })
+        })
+    }
+
+    /// `"gemm"` (the GEMM reads x directly) or `"im2col+gemm"`.
+    #[getter]
+    fn path(&self) -> &'static str {
+        self.conv.path()
+    }
+
+    /// The GEMM's plan, its decisions with their reasons.
+    #[getter]
+    fn plan(&self) -> String {
+        self.conv.plan().to_string()
+    }
+
+    /// Queues `y = epilogue(conv2d(x, w))` on the stream `stream` (a raw `CUstream`).
+    #[pyo3(signature = (stream, x, w, y, *, bias=None, residual=None, c=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        py: Python<'_>,
+        stream: usize,
+        x: &Bound<'_, PyAny>,
+        w: &Bound<'_, PyAny>,
+        y: &Bound<'_, PyAny>,
+        bias: Option<&Bound<'_, PyAny>>,
+        residual: Option<&Bound<'_, PyAny>>,
+        c: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        const OP: &str = "conv2d";
+        guard(py, OP, || {
+            let (x, w, y) = (raw(OP, "x", x)?, raw(OP, "w", w)?, raw(OP, "out", y)?);
+            let bias = opt_raw(OP, "bias", bias)?;
+            let residual = opt_raw(OP, "residual", residual)?;
+            let c = opt_raw(OP, "c", c)?;
+            let s = borrowed_stream!(self.ctx, stream);
+            py.detach(|| {
+                let mut ops = Operands::new();
+                if let Some(t) = &bias {
+                    ops = ops.bias_col(t.input());
+                }
+                if let Some(t) = &residual {
+                    ops = ops.residual(t.input());
+                }
+                if let Some(t) = &c {
+                    ops = ops.c(t.input());
+                }
+                self.conv.launch(&s, x.input(), w.input(), y.output(), ops)
+            })
+            .or_kernel(py, CONV_NAMES)
         })
     }
 }

@@ -17,6 +17,7 @@
 use pyo3::prelude::*;
 
 mod calls;
+mod conv;
 mod convert;
 mod epilogue;
 mod errors;
@@ -43,11 +44,14 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calls::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(epilogue::describe_epilogue, m)?)?;
     m.add_function(wrap_pyfunction!(epilogue::evaluate_epilogue, m)?)?;
+    m.add_function(wrap_pyfunction!(conv::conv_describe, m)?)?;
+    m.add_function(wrap_pyfunction!(conv::conv_check_layout, m)?)?;
     #[cfg(feature = "cuda")]
     {
         m.add_class::<gpu::PyGemm>()?;
         m.add_class::<gpu::PyFusedGemmEpilogue>()?;
         m.add_class::<gpu::PyFusedGemmEpilogueGrad>()?;
+        m.add_class::<gpu::PyConv2d>()?;
     }
     m.add("CUDA", cfg!(feature = "cuda"))?;
     m.add("FUNCTIONS", calls::functions())?;

@@ -164,6 +164,15 @@ class F2Map:
 
 # The epilogue language (no GPU needed).
 def describe_epilogue(text: str) -> Dict[str, Any]: ...
+def conv_describe(
+    x: List[int], w: List[int], stride: Tuple[int, int], padding: Tuple[int, int, int, int],
+    dilation: Tuple[int, int], epilogue: str,
+) -> Dict[str, Any]: ...
+def conv_check_layout(
+    x: List[int], w: List[int], stride: Tuple[int, int], padding: Tuple[int, int, int, int],
+    dilation: Tuple[int, int], tensor: str, shape: List[int], strides: List[int],
+    name: Optional[str] = None,
+) -> None: ...
 def evaluate_epilogue(
     text: str, m: int, n: int, batch: int, k: int, alpha: float, beta: float, acc: List[float],
     *, c: Optional[List[float]] = None, residual: Optional[List[float]] = None,
@@ -228,4 +237,23 @@ class FusedGemmEpilogueGrad:
         self, stream: int, dout: _Operand, x: _Operand, y: _Operand,
         reserve_space: Optional[_Operand] = None, x_grad: Optional[_Operand] = None,
         y_grad: Optional[_Operand] = None, bias_grad: Optional[_Operand] = None,
+    ) -> None: ...
+
+@final
+class Conv2d:
+    """A convolution of channels-last tensors with its epilogue, planned and compiled for one
+    device (the library's `Conv2d`)."""
+
+    path: str
+    plan: str
+    def __init__(
+        self, device: int, x: List[int], w: List[int], *, stride: Tuple[int, int] = (1, 1),
+        padding: Tuple[int, int, int, int] = (0, 0, 0, 0), dilation: Tuple[int, int] = (1, 1),
+        dtype: str = "bf16", out_dtype: Optional[str] = None, epilogue: str = "acc",
+        alpha: float = 1.0, beta: float = 0.0,
+    ) -> None: ...
+    def launch(
+        self, stream: int, x: _Operand, w: _Operand, y: _Operand, *,
+        bias: Optional[_Operand] = None, residual: Optional[_Operand] = None,
+        c: Optional[_Operand] = None,
     ) -> None: ...

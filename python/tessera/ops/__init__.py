@@ -5,9 +5,11 @@
   and the outputs the epilogue writes (aux, bias gradients, operand sums);
 - :func:`linear`: nn.Linear with a fused activation, differentiable (``torch.autograd``);
 - :func:`fused_gemm_epilogue` and :func:`fused_gemm_epilogue_grad`: PaddlePaddle's operators,
-  with its reserve space.
+  with its reserve space;
+- :func:`conv2d`: a convolution of channels-last tensors with a fused epilogue (the ResNet
+  block ``relu(conv + bias + residual)`` and its other order), every stride checked.
 
-Each is also a ``torch.library`` custom op (``torch.ops.tessera.gemm``, ...) with a fake
+The GEMM ops are also ``torch.library`` custom ops (``torch.ops.tessera.gemm``, ...) with a fake
 implementation, so a ``torch.compile``\\ d model traces them without a graph break. Tensors
 go to the kernels by device pointer, shape and strides, with no copy, on PyTorch's current
 stream, with no synchronisation; every stride is checked (by the kernels' library), and a
@@ -22,6 +24,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Optional
 
+from ._conv import conv2d
 from ._tensor import DTYPE_BYTES, TensorArg, same_device, tensor_arg
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "linear",
     "fused_gemm_epilogue",
     "fused_gemm_epilogue_grad",
+    "conv2d",
     "describe_epilogue",
     "cuda_available",
     "TensorArg",
