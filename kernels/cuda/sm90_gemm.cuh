@@ -432,6 +432,27 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
 }
 #endif
 
+// A's box of k-tile kt of M-tile tm (batch b) into shared memory at dst. With
+// TESSERA_SM90_IM2COL, A is a convolution's im2col matrix read from x itself: k-tile kt is
+// 64 channels of tap (r, s) (k = (c, s, r), c fastest), and the tile's rows are the output
+// pixels from m0 = tm kBM on (q fastest), whose window corners the tensor map walks.
+__device__ __forceinline__ void tessera_sm90_load_a(unsigned dst, const TesseraTmaMap* map,
+                                                    unsigned bar, int kt, int tm, int b) {
+#ifdef TESSERA_SM90_IM2COL
+  static_assert(kCluster == 1 && !kStreamK, "the im2col load: one CTA a tile, whole tiles");
+  const int cb = kt % kConvCBlocks, tap = kt / kConvCBlocks;
+  const int s = tap % kConvS, r = tap / kConvS;
+  const int m0 = tm * kBM;
+  const int q = m0 % kConvQ, pn = m0 / kConvQ;
+  const int p = pn % kConvP, n = pn / kConvP;
+  (void)b;
+  tessera_tma_load_im2col_4d(dst, map, bar, cb * kBK, q * kConvSw - kConvPl, p * kConvSh - kConvPt,
+                             n, (unsigned short)(s * kConvDw), (unsigned short)(r * kConvDh));
+#else
+  tessera_tma_load_3d(dst, map, bar, kt * kBK, tm * kBM, b);
+#endif
+}
+
 // The producer thread of a CTA without a cluster: the CTA's whole tiles blockIdx.x,
 // blockIdx.x + gridDim.x, ... in order, every k-tile of each, then (stream-K) the parts of its
 // run, into consecutive stages of the ring.
@@ -465,7 +486,7 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
       tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
       TESSERA_TL(kt == 0, 0, local, 1);
       tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
-      tessera_tma_load_3d(smem_a + stage * kStageBytesA, &tma_a, full, kt * kBK, tm * kBM, b);
+      tessera_sm90_load_a(smem_a + stage * kStageBytesA, &tma_a, full, kt, tm, b);
       tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
       TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
       if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);

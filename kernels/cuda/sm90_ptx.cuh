@@ -61,6 +61,22 @@ __device__ __forceinline__ void tessera_tma_load_3d(unsigned dst, const TesseraT
       : "memory");
 }
 
+// One TMA box of a 4-D im2col tensor map over a channels-last x, coordinates innermost first
+// {c, w, h, n}: the channels from c of the pixels the map walks from the window corner (w, h)
+// of image n, each at the filter tap's offset (off_w, off_h) from its corner. Taps in the
+// padding are written as zeros and still counted.
+__device__ __forceinline__ void tessera_tma_load_im2col_4d(unsigned dst, const TesseraTmaMap* map,
+                                                           unsigned bar, int c, int w, int h, int n,
+                                                           unsigned short off_w,
+                                                           unsigned short off_h) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n),
+      "h"(off_w), "h"(off_h)
+      : "memory");
+}
+
 // The TMA-store epilogue. A bulk tensor store of the box at shared-memory address `src` to
 // coordinates {c0, c1, c2} of the map (TMA drops the elements outside the tensor), grouped
 // per thread by commit; wait_group.read N returns once at most N groups may still read their

@@ -136,19 +136,19 @@ fn named() -> Vec<(&'static str, &'static str, ConvSpec)> {
         ),
         (
             "1x1 stride 2",
-            "im2col+gemm",
+            "implicit gemm",
             c([2, 64, 14, 14], [128, 64, 1, 1]).stride(2, 2),
         ),
         (
             "3x3 pad 1, ReLU after the residual add",
-            "im2col+gemm",
+            "implicit gemm",
             c([2, 64, 28, 28], [64, 64, 3, 3])
                 .padding(1, 1, 1, 1)
                 .bias_residual_relu(),
         ),
         (
             "3x3 pad 1, residual added after the ReLU",
-            "im2col+gemm",
+            "implicit gemm",
             c([2, 64, 28, 28], [64, 64, 3, 3])
                 .padding(1, 1, 1, 1)
                 .bias_relu_residual(),
@@ -216,6 +216,45 @@ fn named_cases_on_both_paths() {
         let conv = Conv2d::new(&ctx, &spec).expect("conv");
         assert_eq!(conv.path(), path, "{what}");
         run(&ctx, what, &ConvCase::new(spec));
+    }
+}
+
+/// The implicit GEMM (A loaded from x by TMA's im2col mode, C a multiple of 64) over the
+/// geometry it must get right: strides (2,2) and (2,3), asymmetric padding, dilation, R != S,
+/// a window wider than the padded input's edge, P or Q of 1, M and N off the tiles, both
+/// residual orders, fp16 into fp32, a batch of 1.
+#[test]
+fn the_implicit_gemm_over_strides_padding_and_dilation() {
+    let Some(ctx) = gpu("the_implicit_gemm_over_strides_padding_and_dilation") else {
+        return;
+    };
+    let c = |x: [i64; 4], f: [i64; 4]| ConvSpec::new(x, f);
+    let cases = [
+        c([2, 128, 15, 15], [96, 128, 3, 3])
+            .stride(2, 2)
+            .padding(1, 1, 1, 1),
+        c([3, 64, 13, 11], [100, 64, 3, 5])
+            .stride(2, 3)
+            .padding(1, 2, 0, 1)
+            .dilation(2, 1)
+            .bias_residual_relu(),
+        c([1, 64, 9, 9], [64, 64, 7, 7])
+            .padding(3, 3, 3, 3)
+            .bias_relu_residual(),
+        c([2, 192, 7, 1], [40, 192, 3, 1]).padding(1, 1, 0, 0),
+        c([5, 64, 6, 7], [72, 64, 2, 2]).stride(2, 2),
+        c([2, 64, 10, 10], [64, 64, 3, 3])
+            .padding(1, 1, 1, 1)
+            .dtype(DType::F16)
+            .out_dtype(DType::F32)
+            .epilogue("gelu(acc + bias_col)")
+            .expect("epilogue"),
+    ];
+    for spec in cases {
+        let conv = Conv2d::new(&ctx, &spec).expect("conv");
+        assert_eq!(conv.path(), "implicit gemm", "{spec}");
+        assert_eq!(conv.workspace_bytes(), 0, "{spec}");
+        run(&ctx, "implicit gemm", &ConvCase::new(spec));
     }
 }
 

@@ -107,6 +107,24 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     );
     write_operands(&mut s, plan);
     let _ = writeln!(s, "#define TESSERA_SM90_CLUSTER {}", plan.cluster);
+    if let Some(g) = &plan.im2col {
+        // A from a convolution's input by TMA's im2col mode (the producer's tessera_sm90_load_a).
+        let (r, s_) = g.rs;
+        let (p, q) = g.pq;
+        let (sh, sw) = g.stride;
+        let (pt, _, pl, _) = g.pad;
+        let (dh, dw) = g.dil;
+        let _ = writeln!(s, "#define TESSERA_SM90_IM2COL 1");
+        let _ = writeln!(
+            s,
+            "constexpr int kConvCBlocks = {}, kConvS = {s_}, kConvR = {r}, kConvP = {p}, kConvQ = {q}; // k-tiles a tap, the filter, the output",
+            g.x[1] / bk
+        );
+        let _ = writeln!(
+            s,
+            "constexpr int kConvSh = {sh}, kConvSw = {sw}, kConvPt = {pt}, kConvPl = {pl}, kConvDh = {dh}, kConvDw = {dw}; // stride, padding, dilation"
+        );
+    }
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
     let _ = writeln!(
         s,

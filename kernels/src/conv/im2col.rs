@@ -23,6 +23,7 @@ use crate::arch::Arch;
 use crate::conv::spec::{ConvSpec, Geometry};
 use crate::error::{KernelError, Result};
 use crate::plan::gemm::{GemmSpec, Plan};
+use crate::plan::Im2colTma;
 
 /// The im2col gather kernel's entry points, one per vector width (elements per thread).
 pub(crate) const GATHER_KERNEL: &str = "tessera_conv_im2col";
@@ -203,6 +204,19 @@ impl Im2col {
 /// workspace is the im2col copy alone).
 pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<GemmSpec> {
     let gs = spec.gemm()?;
+    if let Some(t) = implicit_tma(spec, arch)? {
+        // The implicit GEMM: the Hopper kernel loads A from x by TMA's im2col mode, whole
+        // tiles, one CTA a tile. Where the planner cannot take it after all, the gather path.
+        let mut o = spec.options;
+        o.stream_k = Some(false);
+        let mut implicit = gs.clone().options(o);
+        implicit.im2col = Some(t);
+        if let Ok(p) = implicit.plan(arch, sms) {
+            if p.problem_im2col().is_some() {
+                return Ok(implicit);
+            }
+        }
+    }
     let plan = gs.plan(arch, sms)?;
     if plan.stream_k_bytes() == 0 {
         return Ok(gs);
@@ -216,6 +230,34 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
     let mut o = spec.options;
     o.stream_k = Some(false);
     Ok(gs.options(o))
+}
+
+/// The im2col geometry of TMA's load of A from x where the implicit GEMM can run the
+/// convolution (sm_90a, a layer the gather path would take, C a multiple of 64, the
+/// tensor map's limits, no operand sums over K, no cluster or forced path), else `None`: then
+/// the gather path.
+pub(crate) fn implicit_tma(spec: &ConvSpec, arch: Arch) -> Result<Option<Im2colTma>> {
+    let g = spec.geometry()?;
+    let o = &spec.options;
+    if arch != Arch::Sm90a
+        || Im2col::new(&g)?.path() != ConvPath::Gather
+        || o.sm80
+        || o.cluster.is_some()
+        || o.stream_k == Some(true)
+        || !spec.tree().sum_k.is_empty()
+        || g.gemm_m() >= i32::MAX as i64 - 256
+    {
+        return Ok(None);
+    }
+    let t = Im2colTma {
+        x: [g.n, g.c, g.h, g.w],
+        rs: (g.r, g.s),
+        pq: (g.p, g.q),
+        stride: g.stride,
+        pad: g.pad,
+        dil: g.dil,
+    };
+    Ok(t.refusal().is_none().then_some(t))
 }
 
 /// Elements per row of the gathered A: K where its rows are on TMA's 16-byte grid, else K
@@ -324,6 +366,14 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
             let _ = writeln!(w, "  path         gemm: {why}");
             let _ = writeln!(w, "  workspace    0 bytes");
         }
+        ConvPath::Gather if plan.problem_im2col().is_some() => {
+            let _ = writeln!(w, "  path         implicit gemm: {why}");
+            let _ = writeln!(
+                w,
+                "               the Hopper kernel loads A straight from x with TMA's im2col mode: a k-tile is 64 channels of one tap, a tile's rows the output pixels the tensor map walks (padding read as zeros); no copy of A"
+            );
+            let _ = writeln!(w, "  workspace    0 bytes");
+        }
         ConvPath::Gather => {
             let bytes = spec.workspace_bytes()?;
             let _ = writeln!(w, "  path         im2col + gemm: {why}");
@@ -341,7 +391,12 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
             );
         }
     }
-    if plan.spec().forced().stream_k == Some(false) && spec.options.stream_k.is_none() {
+    if plan.problem_im2col().is_some() && spec.options.stream_k.is_none() {
+        let _ = writeln!(
+            w,
+            "  stream-K     off: the im2col load runs whole tiles, one CTA a tile"
+        );
+    } else if plan.spec().forced().stream_k == Some(false) && spec.options.stream_k.is_none() {
         let _ = writeln!(
             w,
             "  stream-K     off: its partial sums would need a second workspace"

@@ -75,6 +75,8 @@ pub struct Conv2d {
     gather: Option<(Gather, GatherArgs)>,
     workspace_bytes: usize,
     own: Option<OwnWorkspace>,
+    /// The GEMM loads A from x by TMA's im2col mode (the implicit GEMM).
+    implicit: bool,
 }
 
 const _: fn() = || {
@@ -239,8 +241,12 @@ impl Conv2d {
             0,
             "the conv's GEMM takes no stream-K"
         );
-        let workspace_bytes = spec.workspace_bytes()?;
+        // The implicit GEMM (A loaded from x by TMA's im2col mode) needs no gather and no
+        // workspace.
+        let implicit = gemm.plan().problem_im2col().is_some();
+        let workspace_bytes = if implicit { 0 } else { spec.workspace_bytes()? };
         let gather = match path {
+            _ if implicit => None,
             ConvPath::Gather => {
                 let lda = gathered_row(g.gemm_k(), spec.input().bytes());
                 Some((Gather::new(rt)?, GatherArgs::new(&im2col, lda)))
@@ -276,6 +282,7 @@ impl Conv2d {
             gather,
             workspace_bytes,
             own,
+            implicit,
         })
     }
 
@@ -289,9 +296,13 @@ impl Conv2d {
         self.gemm.plan()
     }
 
-    /// `"gemm"` (the GEMM reads x directly) or `"im2col+gemm"` (a gather into the workspace,
-    /// then the GEMM).
+    /// `"gemm"` (the GEMM reads x directly as a matrix), `"implicit gemm"` (the GEMM loads
+    /// A from x by TMA's im2col mode) or `"im2col+gemm"` (a gather into the workspace, then
+    /// the GEMM).
     pub fn path(&self) -> &'static str {
+        if self.implicit {
+            return "implicit gemm";
+        }
         match self.path {
             ConvPath::Direct { .. } => "gemm",
             ConvPath::Gather => "im2col+gemm",
@@ -352,6 +363,11 @@ impl Conv2d {
         no_output_overlaps(&spans)?;
         let (w2, y2) = self.gemm_view(w, y, &mut ops);
         let r = match (self.path, ws_ptr) {
+            // The implicit GEMM: x itself is A, read through the im2col tensor map.
+            _ if self.implicit => self
+                .gemm
+                .launch(stream, x.clone(), w2, y2, ops)
+                .map_err(|e| in_conv_terms(e, true)),
             (ConvPath::Direct { lda }, _) => {
                 let (m, k) = (self.im2col.g.gemm_m(), self.im2col.g.gemm_k());
                 let x2 = x.clone().with_layout(mat(m, k, lda, 1));
@@ -437,6 +453,8 @@ impl Conv2d {
     ) -> Result<(Option<u64>, Option<SyncOnDrop<'s>>)> {
         let need = self.workspace_bytes;
         let (p, g) = match (self.path, user, &self.own) {
+            // No gather: a workspace passed is not used.
+            _ if self.implicit => return Ok((None, None)),
             (ConvPath::Direct { .. }, _, _) => return Ok((None, None)),
             (ConvPath::Gather, Some(buf), _) => {
                 if buf.len() < need {

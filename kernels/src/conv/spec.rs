@@ -498,12 +498,16 @@ impl ConvSpec {
     }
 
     /// The complete CUDA sources the convolution compiles on `arch`, each exactly as NVRTC
-    /// compiles it, with the kernel's name: the im2col gather (gather path only), then the
+    /// compiles it, with the kernel's name: the im2col gather (gather path, not the implicit
+    /// GEMM), then the
     /// GEMM's ([`crate::Plan::sources`]: its staging copy, if any, and its kernel).
     pub fn sources(&self, arch: Arch, sms: i64) -> Result<Vec<(String, String)>> {
         let g = self.geometry()?;
         let mut out = Vec::new();
-        if Im2col::new(&g)?.path() == ConvPath::Gather {
+        let implicit = crate::conv::im2col::gemm_plan(self, arch, sms)?
+            .problem_im2col()
+            .is_some();
+        if Im2col::new(&g)?.path() == ConvPath::Gather && !implicit {
             out.push((
                 crate::conv::im2col::GATHER_KERNEL.to_string(),
                 crate::conv::im2col::gather_source(),

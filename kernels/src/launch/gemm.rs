@@ -566,8 +566,12 @@ impl Gemm {
 
         let (am, bm, dm) = (spec.a, spec.b, spec.d);
         let want = |name, output, elem| Want { name, elem, output };
-        let (a_ck, _ag) =
-            bind_matrix(stream, a, want("A", false, input), (m, k, batch), am, false)?;
+        let (a_ck, _ag) = match &plan.problem_im2col() {
+            // A is the convolution's x (its layout checked by the convolution): the kernel
+            // reads its N·H·W·C elements through the im2col tensor map.
+            Some(g) => bind_im2col_x(stream, a, want("A", false, input), g, k)?,
+            None => bind_matrix(stream, a, want("A", false, input), (m, k, batch), am, false)?,
+        };
         let (b_ck, _bg) =
             bind_matrix(stream, b, want("B", false, input), (k, n, batch), bm, false)?;
         // D and the other M x N tensors share D's storage order.
@@ -1085,6 +1089,22 @@ fn launch_binding(plan: &Plan, ck: &Checks, view: &KernelView) -> Binding {
     vspec(&mut bind.sum_k_a, view.sum_k_a);
     vspec(&mut bind.sum_k_b, view.sum_k_b);
     bind
+}
+
+/// A of an im2col plan: the convolution's x, packed channels-last, checked for its type,
+/// alignment and extent (N·H·W·C elements); the strides the kernel's checks read say a tight
+/// `M x K` matrix, which the im2col tensor map does not use.
+fn bind_im2col_x<'s>(
+    stream: &'s CudaStream,
+    t: &'s Tensor<'_>,
+    w: Want,
+    g: &crate::plan::Im2colTma,
+    k: i64,
+) -> Result<(Checked, Bound<'s>)> {
+    let b = t.bind(stream);
+    let st = Strides { ld: k, batch: 0 };
+    let ck = check_bound(w, &b, Some(g.x.iter().product()), st)?;
+    Ok((ck, b))
 }
 
 fn bind_matrix<'s>(

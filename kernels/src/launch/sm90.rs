@@ -140,6 +140,80 @@ pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<Tma
     Ok(TmaMap(unsafe { map.assume_init() }))
 }
 
+/// Encodes the 4-D im2col tensor map `{C, W, H, N}` of a packed channels-last x at `ptr` that
+/// loads A for the implicit GEMM ([`crate::plan::Im2colTma`]): boxes of `rows` pixels by 64
+/// channels, 128-byte swizzled as A's tiled box is, the pixels walked `(sw, sh)` apart over
+/// the window corners the padding and the filter allow.
+///
+/// Strides are the packed ones: the convolution's checks hold x to channels-last strides on
+/// every dimension of size above 1, and a dimension of size 1 is never stepped.
+pub(crate) fn encode_tma_im2col(
+    ptr: u64,
+    dtype: DType,
+    g: &crate::plan::Im2colTma,
+    rows: i64,
+) -> Result<TmaMap> {
+    let op = "encode_tma_im2col";
+    if let Some(why) = g.refusal() {
+        return Err(KernelError::invalid(op, why));
+    }
+    if ptr % 16 != 0 {
+        return Err(KernelError::Misaligned {
+            op,
+            operand: "x",
+            msg: format!("address {ptr:#x} is not 16-byte aligned (TMA)"),
+        });
+    }
+    let dt = match dtype {
+        DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::F32 => {
+            return Err(KernelError::invalid(
+                op,
+                "the Hopper path loads 16-bit operands",
+            ))
+        }
+    };
+    let [n, c, h, w] = g.x;
+    let eb = dtype.bytes() as u64;
+    let dims: [u64; 4] = [c as u64, w as u64, h as u64, n as u64];
+    let strides: [u64; 3] = [c as u64 * eb, (w * c) as u64 * eb, (h * w * c) as u64 * eb];
+    let (lo, hi) = g.corners();
+    let lower: [i32; 2] = [lo[0] as i32, lo[1] as i32];
+    let upper: [i32; 2] = [hi[0] as i32, hi[1] as i32];
+    let elem_strides: [u32; 4] = [1, g.stride.1 as u32, g.stride.0 as u32, 1];
+    let mut map = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
+    // SAFETY: every pointer is to a live array of the length the rank implies; the map is
+    // written by the driver.
+    let r = unsafe {
+        cu::cuTensorMapEncodeIm2col(
+            map.as_mut_ptr(),
+            dt,
+            4,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            lower.as_ptr(),
+            upper.as_ptr(),
+            64,
+            rows as u32,
+            elem_strides.as_ptr(),
+            cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result().map_err(|e| KernelError::Driver {
+        op: "cuTensorMapEncodeIm2col",
+        msg: format!(
+            "x: {e:?} (dims {dims:?}, strides {strides:?} B, corners {lower:?} {upper:?}, {rows} pixels)"
+        ),
+    })?;
+    // SAFETY: the driver wrote the map (the call succeeded).
+    Ok(TmaMap(unsafe { map.assume_init() }))
+}
+
 /// The kernel's parameter block; mirrors `TesseraSm90Params` in `kernels/cuda/sm90_gemm.cuh`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -355,13 +429,12 @@ impl Sm90Kernel {
         check_ld(op, "lda", s.lda, p.k)?;
         check_ld(op, "ldb", s.ldb, p.k)?;
         check_ld(op, "ldd", s.ldd, p.n)?;
-        need(
-            op,
-            "A",
-            &args.a,
-            p.input,
-            GemmStrides::extent(p.batch, s.batch_a, p.m, s.lda, p.k),
-        )?;
+        // A is an M x K matrix, or (im2col) the convolution's x itself, N·H·W·C elements.
+        let a_need = match &self.plan.im2col {
+            Some(g) => g.x.iter().product::<i64>(),
+            None => GemmStrides::extent(p.batch, s.batch_a, p.m, s.lda, p.k),
+        };
+        need(op, "A", &args.a, p.input, a_need)?;
         need(
             op,
             "B",
@@ -482,19 +555,22 @@ impl Sm90Kernel {
         let p = &self.plan.kernel_problem();
         let s = &args.strides;
         let e = p.epilogue;
-        let tma_a = encode_tma(
-            "A",
-            &TmaOperand {
-                ptr: args.a.ptr,
-                dtype: p.input,
-                k: p.k,
-                rows: p.m,
-                ld: s.lda,
-                batch: p.batch,
-                batch_stride: s.batch_a,
-            },
-            &self.plan.a.load_box(),
-        )?;
+        let tma_a = match &self.plan.im2col {
+            Some(g) => encode_tma_im2col(args.a.ptr, p.input, g, self.plan.a.load_box().outer)?,
+            None => encode_tma(
+                "A",
+                &TmaOperand {
+                    ptr: args.a.ptr,
+                    dtype: p.input,
+                    k: p.k,
+                    rows: p.m,
+                    ld: s.lda,
+                    batch: p.batch,
+                    batch_stride: s.batch_a,
+                },
+                &self.plan.a.load_box(),
+            )?,
+        };
         let tma_b = encode_tma(
             "B",
             &TmaOperand {

@@ -777,7 +777,11 @@ impl TreeSm90 {
             ("A", a, binding.m, s.lda, s.batch_a),
             ("B", b, binding.n, s.ldb, s.batch_b),
         ] {
-            let need = extent(p.batch, bs, rows, ld, p.k).unwrap_or(i64::MAX);
+            // A is an M x K matrix, or (im2col) the convolution's x, N·H·W·C elements.
+            let need = match (&plan.im2col, name) {
+                (Some(g), "A") => g.x.iter().product::<i64>(),
+                _ => extent(p.batch, bs, rows, ld, p.k).unwrap_or(i64::MAX),
+            };
             if ld < p.k || bs < 0 || buf.dtype != p.input || (buf.len as i64) < need {
                 return Err(KernelError::InvalidProblem {
                     op: OP,
@@ -807,14 +811,27 @@ impl TreeSm90 {
         // The boxes one CTA loads (with a cluster, its part of the shared tile): the kernel's
         // barriers expect exactly those bytes per CTA and stage.
         let (box_a, box_b) = (plan.a.load_box(), plan.b.load_box());
-        let tma_a = tma(
-            "A",
-            a.ptr + (rows.start * s.lda) as u64 * eb,
-            rm,
-            s.lda,
-            s.batch_a,
-            &box_a,
-        )?;
+        let tma_a = match &plan.im2col {
+            // The im2col map's pixels start at the convolution's first: the whole product
+            // in one region.
+            Some(g) if rows.start == 0 => {
+                crate::launch::sm90::encode_tma_im2col(a.ptr, p.input, g, box_a.outer)?
+            }
+            Some(_) => {
+                return Err(KernelError::invalid(
+                    OP,
+                    "an im2col load of A runs the whole product in one launch",
+                ))
+            }
+            None => tma(
+                "A",
+                a.ptr + (rows.start * s.lda) as u64 * eb,
+                rm,
+                s.lda,
+                s.batch_a,
+                &box_a,
+            )?,
+        };
         let tma_b = tma(
             "B",
             b.ptr + (cols.start * s.ldb) as u64 * eb,

@@ -46,6 +46,9 @@ pub struct GemmSpec {
     pub(crate) alpha: f32,
     pub(crate) beta: f32,
     pub(crate) options: Options,
+    /// A is a convolution's im2col matrix loaded from its input by TMA (set by the
+    /// convolution, crate-internal): the Hopper plan's [`crate::plan::Im2colTma`].
+    pub(crate) im2col: Option<crate::plan::Im2colTma>,
 }
 
 /// Choices the planner would otherwise make itself, for tuning and for comparing paths.
@@ -99,6 +102,7 @@ impl Options {
                 stream_k: self.stream_k,
                 epilogue_inputs: None,
                 epilogue_vectors: (false, false),
+                im2col: None,
             },
             generated_epilogue: self.generated_epilogue,
             // Decided by the planner from the problem (see `Plan::staged_k`).
@@ -135,6 +139,7 @@ impl GemmSpec {
             alpha: 1.0,
             beta: 0.0,
             options: Options::default(),
+            im2col: None,
         }
     }
 
@@ -387,6 +392,7 @@ fn choose_path(
         ));
     }
     let mut path = spec.options.path_options();
+    path.sm90.im2col = spec.im2col;
     let refusal = hopper_refusal(problem, arch);
     let hopper_ok = refusal.is_none();
     // Where K makes rows TMA cannot address, the Hopper path still runs, on copies of A
@@ -564,6 +570,11 @@ impl Plan {
             why_path,
             why_epilogue,
         })
+    }
+
+    /// The im2col geometry of A where the Hopper kernel loads it from a convolution's input.
+    pub(crate) fn problem_im2col(&self) -> Option<crate::plan::Im2colTma> {
+        self.sm90().and_then(|p| p.im2col)
     }
 
     /// The spec planned.

@@ -306,6 +306,73 @@ pub fn fragment_pass_form(acc: &Layout) -> Result<()> {
     Ok(())
 }
 
+/// A convolution's A operand loaded straight from its input by TMA's im2col mode (the
+/// implicit GEMM): x is channels-last and packed, `(N, H, W, C)` in memory; the GEMM's row m
+/// is the output pixel `(n, p, q)` (q fastest) and its k-tile `kt` is 64 channels of one
+/// filter tap, `k = (c, s, r)` with c fastest. The tensor map walks the output pixels of a
+/// tile, `(sw, sh)` apart in x, from the first pixel's window corner `(q sw - pl, p sh - pt)`;
+/// the tap's offset `(s dw, r dh)` goes with each load; taps in the padding read zeros.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Im2colTma {
+    /// x's logical sizes `(N, C, H, W)`.
+    pub x: [i64; 4],
+    /// The filter's `(R, S)`.
+    pub rs: (i64, i64),
+    /// The output's `(P, Q)`.
+    pub pq: (i64, i64),
+    /// The convolution's stride `(sh, sw)`.
+    pub stride: (i64, i64),
+    /// The padding `(top, bottom, left, right)`.
+    pub pad: (i64, i64, i64, i64),
+    /// The dilation `(dh, dw)`.
+    pub dil: (i64, i64),
+}
+
+impl Im2colTma {
+    /// The tensor map's bounding box of window corners, `(lower, upper)` as `[W, H]` offsets
+    /// from x's first and last pixel: `-pad` below, `pad_end - (taps - 1) dilation` above.
+    pub fn corners(&self) -> ([i64; 2], [i64; 2]) {
+        let (pt, pb, pl, pr) = self.pad;
+        let (r, s) = self.rs;
+        let (dh, dw) = self.dil;
+        ([-pl, -pt], [pr - (s - 1) * dw, pb - (r - 1) * dh])
+    }
+
+    /// Why TMA's im2col mode cannot load this convolution's A (64 channels of a tap a load),
+    /// or `None`: C a multiple of 64, strides at most 8, the corners within [-128, 127], the
+    /// taps' offsets within 16 bits.
+    pub fn refusal(&self) -> Option<String> {
+        let c = self.x[1];
+        if c % 64 != 0 {
+            return Some(format!(
+                "C = {c} is not a multiple of 64 (a k-tile is 64 channels of one tap)"
+            ));
+        }
+        let (sh, sw) = self.stride;
+        if !(1..=8).contains(&sh) || !(1..=8).contains(&sw) {
+            return Some(format!(
+                "stride ({sh},{sw}): TMA's im2col traversal steps at most 8"
+            ));
+        }
+        let (lo, hi) = self.corners();
+        if lo
+            .iter()
+            .chain(hi.iter())
+            .any(|v| !(-128..=127).contains(v))
+        {
+            return Some(format!(
+                "window corners {lo:?} .. {hi:?} outside [-128, 127]"
+            ));
+        }
+        let (r, s) = self.rs;
+        let (dh, dw) = self.dil;
+        if (r - 1) * dh > 0xffff || (s - 1) * dw > 0xffff {
+            return Some("tap offsets beyond 16 bits".to_string());
+        }
+        None
+    }
+}
+
 /// Choices the Hopper planner would otherwise make itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sm90Options {
@@ -339,6 +406,9 @@ pub struct Sm90Options {
     /// no cluster, for last waves that leave at least [`STREAM_K_MIN_IDLE`] k-tiles a CTA
     /// idle; `Some(true)`: for every partial last wave.
     pub stream_k: Option<bool>,
+    /// Load A with TMA's im2col mode from a convolution's input (the implicit GEMM):
+    /// cooperative or ping-pong, no cluster, no stream-K.
+    pub im2col: Option<Im2colTma>,
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -458,6 +528,9 @@ pub struct Sm90Plan {
     /// last k-tile adds the parts in and runs the epilogue. The workspace, allocated at a kernel's first split launch and kept with it,
     /// holds `SMs x consumers x 64 x BN` fp32 values (17 MB at 128 x 256 on 132 SMs).
     pub stream_k: bool,
+    /// A loaded from a convolution's input by TMA's im2col mode ([`Im2colTma`]), or `None`
+    /// for a tiled load of an `M x K` matrix.
+    pub im2col: Option<Im2colTma>,
     /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
     /// [`STREAM_K_MIN_IDLE`] by default, 0 (any) when stream-K was asked for.
     pub stream_k_min_idle: i64,
@@ -591,6 +664,18 @@ impl Sm90Plan {
             Some(s) => s,
             None => policy::hopper_stream_k(schedule == Schedule::Cooperative, cluster).value,
         };
+        if let Some(g) = &opts.im2col {
+            // The im2col producer loads whole tiles of one CTA: no parts, no multicast.
+            if stream_k || cluster != 1 || problem.batch != 1 {
+                return Err(KernelError::invalid(
+                    op,
+                    "TMA's im2col load of A takes one CTA a tile (no cluster), whole tiles (no stream-K) and no batch",
+                ));
+            }
+            if let Some(why) = g.refusal() {
+                return Err(KernelError::invalid(op, format!("im2col load of A: {why}")));
+            }
+        }
         let group_m = opts
             .group_m
             .unwrap_or_else(|| policy::hopper_group_m().value);
@@ -621,6 +706,7 @@ impl Sm90Plan {
             bias_stage_bytes,
             vector_stage,
             stream_k,
+            im2col: opts.im2col,
             stream_k_min_idle: if opts.stream_k == Some(true) {
                 0
             } else {
@@ -658,6 +744,11 @@ impl Sm90Plan {
             Some(s) => format!("_c{}{}", self.cluster, s.to_string().to_lowercase()),
         };
         let ts = if self.store.is_some() { "_ts" } else { "" };
+        let ts = if self.im2col.is_some() {
+            format!("{ts}_im2col")
+        } else {
+            ts.to_string()
+        };
         format!(
             "tessera_gemm_{}_{}_tn_{}x{}x{}_s{}_{}{}{cl}{ts}{epi}_sm_90a",
             self.problem.input,

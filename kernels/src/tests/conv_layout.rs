@@ -417,11 +417,28 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
     let skewed = src.replace("== 168", "== 176");
     assert_ne!(skewed, src);
     assert!(compile(&skewed, "tessera_conv_im2col", Arch::Sm80, false).is_err());
-    // And the sources of a gather-path convolution are the gather, then the GEMM.
-    let spec = ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1);
+    // And the sources of a gather-path convolution (C = 96: not a multiple of 64) are the
+    // gather, then the GEMM.
+    let spec = ConvSpec::new([2, 96, 56, 56], [64, 96, 3, 3]).padding(1, 1, 1, 1);
     let srcs = spec.sources(Arch::Sm90a, 132).unwrap();
     assert_eq!(srcs.len(), 2);
     assert_eq!(srcs[0], ("tessera_conv_im2col".to_string(), src));
+    // With C = 64 the implicit GEMM: its one program loads A by TMA's im2col mode, and
+    // compiles (the flag-driven and the generated epilogue).
+    for s in [
+        ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1),
+        ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3])
+            .padding(1, 1, 1, 1)
+            .bias_residual_relu(),
+    ] {
+        let srcs = s.sources(Arch::Sm90a, 132).unwrap();
+        assert_eq!(srcs.len(), 1);
+        assert!(srcs[0].0.contains("_im2col"), "{}", srcs[0].0);
+        assert!(srcs[0].1.contains("#define TESSERA_SM90_IM2COL 1"));
+        let c =
+            compile(&srcs[0].1, &srcs[0].0, Arch::Sm90a, true).unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.cubin.len() > 1000);
+    }
     let one = ConvSpec::new([2, 64, 56, 56], [64, 64, 1, 1])
         .sources(Arch::Sm90a, 132)
         .unwrap();
