@@ -196,7 +196,7 @@ fn named() -> Vec<(&'static str, &'static str, ConvSpec)> {
         ),
         (
             "fp16 in, fp32 out, the pre-activation saved",
-            "im2col+gemm",
+            "implicit gemm",
             c([2, 64, 14, 14], [64, 64, 3, 3])
                 .padding(1, 1, 1, 1)
                 .dtype(DType::F16)
