@@ -379,7 +379,7 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
             let _ = writeln!(w, "  path         im2col + gemm: {why}");
             let _ = writeln!(
                 w,
-                "               an im2col kernel copies A into the workspace ({m} x {k} {}, rows {} elements apart), then the GEMM runs on it: this path pays that copy (writing {} and reading it back); the implicit-GEMM kernel that loads A from x with TMA im2col is the next step",
+                "               an im2col kernel copies A into the workspace ({m} x {k} {}, rows {} elements apart), then the GEMM runs on it: this path pays that copy (writing {} and reading it back) (the implicit GEMM, which loads A from x with TMA im2col, takes C a multiple of 64)",
                 spec.input(),
                 gathered_row(k, spec.input().bytes()),
                 mib(bytes as f64)
