@@ -78,7 +78,6 @@ select2|plan|--m 4096 --n 4096 --k 4096 --epilogue 'select(row < 100, select(col
 residual|plan|--m 4096 --n 4096 --k 4096 --epilogue 'relu(acc + residual)'
 aux_in|plan|--m 4096 --n 4096 --k 4096 --epilogue 'acc * aux_in'
 tree_fp32|plan|--m 4096 --n 4096 --k 4096 --out fp32 --epilogue drelu_bgrad
-tree_cluster|plan|--m 4096 --n 4096 --k 4096 --cluster 2 --epilogue dgelu
 relu_aux_bias_coop|tree|relu_aux_bias -1 0 cooperative
 drelu_coop|tree|drelu -1 0 cooperative
 drelu_bgrad_c|tree|drelu_bgrad 1 0.5

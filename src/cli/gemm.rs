@@ -598,9 +598,6 @@ fn bench_epilogues(
     flag_epilogue: &str,
     kernel: KernelArgs,
 ) -> ExitCode {
-    use tessera_kernels::bench::epilogues::{bench_coordinate, bench_fusions, EpBenchRow};
-    use tessera_kernels::epilogue::{parse_epilogue, Fusion};
-
     let mut opts = match options(&kernel) {
         Ok(o) => o,
         Err(e) => return fail(format!("bench epilogues: {e}")),
@@ -613,46 +610,14 @@ fn bench_epilogues(
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let fusions: Vec<Fusion> = match fusions {
-        None => Fusion::ALL
-            .iter()
-            .copied()
-            .filter(|f| f.tree().sum_k.is_empty())
-            .collect(),
-        Some(list) => {
-            let mut v = Vec::new();
-            for name in list.split(',').map(str::trim) {
-                match Fusion::ALL.iter().find(|f| f.name() == name) {
-                    Some(f) => v.push(*f),
-                    None => {
-                        let names: Vec<&str> = Fusion::ALL.iter().map(|f| f.name()).collect();
-                        return fail(format!(
-                            "unknown fusion `{name}` (one of {})",
-                            names.join(", ")
-                        ));
-                    }
-                }
-            }
-            v
-        }
+    let fusions = match fusions_arg(fusions) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
     };
-    let coord: Vec<String> = if coord.is_empty() {
-        vec![
-            "select(row < 2048, sigmoid(acc), tanh(acc))".into(),
-            "select(row < 2000, sigmoid(acc), tanh(acc))".into(),
-        ]
-    } else if coord.iter().any(|c| c == "none") {
-        Vec::new()
-    } else {
-        coord
+    let trees = match coordinate_trees(coord) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
     };
-    let mut trees = Vec::new();
-    for c in &coord {
-        match parse_epilogue(c) {
-            Ok(t) => trees.push(t),
-            Err(e) => return fail(format!("--coord `{c}`: {e}")),
-        }
-    }
     if rounds == 0 {
         return fail("bench epilogues: --rounds 0: at least one timed round is needed");
     }
@@ -668,14 +633,109 @@ fn bench_epilogues(
         rt.sm_count(),
         rounds
     );
-    // About 20 ms per timed batch at 600 TFLOP/s.
-    let inner = |(m, n, k): (i64, i64, i64)| {
-        let flops = 2.0 * m as f64 * n as f64 * k as f64;
-        ((1.2e13 / flops).round() as usize).clamp(2, 200)
+    let mut all = match bench_fusion_rows(&rt, &shapes, &fusions, rounds, opts) {
+        Ok(rows) => rows,
+        Err(e) => return fail(e),
     };
-    let tf = |shape: (i64, i64, i64), ms: f64| {
-        2.0 * shape.0 as f64 * shape.1 as f64 * shape.2 as f64 / ms / 1e9
+    match bench_coordinate_rows(&rt, &shapes, &trees, rounds, opts) {
+        Ok(rows) => all.extend(rows),
+        Err(e) => return fail(e),
+    }
+    if let Some(file) = json {
+        if let Err(e) = write_epilogues_json(&file, &rt, rounds, &all) {
+            return fail(e);
+        }
+    }
+    let bad = all
+        .iter()
+        .filter(|(_, r)| r.rel_diff.is_some_and(|d| d.is_nan() || d >= 2e-2))
+        .count();
+    if bad > 0 {
+        return fail(format!(
+            "{bad} rows differ from the other contender's result by 2e-2 or more"
+        ));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `bench epilogues --fusions`: the named fusions, comma-separated; default every fusion
+/// without a reduction over K.
+#[cfg(feature = "cuda")]
+fn fusions_arg(fusions: Option<String>) -> Result<Vec<tessera_kernels::epilogue::Fusion>, String> {
+    use tessera_kernels::epilogue::Fusion;
+
+    let Some(list) = fusions else {
+        return Ok(Fusion::ALL
+            .iter()
+            .copied()
+            .filter(|f| f.tree().sum_k.is_empty())
+            .collect());
     };
+    let mut v = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        match Fusion::ALL.iter().find(|f| f.name() == name) {
+            Some(f) => v.push(*f),
+            None => {
+                let names: Vec<&str> = Fusion::ALL.iter().map(|f| f.name()).collect();
+                return Err(format!(
+                    "unknown fusion `{name}` (one of {})",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// `bench epilogues --coord`: the coordinate trees, parsed; default two selects on the row
+/// (a split on and off the tile grid), none for `none`.
+#[cfg(feature = "cuda")]
+fn coordinate_trees(
+    coord: Vec<String>,
+) -> Result<Vec<tessera_kernels::epilogue::EpilogueTree>, String> {
+    let coord: Vec<String> = if coord.is_empty() {
+        vec![
+            "select(row < 2048, sigmoid(acc), tanh(acc))".into(),
+            "select(row < 2000, sigmoid(acc), tanh(acc))".into(),
+        ]
+    } else if coord.iter().any(|c| c == "none") {
+        Vec::new()
+    } else {
+        coord
+    };
+    coord
+        .iter()
+        .map(|c| {
+            tessera_kernels::epilogue::parse_epilogue(c).map_err(|e| format!("--coord `{c}`: {e}"))
+        })
+        .collect()
+}
+
+/// Timed GEMMs per batch of the epilogue benchmark: about 20 ms at 600 TFLOP/s.
+#[cfg(feature = "cuda")]
+fn epilogue_batch((m, n, k): (i64, i64, i64)) -> usize {
+    let flops = 2.0 * m as f64 * n as f64 * k as f64;
+    ((1.2e13 / flops).round() as usize).clamp(2, 200)
+}
+
+/// The rate of a GEMM of `shape` that takes `ms` milliseconds, in TFLOP/s.
+#[cfg(feature = "cuda")]
+fn gemm_tflops(shape: (i64, i64, i64), ms: f64) -> f64 {
+    2.0 * shape.0 as f64 * shape.1 as f64 * shape.2 as f64 / ms / 1e9
+}
+
+/// The fusions' part of `bench epilogues`: every fusion on every shape, each row printed as it
+/// is measured, under the table's header; the rows tagged `fusion`.
+#[cfg(feature = "cuda")]
+fn bench_fusion_rows(
+    rt: &tessera_kernels::Context,
+    shapes: &[(i64, i64, i64)],
+    fusions: &[tessera_kernels::epilogue::Fusion],
+    rounds: usize,
+    opts: Options,
+) -> Result<Vec<(String, tessera_kernels::bench::epilogues::EpBenchRow)>, String> {
+    use tessera_kernels::bench::epilogues::{bench_fusions, EpBenchRow};
+
     println!(
         "{:>18} {:>10} {:>14} {:>9} {:>9} {:>9} {:>9} {:>22} {:>8} {:>9} {:>14} {:>9}",
         "shape",
@@ -701,103 +761,149 @@ fn bench_epilogues(
             100.0 * q3
         )
     };
-    let mut all: Vec<(String, EpBenchRow)> = Vec::new();
-    for &shape in &shapes {
-        let rows = bench_fusions(&rt, &[shape], &fusions, rounds, inner(shape), opts, |r| {
-            let (lt_plain, lt_cost) = match (r.vendor_plain_ms, r.vendor_overhead()) {
-                (Some(ms), Some(c)) => (
-                    format!("{:.1}", tf(r.shape, ms)),
-                    format!("{:+.1}%", 100.0 * c),
-                ),
-                _ => ("-".to_string(), "-".to_string()),
-            };
-            println!(
-                "{:>18} {:>10} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>22} {:>8.3} {:>9} {:>14} {:>9.1e}",
-                format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2),
-                r.path,
-                r.name,
-                tf(r.shape, r.ours_ms),
-                tf(r.shape, r.plain_ms),
-                tf(r.shape, r.other_ms),
-                100.0 * r.overhead(),
-                paired(r),
-                r.speedup(),
-                lt_plain,
-                lt_cost,
-                r.rel_diff.unwrap_or(f64::NAN)
-            )
-        });
-        match rows {
-            Ok(rows) => all.extend(rows.into_iter().map(|r| ("fusion".to_string(), r))),
-            Err(e) => return fail(e),
-        }
+    let mut all = Vec::new();
+    for &shape in shapes {
+        let rows = bench_fusions(
+            rt,
+            &[shape],
+            fusions,
+            rounds,
+            epilogue_batch(shape),
+            opts,
+            |r| {
+                let (lt_plain, lt_cost) = match (r.vendor_plain_ms, r.vendor_overhead()) {
+                    (Some(ms), Some(c)) => (
+                        format!("{:.1}", gemm_tflops(r.shape, ms)),
+                        format!("{:+.1}%", 100.0 * c),
+                    ),
+                    _ => ("-".to_string(), "-".to_string()),
+                };
+                println!(
+                    "{:>18} {:>10} {:>14} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>22} {:>8.3} {:>9} {:>14} {:>9.1e}",
+                    format!("{}x{}x{}", r.shape.0, r.shape.1, r.shape.2),
+                    r.path,
+                    r.name,
+                    gemm_tflops(r.shape, r.ours_ms),
+                    gemm_tflops(r.shape, r.plain_ms),
+                    gemm_tflops(r.shape, r.other_ms),
+                    100.0 * r.overhead(),
+                    paired(r),
+                    r.speedup(),
+                    lt_plain,
+                    lt_cost,
+                    r.rel_diff.unwrap_or(f64::NAN)
+                )
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        all.extend(rows.into_iter().map(|r| ("fusion".to_string(), r)));
     }
+    Ok(all)
+}
+
+/// The coordinate trees' part of `bench epilogues`: each tree on the first two shapes against
+/// its select's else branch alone, printed under its own header; the rows tagged `coordinate`.
+#[cfg(feature = "cuda")]
+fn bench_coordinate_rows(
+    rt: &tessera_kernels::Context,
+    shapes: &[(i64, i64, i64)],
+    trees: &[tessera_kernels::epilogue::EpilogueTree],
+    rounds: usize,
+    opts: Options,
+) -> Result<Vec<(String, tessera_kernels::bench::epilogues::EpBenchRow)>, String> {
+    use tessera_kernels::bench::epilogues::bench_coordinate;
+
     if !trees.is_empty() {
         println!(
             "\n{:>18} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}  tree (baseline: the select's else branch alone)",
             "shape", "path", "one TF/s", "plain", "baseline", "vs plain", "vs base"
         );
     }
-    for t in &trees {
+    let mut all = Vec::new();
+    for t in trees {
         for &shape in shapes.iter().take(2) {
-            match bench_coordinate(&rt, shape, t, rounds, inner(shape), opts) {
-                Ok(r) => {
-                    let base = r.baseline_ms.unwrap_or(f64::NAN);
-                    println!(
-                        "{:>18} {:>10} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>+8.1}%  {}",
-                        format!("{}x{}x{}", shape.0, shape.1, shape.2),
-                        r.path,
-                        tf(shape, r.ours_ms),
-                        tf(shape, r.plain_ms),
-                        tf(shape, base),
-                        100.0 * r.overhead(),
-                        100.0 * (r.ours_ms / base - 1.0),
-                        r.name
-                    );
-                    all.push(("coordinate".to_string(), r));
-                }
-                Err(e) => return fail(format!("{t}: {e}")),
-            }
+            let r = bench_coordinate(rt, shape, t, rounds, epilogue_batch(shape), opts)
+                .map_err(|e| format!("{t}: {e}"))?;
+            let base = r.baseline_ms.unwrap_or(f64::NAN);
+            println!(
+                "{:>18} {:>10} {:>9.1} {:>9.1} {:>9.1} {:>+8.1}% {:>+8.1}%  {}",
+                format!("{}x{}x{}", shape.0, shape.1, shape.2),
+                r.path,
+                gemm_tflops(shape, r.ours_ms),
+                gemm_tflops(shape, r.plain_ms),
+                gemm_tflops(shape, base),
+                100.0 * r.overhead(),
+                100.0 * (r.ours_ms / base - 1.0),
+                r.name
+            );
+            all.push(("coordinate".to_string(), r));
         }
     }
-    if let Some(file) = json {
-        let v: Vec<serde_json::Value> = all
-            .iter()
-            .map(|(kind, r)| {
-                serde_json::json!({
-                    "kind": kind, "m": r.shape.0, "n": r.shape.1, "k": r.shape.2,
-                    "name": r.name, "path": r.path, "ours_ms": r.ours_ms, "plain_ms": r.plain_ms,
-                    "other_ms": r.other_ms, "overhead": r.overhead(), "speedup": r.speedup(),
-                    "overhead_paired": r.overhead_paired(), "overhead_rounds": r.overhead_rounds,
-                    "rel_diff": r.rel_diff, "baseline_ms": r.baseline_ms,
-                    "vendor_plain_ms": r.vendor_plain_ms, "vendor_overhead": r.vendor_overhead(),
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "device": rt.device_name(), "arch": rt.arch().to_string(), "rounds": rounds,
-            "rows": v,
-        });
-        if let Err(e) = std::fs::write(&file, format!("{doc:#}\n")) {
-            return fail(format!("writing {}: {e}", file.display()));
-        }
-    }
-    let bad = all
+    Ok(all)
+}
+
+/// `bench epilogues --json`: the device, the rounds and every row with its kind.
+#[cfg(feature = "cuda")]
+fn write_epilogues_json(
+    file: &std::path::Path,
+    rt: &tessera_kernels::Context,
+    rounds: usize,
+    all: &[(String, tessera_kernels::bench::epilogues::EpBenchRow)],
+) -> Result<(), String> {
+    let v: Vec<serde_json::Value> = all
         .iter()
-        .filter(|(_, r)| r.rel_diff.is_some_and(|d| d.is_nan() || d >= 2e-2))
-        .count();
-    if bad > 0 {
-        return fail(format!(
-            "{bad} rows differ from the other contender's result by 2e-2 or more"
-        ));
-    }
-    ExitCode::SUCCESS
+        .map(|(kind, r)| {
+            serde_json::json!({
+                "kind": kind, "m": r.shape.0, "n": r.shape.1, "k": r.shape.2,
+                "name": r.name, "path": r.path, "ours_ms": r.ours_ms, "plain_ms": r.plain_ms,
+                "other_ms": r.other_ms, "overhead": r.overhead(), "speedup": r.speedup(),
+                "overhead_paired": r.overhead_paired(), "overhead_rounds": r.overhead_rounds,
+                "rel_diff": r.rel_diff, "baseline_ms": r.baseline_ms,
+                "vendor_plain_ms": r.vendor_plain_ms, "vendor_overhead": r.vendor_overhead(),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "device": rt.device_name(), "arch": rt.arch().to_string(), "rounds": rounds,
+        "rows": v,
+    });
+    std::fs::write(file, format!("{doc:#}\n"))
+        .map_err(|e| format!("writing {}: {e}", file.display()))
 }
 
 /// Runs `tessera bench`.
 #[cfg(feature = "cuda")]
 pub fn bench(cmd: BenchCommand) -> ExitCode {
-    use tessera_kernels::bench::gemm::{run_bench, standard_epilogues, BenchConfig};
+    match cmd {
+        BenchCommand::Gemm(a) => bench_gemm(a),
+        BenchCommand::Epilogues {
+            json,
+            quick,
+            shapes,
+            fusions,
+            coord,
+            rounds,
+            flag_epilogue,
+            kernel,
+        } => bench_epilogues(
+            json,
+            quick,
+            shapes,
+            fusions,
+            coord,
+            rounds,
+            &flag_epilogue,
+            kernel,
+        ),
+        BenchCommand::Mma { json, rounds } => bench_mma(json, rounds),
+    }
+}
+
+/// Runs `tessera bench gemm`: the sweep, or the standard benchmark of shapes and epilogues
+/// against the vendor's GEMM.
+#[cfg(feature = "cuda")]
+fn bench_gemm(args: GemmBenchArgs) -> ExitCode {
+    use tessera_kernels::bench::gemm::{run_bench, BenchConfig};
 
     let GemmBenchArgs {
         json,
@@ -809,31 +915,7 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         class,
         max_ctas,
         kernel: cl,
-    } = match cmd {
-        BenchCommand::Gemm(a) => a,
-        BenchCommand::Epilogues {
-            json,
-            quick,
-            shapes,
-            fusions,
-            coord,
-            rounds,
-            flag_epilogue,
-            kernel,
-        } => {
-            return bench_epilogues(
-                json,
-                quick,
-                shapes,
-                fusions,
-                coord,
-                rounds,
-                &flag_epilogue,
-                kernel,
-            )
-        }
-        BenchCommand::Mma { json, rounds } => return bench_mma(json, rounds),
-    };
+    } = args;
     let mut opts = match options(&cl) {
         Ok(o) => o,
         Err(e) => return fail(e),
@@ -860,43 +942,18 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let epilogues: Vec<String> = match epilogues {
-        Some(s) => s
-            .split(';')
-            .map(|e| {
-                if e.trim() == "none" {
-                    "acc".to_string()
-                } else {
-                    e.trim().to_string()
-                }
-            })
-            .collect(),
-        None => standard_epilogues(),
+    let epilogues = match epilogues_arg(epilogues) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
     };
-    if epilogues.first().map(String::as_str) != Some("acc") {
-        return fail(
-            "the first epilogue must be the plain GEMM (`none` or `acc`): fused rows are compared with it",
-        );
-    }
     let rt = match tessera_kernels::bench::harness_context(0) {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
     // Every (shape, epilogue) is planned here first, so `--path sm90` refuses a problem the
     // Hopper path does not take before anything runs.
-    for &(m, n, k) in &shapes {
-        for e in &epilogues {
-            let s = GemmSpec::new(m, n, k)
-                .b(Major::Col)
-                .epilogue(e)
-                .map(|s| s.options(opts));
-            if let Err(e) = s
-                .map_err(|e| e.to_string())
-                .and_then(|s| planned(&s, &cl, rt.arch(), rt.sm_count()))
-            {
-                return fail(e);
-            }
-        }
+    if let Err(e) = plan_all(&shapes, &epilogues, opts, &cl, &rt) {
+        return fail(e);
     }
     let cfg = BenchConfig {
         shapes,
@@ -913,67 +970,22 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         cfg.seed,
         cfg.rounds
     );
-    let header = format!(
-        "{:>20} {:>26} {:>10} {:>10} {:>10} {:>6} {:>8} {:>9}  {:<20} {}",
-        "shape",
-        "epilogue",
-        "path",
-        "ours TF/s",
-        "vendor TF/s",
-        "ratio",
-        "vs plain",
-        "rel diff",
-        "vendor",
-        "ours range ms"
-    );
+    let header = bench_header();
     println!("{header}");
-    let line = |r: &tessera_kernels::bench::gemm::BenchRow| {
-        format!(
-            "{:>20} {:>26} {:>10} {:>10.1} {:>10.1} {:>6.3} {:>8.3} {:>9.2e}  {:<20} {:.3}-{:.3}",
-            format!("{}x{}x{}", r.m, r.n, r.k),
-            r.epilogue,
-            r.path,
-            r.ours_tflops,
-            r.vendor_tflops,
-            r.ratio,
-            r.over_plain,
-            r.rel_diff,
-            r.vendor,
-            r.ours_range.0,
-            r.ours_range.1
-        )
-    };
-    let rows = match run_bench(&rt, &cfg, |r| println!("{}", line(r))) {
+    let rows = match run_bench(&rt, &cfg, |r| println!("{}", bench_line(r))) {
         Ok(rows) => rows,
         Err(e) => return fail(e),
     };
     if let Some(path) = json {
-        let v: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "m": r.m, "n": r.n, "k": r.k, "epilogue": r.epilogue, "kernel": r.kernel,
-                    "path": r.path, "vendor": r.vendor, "ours_ms": r.ours_ms,
-                    "vendor_ms": r.vendor_ms, "ours_tflops": r.ours_tflops,
-                    "vendor_tflops": r.vendor_tflops, "ratio": r.ratio,
-                    "over_plain": r.over_plain, "rel_diff": r.rel_diff,
-                    "ours_min_ms": r.ours_range.0, "ours_max_ms": r.ours_range.1,
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "device": rt.device_name(), "arch": rt.arch().to_string(), "seed": cfg.seed,
-            "rounds": cfg.rounds, "rows": v,
-        });
-        if let Err(e) = std::fs::write(&path, format!("{doc:#}\n")) {
-            return fail(format!("writing {}: {e}", path.display()));
+        if let Err(e) = write_bench_json(&path, &rt, &cfg, &rows) {
+            return fail(e);
         }
     }
     // Short summary last: the plain rows.
     println!("\nsummary (plain GEMM, ours vs cuBLAS):");
     println!("{header}");
     for r in rows.iter().filter(|r| r.epilogue == "acc") {
-        println!("{}", line(r));
+        println!("{}", bench_line(r));
     }
     let bad: Vec<_> = rows
         .iter()
@@ -986,6 +998,121 @@ pub fn bench(cmd: BenchCommand) -> ExitCode {
         ));
     }
     ExitCode::SUCCESS
+}
+
+/// `bench gemm --epilogues`: the epilogues separated by `;` (`none` is the plain GEMM, `acc`),
+/// default the standard list; the first must be the plain GEMM, which the fused rows are
+/// compared with.
+#[cfg(feature = "cuda")]
+fn epilogues_arg(epilogues: Option<String>) -> Result<Vec<String>, String> {
+    let epilogues: Vec<String> = match epilogues {
+        Some(s) => s
+            .split(';')
+            .map(|e| {
+                if e.trim() == "none" {
+                    "acc".to_string()
+                } else {
+                    e.trim().to_string()
+                }
+            })
+            .collect(),
+        None => tessera_kernels::bench::gemm::standard_epilogues(),
+    };
+    if epilogues.first().map(String::as_str) != Some("acc") {
+        return Err(
+            "the first epilogue must be the plain GEMM (`none` or `acc`): fused rows are compared with it"
+                .to_string(),
+        );
+    }
+    Ok(epilogues)
+}
+
+/// Plans every (shape, epilogue) of `bench gemm` for the device: the first refusal.
+#[cfg(feature = "cuda")]
+fn plan_all(
+    shapes: &[(i64, i64, i64)],
+    epilogues: &[String],
+    opts: Options,
+    cl: &KernelArgs,
+    rt: &tessera_kernels::Context,
+) -> Result<(), String> {
+    for &(m, n, k) in shapes {
+        for e in epilogues {
+            GemmSpec::new(m, n, k)
+                .b(Major::Col)
+                .epilogue(e)
+                .map(|s| s.options(opts))
+                .map_err(|e| e.to_string())
+                .and_then(|s| planned(&s, cl, rt.arch(), rt.sm_count()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The header of `bench gemm`'s table.
+#[cfg(feature = "cuda")]
+fn bench_header() -> String {
+    format!(
+        "{:>20} {:>26} {:>10} {:>10} {:>10} {:>6} {:>8} {:>9}  {:<20} {}",
+        "shape",
+        "epilogue",
+        "path",
+        "ours TF/s",
+        "vendor TF/s",
+        "ratio",
+        "vs plain",
+        "rel diff",
+        "vendor",
+        "ours range ms"
+    )
+}
+
+/// A row of `bench gemm`'s table.
+#[cfg(feature = "cuda")]
+fn bench_line(r: &tessera_kernels::bench::gemm::BenchRow) -> String {
+    format!(
+        "{:>20} {:>26} {:>10} {:>10.1} {:>10.1} {:>6.3} {:>8.3} {:>9.2e}  {:<20} {:.3}-{:.3}",
+        format!("{}x{}x{}", r.m, r.n, r.k),
+        r.epilogue,
+        r.path,
+        r.ours_tflops,
+        r.vendor_tflops,
+        r.ratio,
+        r.over_plain,
+        r.rel_diff,
+        r.vendor,
+        r.ours_range.0,
+        r.ours_range.1
+    )
+}
+
+/// `bench gemm --json`: the device, the seed, the rounds and every row.
+#[cfg(feature = "cuda")]
+fn write_bench_json(
+    path: &std::path::Path,
+    rt: &tessera_kernels::Context,
+    cfg: &tessera_kernels::bench::gemm::BenchConfig,
+    rows: &[tessera_kernels::bench::gemm::BenchRow],
+) -> Result<(), String> {
+    let v: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "m": r.m, "n": r.n, "k": r.k, "epilogue": r.epilogue, "kernel": r.kernel,
+                "path": r.path, "vendor": r.vendor, "ours_ms": r.ours_ms,
+                "vendor_ms": r.vendor_ms, "ours_tflops": r.ours_tflops,
+                "vendor_tflops": r.vendor_tflops, "ratio": r.ratio,
+                "over_plain": r.over_plain, "rel_diff": r.rel_diff,
+                "ours_min_ms": r.ours_range.0, "ours_max_ms": r.ours_range.1,
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "device": rt.device_name(), "arch": rt.arch().to_string(), "seed": cfg.seed,
+        "rounds": cfg.rounds, "rows": v,
+    });
+    std::fs::write(path, format!("{doc:#}\n"))
+        .map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 /// The sweep's JSON document: the device, the settings, the summary and every row; `done`
