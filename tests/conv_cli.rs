@@ -21,7 +21,7 @@ const C2A: [&str; 16] = [
 ];
 
 #[test]
-fn a_padded_3x3_layer_takes_the_gather_and_says_so() {
+fn a_padded_3x3_layer_of_64_channels_takes_the_implicit_gemm_and_says_so() {
     let o = plan(&C2A);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -30,10 +30,30 @@ fn a_padded_3x3_layer_takes_the_gather_and_says_so() {
         "L = ((56,56,128),(64,3,3)):((64,3584,200704),(1,64,3584))",
         "offset -3648",
         "coalesced (401408,(192,3)):(64,(1,3584)): (C,S) is one contiguous run of C·S = 192 elements",
+        "path         implicit gemm: taps read the zero padding",
+        "loads A straight from x with TMA's im2col mode",
+        "workspace    0 bytes",
+        "gemm 401408x64x576 bf16->bf16 A row, B col, D row: acc on sm_90a",
+    ] {
+        assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
+    }
+}
+
+/// 96 channels: a k-tile of 64 would straddle two taps, so the gather path.
+const C96: [&str; 16] = [
+    "--n", "128", "--h", "56", "--w", "56", "--c", "96", "--k", "64", "--r", "3", "--s", "3",
+    "--pad", "1",
+];
+
+#[test]
+fn a_padded_3x3_layer_of_96_channels_takes_the_gather_and_says_so() {
+    let o = plan(&C96);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for needle in [
         "path         im2col + gemm: taps read the zero padding",
         "this path pays that copy",
-        "workspace    462422016 bytes",
-        "gemm 401408x64x576 bf16->bf16 A row, B col, D row: acc on sm_90a",
+        "workspace    693633024 bytes",
     ] {
         assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
     }
@@ -68,7 +88,7 @@ fn a_1x1_layer_runs_on_x_itself() {
 
 #[test]
 fn the_sources_are_the_gather_then_the_gemm() {
-    let mut args = C2A.to_vec();
+    let mut args = C96.to_vec();
     args.push("--emit-cuda-only");
     let o = plan(&args);
     let out = text(&o.stdout);
