@@ -721,13 +721,19 @@ impl fmt::Display for Expr {
             Expr::Unary(UnaryOp::Neg, x) => {
                 f.write_str("-")?;
                 // `-(1.0)` and `-(a + b)`: a bare `-1.0` would read back as a constant, and
-                // the minus binds tighter than a sum. A nested minus needs no parentheses
-                // (`--x` reads back as -(-x); `--(1.0)` keeps its inner literal's): each
-                // minus then costs the parser one level of nesting, not two, so every tree
-                // the parser accepts prints as text it accepts again.
-                let nested_neg = matches!(**x, Expr::Unary(UnaryOp::Neg, _));
-                let paren = (prec(x) <= 4 && !nested_neg)
-                    || matches!(**x, Expr::Leaf(Leaf::Int(_) | Leaf::Const(_)));
+                // the minus binds tighter than a sum. A nested minus, or a negative constant
+                // printed with its sign, needs no parentheses (`--x` reads back as -(-x),
+                // `--1.5` as -(-1.5)): each minus then costs the parser one level of nesting,
+                // as it did when parsed, so every tree the parser accepts prints as text it
+                // accepts again.
+                let signed = match &**x {
+                    Expr::Unary(UnaryOp::Neg, _) => true,
+                    Expr::Leaf(Leaf::Int(v)) => *v < 0,
+                    Expr::Leaf(Leaf::Const(v)) => v.is_sign_negative(),
+                    _ => false,
+                };
+                let literal = matches!(**x, Expr::Leaf(Leaf::Int(_) | Leaf::Const(_)));
+                let paren = !signed && (prec(x) <= 4 || literal);
                 write_operand(f, x, paren)
             }
             Expr::Unary(op @ (UnaryOp::Clamp { lo, hi } | UnaryOp::DClamp { lo, hi }), x) => {

@@ -417,6 +417,20 @@ fn nested_minus_signs_print_as_text_that_parses_back() {
             assert_eq!(parsed(&printed), t, "{text} printed as {printed}");
         }
     }
+    // A negative constant under the chain keeps its sign, not a pair of parentheses, so a
+    // chain at the nesting limit still reads back.
+    for text in [
+        format!("{}1.7-1.7", "-".repeat(65)),
+        format!("{}3", "-".repeat(65)),
+        format!("{}(-2)", "-".repeat(62)),
+        "-(-9223372036854775808)".to_string(),
+    ] {
+        let t = parsed(&text);
+        let printed = t.to_string();
+        assert_eq!(parsed(&printed), t, "{text} printed as {printed}");
+    }
+    assert_eq!(parsed("-(-1.5)").to_string(), "--1.5");
+    assert_eq!(parsed("-(1.5)").to_string(), "-(1.5)");
     assert_eq!(parsed("--acc").to_string(), "--acc");
     assert_eq!(parsed("-(-(1.5))").to_string(), "--(1.5)");
     assert_eq!(parsed("-(acc + bias_col)").to_string(), "-(acc + bias_col)");
