@@ -1139,10 +1139,16 @@ pub fn logical_divide_refused(l: &Layout, t: &Tiler, e: &LayoutError) -> Verdict
             let cot = cl.shape().as_tuple().clone();
             match super::complement(tl, &cot) {
                 Err(ce) => complement_refused(tl, &cot, &ce),
-                Ok(c) => {
-                    let b = Layout::concat([tl.clone(), c]).map_err(|e| e.to_string())?;
-                    composition_refused(&cl, &b, e)
-                }
+                Ok(c) => match Layout::concat([tl.clone(), c]) {
+                    Ok(b) => composition_refused(&cl, &b, e),
+                    // The divisor `(tiler, complement)` itself leaves the i64 range: there is
+                    // no layout to compose with, and Overflow is the answer.
+                    Err(be) => ensure(
+                        matches!(e, LayoutError::Overflow { .. })
+                            && matches!(be, LayoutError::Overflow { .. }),
+                        || unjustified("logical_divide (the tiler and its complement overflow)", e),
+                    ),
+                },
             }
         }
     }
