@@ -97,7 +97,7 @@ fn the_sources_are_the_gather_then_the_gemm() {
         out.starts_with("// ==== NVRTC program 1 of 2: tessera_conv_im2col ===="),
         "{out}"
     );
-    assert!(out.contains("tessera_conv_im2col_v8"));
+    assert!(out.contains("tessera_conv_im2col_taps8"));
     assert!(out.contains("// ==== NVRTC program 2 of 2: tessera_gemm"));
     // A direct convolution compiles the GEMM alone, with no separator.
     let o = plan(&[

@@ -30,23 +30,7 @@ import tessera.ops as ops  # noqa: E402
 from tessera.ops import _gemm, _reference  # noqa: E402
 
 
-def cuda_or_skip():
-    why = None
-    if not ops.cuda_available():
-        why = "the package was built without the cuda feature"
-    elif not torch.cuda.is_available():
-        why = "no CUDA device"
-    if why:
-        if os.environ.get("TESSERA_REQUIRE_GPU") == "1":
-            pytest.fail(f"TESSERA_REQUIRE_GPU=1 but {why}")
-        pytest.skip(why)
-
-
-@pytest.fixture(params=["cpu", "cuda"])
-def device(request):
-    if request.param == "cuda":
-        cuda_or_skip()
-    return request.param
+from devices import cuda_or_skip, device  # noqa: E402,F401
 
 
 def sizes(device, small, large):

@@ -1,5 +1,6 @@
 //! `tessera bench conv`: our convolution against cuDNN, interleaved in one process (the
-//! order alternated each round, CUDA events, the median per call), on ResNet-50 v1.5's layers
+//! order alternated each round, CUDA events, the median per call), on ResNet-50's layers (stride
+//! 2 in the 3x3 convolutions)
 //! and odd channel counts; plain and with the residual block's epilogue.
 
 use std::sync::Arc;
@@ -49,7 +50,7 @@ const fn layer(id: &'static str, c: i64, k: i64, hw: i64, rs: i64, stride: i64, 
     }
 }
 
-/// ResNet-50 v1.5's distinct layers (NHWC), the standard set.
+/// ResNet-50's distinct layers (NHWC; stride 2 in the 3x3 convolutions), the standard set.
 pub const RESNET50: [Layer; 10] = [
     layer("stem", 3, 64, 224, 7, 2, 3),
     layer("c2a", 64, 64, 56, 3, 1, 1),

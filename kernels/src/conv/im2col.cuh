@@ -60,12 +60,12 @@ __device__ __forceinline__ void tessera_conv_im2col_run(const unsigned short* __
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-    tessera_conv_im2col_v4(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
+    tessera_conv_im2col_taps4(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
   tessera_conv_im2col_run<tessera_u16x4, 4>(x, a, g);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-    tessera_conv_im2col_v8(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
+    tessera_conv_im2col_taps8(const unsigned short* x, unsigned short* a, tessera_conv_im2col_args g) {
   tessera_conv_im2col_run<tessera_u16x8, 8>(x, a, g);
 }
 

@@ -98,8 +98,8 @@ impl Gather {
         let f =
             |entry: &str| rt.function(&src, GATHER_KERNEL, &format!("{GATHER_KERNEL}_{entry}"), 0);
         Ok(Gather {
-            taps8: f("v8")?,
-            taps4: f("v4")?,
+            taps8: f("taps8")?,
+            taps4: f("taps4")?,
             rows8: f("rows8")?,
         })
     }

@@ -400,7 +400,7 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
     for arch in [Arch::Sm80, Arch::Sm90a] {
         let c = compile(&src, "tessera_conv_im2col", arch, true).unwrap_or_else(|e| panic!("{e}"));
         assert!(c.cubin.len() > 1000);
-        for entry in ["v8", "v4", "rows8"] {
+        for entry in ["taps8", "taps4", "rows8"] {
             assert!(
                 c.log.contains(&format!("tessera_conv_im2col_{entry}")),
                 "{}",
