@@ -8,9 +8,7 @@
 //! workspace; then the GEMM checks what it checks, and only then is the gather (if any) queued,
 //! followed by the GEMM. No host synchronization, no allocation.
 
-use std::sync::Mutex;
-
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use tessera_layout::Layout;
 
 use crate::conv::im2col::{gathered_row, gemm_spec_for, ConvPath, Im2col};
@@ -19,22 +17,12 @@ use crate::conv::spec::ConvSpec;
 use crate::conv::tensors::{self, check_channels_last, Role};
 use crate::epilogue::tree::Leaf;
 use crate::error::{KernelError, Result};
-use crate::launch::gemm::{Context, Gemm};
+use crate::launch::gemm::{Context, Gemm, OwnWorkspace};
 use crate::launch::operand::{Bound, Elem, Operands, Tensor, TensorMut};
 use crate::launch::runtime::driver_err;
 use crate::plan::gemm::Plan;
 
 const OP: &str = "conv launch";
-
-/// The workspace a `Conv2d` owns, and the ordering of its users: a launch on another stream
-/// than the previous one's first waits for the previous launch's GEMM (an event), so that its
-/// gather does not overwrite an A still being read.
-struct OwnWorkspace {
-    buf: CudaSlice<u8>,
-    /// The previous user's stream (its handle as an integer; 0 before the first launch).
-    last: Mutex<usize>,
-    done: CudaEvent,
-}
 
 /// A planned and compiled 2-D convolution with its epilogue, `y = epilogue(conv2d(x, w))`, on
 /// the caller's device memory and stream. `Send + Sync`.
@@ -254,22 +242,11 @@ impl Conv2d {
             ConvPath::Direct { .. } => None,
         };
         let own = if own && workspace_bytes > 0 {
-            let stream = rt.stream();
-            let buf = stream
-                .alloc_zeros::<u8>(workspace_bytes)
-                .map_err(driver_err("cuMemAlloc (Conv2d workspace)"))?;
-            stream
-                .synchronize()
-                .map_err(driver_err("cuStreamSynchronize"))?;
-            let done = rt
-                .context()
-                .new_event(None)
-                .map_err(driver_err("cuEventCreate"))?;
-            Some(OwnWorkspace {
-                buf,
-                last: Mutex::new(0),
-                done,
-            })
+            Some(OwnWorkspace::new(
+                rt,
+                workspace_bytes,
+                "cuMemAlloc (Conv2d workspace)",
+            )?)
         } else {
             None
         };
@@ -582,18 +559,7 @@ impl Conv2d {
         let mut guard = None;
         let mut prologue = || -> Result<()> {
             if let Some(own) = own {
-                let mut last = own
-                    .last
-                    .lock()
-                    .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
-                let this = stream.cu_stream() as usize;
-                if *last != 0 && *last != this {
-                    stream
-                        .wait(&own.done)
-                        .map_err(driver_err("cuStreamWaitEvent (conv workspace)"))?;
-                }
-                *last = this;
-                guard = Some(last);
+                guard = Some(own.claim(stream)?);
             }
             // SAFETY: x (checked: N·H·W·C elements, 16-byte aligned, bound on this stream)
             // and the workspace (M x K elements) are valid for the launch.

@@ -92,11 +92,50 @@ impl Context {
 /// The workspace a `Gemm` owns, and the ordering of its users: a launch on a stream other
 /// than the previous user's first waits for the previous launch (an event), so the partial
 /// sums of two launches never mix.
-struct OwnWorkspace {
-    buf: CudaSlice<u8>,
+pub(crate) struct OwnWorkspace {
+    pub(crate) buf: CudaSlice<u8>,
     /// The previous user's stream (its handle as an integer; 0 before the first launch).
     last: Mutex<usize>,
-    done: CudaEvent,
+    /// Recorded on the user's stream once its launch has queued its last use.
+    pub(crate) done: CudaEvent,
+}
+
+impl OwnWorkspace {
+    /// `bytes` of zeroed device memory (`what` names it in a driver error), ready before
+    /// this returns.
+    pub(crate) fn new(rt: &Runtime, bytes: usize, what: &'static str) -> Result<OwnWorkspace> {
+        let stream = rt.stream();
+        let buf = stream.alloc_zeros::<u8>(bytes).map_err(driver_err(what))?;
+        stream
+            .synchronize()
+            .map_err(driver_err("cuStreamSynchronize"))?;
+        let done = rt
+            .context()
+            .new_event(None)
+            .map_err(driver_err("cuEventCreate"))?;
+        Ok(OwnWorkspace {
+            buf,
+            last: Mutex::new(0),
+            done,
+        })
+    }
+
+    /// Orders `stream` after the workspace's previous user (on another stream) and takes the
+    /// lock that keeps it this stream's until the caller records `done` and drops the guard.
+    pub(crate) fn claim(&self, stream: &CudaStream) -> Result<MutexGuard<'_, usize>> {
+        let mut last = self
+            .last
+            .lock()
+            .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
+        let this = stream.cu_stream() as usize;
+        if *last != 0 && *last != this {
+            stream
+                .wait(&self.done)
+                .map_err(driver_err("cuStreamWaitEvent (workspace)"))?;
+        }
+        *last = this;
+        Ok(last)
+    }
 }
 
 /// A planned and compiled GEMM with its epilogue: `D = epilogue(A B)` on the caller's device
@@ -435,22 +474,7 @@ impl Gemm {
         let workspace = if bytes == 0 {
             None
         } else {
-            let stream = rt.stream();
-            let buf = stream
-                .alloc_zeros::<u8>(bytes)
-                .map_err(driver_err("cuMemAlloc (Gemm workspace)"))?;
-            stream
-                .synchronize()
-                .map_err(driver_err("cuStreamSynchronize"))?;
-            let done = rt
-                .context()
-                .new_event(None)
-                .map_err(driver_err("cuEventCreate"))?;
-            Some(OwnWorkspace {
-                buf,
-                last: Mutex::new(0),
-                done,
-            })
+            Some(OwnWorkspace::new(rt, bytes, "cuMemAlloc (Gemm workspace)")?)
         };
         let after = rt.compile_stats();
         Ok(Gemm {
@@ -712,17 +736,7 @@ impl Gemm {
                 ((need > 0).then_some(p), None)
             }
             (None, Some(own)) => {
-                let mut last = own
-                    .last
-                    .lock()
-                    .map_err(|_| KernelError::invalid(OP, "workspace lock poisoned"))?;
-                let this = stream.cu_stream() as usize;
-                if *last != 0 && *last != this {
-                    stream
-                        .wait(&own.done)
-                        .map_err(driver_err("cuStreamWaitEvent (workspace)"))?;
-                }
-                *last = this;
+                let last = own.claim(stream)?;
                 let (p, _g) = own.buf.device_ptr(stream);
                 (Some(p), Some(last))
             }
