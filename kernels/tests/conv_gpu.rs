@@ -162,19 +162,19 @@ fn named() -> Vec<(&'static str, &'static str, ConvSpec)> {
         ),
         (
             "odd channels (C = K = 127)",
-            "im2col+gemm",
+            "implicit gemm",
             c([2, 127, 13, 13], [127, 127, 3, 3]).padding(1, 1, 1, 1),
         ),
         (
             "R != S, stride (2,3), asymmetric padding (1,2)",
-            "im2col+gemm",
+            "implicit gemm",
             c([3, 24, 13, 13], [16, 24, 3, 5])
                 .stride(2, 3)
                 .padding(1, 2, 1, 2),
         ),
         (
             "dilation 3, padding wider than half the filter",
-            "im2col+gemm",
+            "implicit gemm",
             c([2, 16, 13, 13], [24, 16, 3, 3])
                 .dilation(3, 3)
                 .padding(4, 4, 4, 4),
@@ -191,7 +191,7 @@ fn named() -> Vec<(&'static str, &'static str, ConvSpec)> {
         ),
         (
             "tails in every GEMM dimension",
-            "im2col+gemm",
+            "implicit gemm",
             c([3, 100, 13, 7], [124, 100, 3, 3]).padding(1, 1, 1, 1),
         ),
         (
@@ -255,6 +255,69 @@ fn the_implicit_gemm_over_strides_padding_and_dilation() {
         assert_eq!(conv.path(), "implicit gemm", "{spec}");
         assert_eq!(conv.workspace_bytes(), 0, "{spec}");
         run(&ctx, "implicit gemm", &ConvCase::new(spec));
+    }
+}
+
+/// The implicit GEMM where C is not a multiple of 64: every tap's last k-tile reads zeros
+/// past channel C against a filter staged with zeros there, x read in place (C·2 bytes a
+/// multiple of 16) or staged with its pixels on 16 bytes; one k-tile or two a tap; strides,
+/// dilation, the residual orders, fp16; the workspace the Conv2d's own or the caller's, which
+/// starts as NaN bytes (the padding channels must be written, not assumed zero).
+#[test]
+fn the_implicit_gemm_on_padded_channels() {
+    let Some(ctx) = gpu("the_implicit_gemm_on_padded_channels") else {
+        return;
+    };
+    let c = |x: [i64; 4], f: [i64; 4]| ConvSpec::new(x, f);
+    let cases = [
+        (
+            c([2, 100, 12, 9], [124, 100, 3, 3]).padding(1, 1, 1, 1),
+            true,
+        ),
+        (
+            c([3, 124, 7, 7], [64, 124, 3, 3])
+                .padding(1, 1, 1, 1)
+                .bias_residual_relu(),
+            false,
+        ),
+        (
+            c([4, 127, 16, 16], [127, 127, 3, 3])
+                .padding(1, 1, 1, 1)
+                .bias_relu_residual(),
+            true,
+        ),
+        (
+            c([4, 96, 24, 24], [96, 96, 3, 3])
+                .stride(2, 2)
+                .padding(1, 1, 1, 1),
+            false,
+        ),
+        (
+            c([4, 72, 20, 21], [40, 72, 3, 5])
+                .stride(2, 3)
+                .padding(1, 2, 0, 1)
+                .dilation(2, 1),
+            true,
+        ),
+        (
+            c([2, 40, 8, 8], [48, 40, 3, 3])
+                .padding(1, 1, 1, 1)
+                .dtype(DType::F16)
+                .out_dtype(DType::F32)
+                .epilogue("gelu(acc + bias_col)")
+                .expect("epilogue"),
+            true,
+        ),
+        (c([3, 200, 9, 9], [32, 200, 2, 2]), false),
+    ];
+    for (spec, caller_workspace) in cases {
+        let conv = Conv2d::new(&ctx, &spec).expect("conv");
+        assert_eq!(conv.path(), "implicit gemm", "{spec}");
+        assert!(conv.workspace_bytes() > 0, "{spec}");
+        let mut case = ConvCase::new(spec);
+        case.caller_workspace = caller_workspace;
+        case.repeat = 1;
+        run(&ctx, "implicit gemm, padded channels", &case);
     }
 }
 

@@ -118,7 +118,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         let _ = writeln!(
             s,
             "constexpr int kConvCBlocks = {}, kConvS = {s_}, kConvR = {r}, kConvP = {p}, kConvQ = {q}; // k-tiles a tap, the filter, the output",
-            g.x[1] / bk
+            g.c_blocks() * 64 / bk
         );
         let _ = writeln!(
             s,

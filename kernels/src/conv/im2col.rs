@@ -206,10 +206,12 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
     let gs = spec.gemm()?;
     if let Some(t) = implicit_tma(spec, arch)? {
         // The implicit GEMM: the Hopper kernel loads A from x by TMA's im2col mode, whole
-        // tiles, one CTA a tile. Where the planner cannot take it after all, the gather path.
+        // tiles, one CTA a tile; K counts every tap's channels rounded up to whole k-tiles.
+        // Where the planner cannot take it after all, the gather path.
         let mut o = spec.options;
         o.stream_k = Some(false);
         let mut implicit = gs.clone().options(o);
+        implicit.k = t.gemm_k();
         implicit.im2col = Some(t);
         if let Ok(p) = implicit.plan(arch, sms) {
             if p.problem_im2col().is_some() {
@@ -233,10 +235,23 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
 }
 
 /// The im2col geometry of TMA's load of A from x where the implicit GEMM can run the
-/// convolution (sm_90a, a layer the gather path would take, C a multiple of 64, the
-/// tensor map's limits, no operand sums over K, no cluster or forced path), else `None`: then
-/// the gather path.
+/// convolution (sm_90a, a layer the gather path would take, the tensor map's limits, no
+/// operand sums over K, no cluster or forced path, and where C is not a multiple of 64, a
+/// roofline estimate that favours it: [`ChannelPadding`]), else `None`: then the gather
+/// path.
 pub(crate) fn implicit_tma(spec: &ConvSpec, arch: Arch) -> Result<Option<Im2colTma>> {
+    Ok(match im2col_candidate(spec, arch)? {
+        Some((t, pad)) if !pad.pads() || pad.chosen() => Some(t),
+        _ => None,
+    })
+}
+
+/// The implicit GEMM's im2col geometry where TMA can load A (before the roofline choice of
+/// a padded layer), with its channel padding.
+pub(crate) fn im2col_candidate(
+    spec: &ConvSpec,
+    arch: Arch,
+) -> Result<Option<(Im2colTma, ChannelPadding)>> {
     let g = spec.geometry()?;
     let o = &spec.options;
     if arch != Arch::Sm90a
@@ -249,6 +264,7 @@ pub(crate) fn implicit_tma(spec: &ConvSpec, arch: Arch) -> Result<Option<Im2colT
     {
         return Ok(None);
     }
+    let eb = spec.input().bytes();
     let t = Im2colTma {
         x: [g.n, g.c, g.h, g.w],
         rs: (g.r, g.s),
@@ -256,8 +272,138 @@ pub(crate) fn implicit_tma(spec: &ConvSpec, arch: Arch) -> Result<Option<Im2colT
         stride: g.stride,
         pad: g.pad,
         dil: g.dil,
+        pitch: ChannelPadding::pitch(g.c, eb),
     };
-    Ok(t.refusal().is_none().then_some(t))
+    if t.refusal().is_some() {
+        return Ok(None);
+    }
+    Ok(Some((t, ChannelPadding::new(&g, &t, eb))))
+}
+
+/// The workspace of the padded implicit GEMM: the staged filter at 0 (`K·R·S` rows of
+/// `c_pad` elements), then, 256-byte aligned, the staged x (`N·H·W` pixels `pitch` apart)
+/// where x is staged; `(filter bytes, offset of x, total bytes)`.
+pub(crate) fn padded_workspace(
+    g: &Geometry,
+    pad: &ChannelPadding,
+    eb: i64,
+) -> Result<(i64, i64, i64)> {
+    let over = || KernelError::invalid("conv workspace", "the staged copies' bytes overflow i64");
+    let wb = [g.k, g.r, g.s, pad.c_pad, eb]
+        .iter()
+        .try_fold(1i64, |a, &v| a.checked_mul(v))
+        .ok_or_else(over)?;
+    let x_at = wb.checked_add(255).ok_or_else(over)? / 256 * 256;
+    let xb = if pad.stages_x() {
+        [g.n, g.h, g.w, pad.pitch, eb]
+            .iter()
+            .try_fold(1i64, |a, &v| a.checked_mul(v))
+            .ok_or_else(over)?
+    } else {
+        0
+    };
+    Ok((wb, x_at, x_at.checked_add(xb).ok_or_else(over)?))
+}
+
+/// The dense 16-bit tensor-core rate the Hopper GEMM reaches on large problems (about 660
+/// TF/s on an H100 SXM) and the memory's copy bandwidth (about 3.0 TB/s): the two rates of
+/// the roofline estimate in [`ChannelPadding`]. Only their ratio decides anything.
+const EST_FLOPS: f64 = 660e12;
+const EST_BYTES: f64 = 3.0e12;
+
+/// How the implicit GEMM takes a layer whose C is not a multiple of 64, and whether it
+/// should.
+///
+/// A k-tile is 64 channels of one tap, so each tap's last k-tile runs past channel C: the
+/// tensor map reads those channels as zeros, and the filter is staged into a copy with every
+/// tap's channels padded with zeros to `64·c_blocks` (small: `K·R·S` rows). Where C·2 bytes is
+/// not a multiple of 16, TMA cannot step from pixel to pixel, so x is staged too, its pixels
+/// `pitch` apart (C rounded up to 8). The price is MMA work on the zero channels; the
+/// alternative, the gather, writes and reads back the whole im2col matrix (R·S/(sh·sw) times
+/// x). The choice is a roofline estimate, `flops / 660 TF/s + bytes / 3.0 TB/s` for each, the
+/// flops those of whole 128-wide tiles along N, the bytes what crosses the memory once (x,
+/// the staged copies, the gathered A; not y, which both write): the lower one runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ChannelPadding {
+    /// C, and the channels a tap takes in the GEMM's K (C rounded up to 64).
+    pub c: i64,
+    pub c_pad: i64,
+    /// x's pixel pitch: C, or in the staged copy C rounded up to 8.
+    pub pitch: i64,
+    /// The estimates, in seconds: padded channels, the gather.
+    pub est_pad: f64,
+    pub est_gather: f64,
+}
+
+impl ChannelPadding {
+    /// The pitch TMA can step by: C where its bytes are a multiple of 16, else C rounded up
+    /// to 16 bytes.
+    pub fn pitch(c: i64, elem_bytes: i64) -> i64 {
+        let per = 16 / elem_bytes;
+        (c + per - 1) / per * per
+    }
+
+    pub fn new(g: &Geometry, t: &Im2colTma, eb: i64) -> ChannelPadding {
+        let f = |v: i64| v as f64;
+        // The Hopper kernel's tiles are at least 128 wide along N: both pay N rounded up.
+        let (m, n) = (f(g.gemm_m()), f((g.k + 127) / 128 * 128));
+        let x = f(g.n) * f(g.h) * f(g.w) * f(g.c) * f(eb);
+        let c_pad = t.c_blocks() * 64;
+        let staged_x = if t.pitch != g.c {
+            2.0 * f(g.n) * f(g.h) * f(g.w) * f(t.pitch) * f(eb)
+        } else {
+            0.0
+        };
+        let staged_w = 2.0 * f(g.k) * f(g.r) * f(g.s) * f(c_pad) * f(eb);
+        let est_pad =
+            2.0 * m * n * f(t.gemm_k()) / EST_FLOPS + (x + staged_x + staged_w) / EST_BYTES;
+        let kg = gathered_row(g.gemm_k(), eb);
+        let est_gather = 2.0 * m * n * f((g.gemm_k() + 63) / 64 * 64) / EST_FLOPS
+            + (x + 2.0 * m * f(kg) * f(eb)) / EST_BYTES;
+        ChannelPadding {
+            c: g.c,
+            c_pad,
+            pitch: t.pitch,
+            est_pad,
+            est_gather,
+        }
+    }
+
+    /// Whether the layer needs padding at all (C not a multiple of 64).
+    pub fn pads(&self) -> bool {
+        self.c_pad != self.c
+    }
+
+    /// Whether x itself is staged (its pixels are not on TMA's 16-byte grid).
+    pub fn stages_x(&self) -> bool {
+        self.pitch != self.c
+    }
+
+    /// Whether the estimate favours the padded implicit GEMM.
+    pub fn chosen(&self) -> bool {
+        self.est_pad < self.est_gather
+    }
+
+    /// The choice in words, with the estimate.
+    pub fn describe(&self) -> String {
+        let x = if self.stages_x() {
+            format!(
+                "x is staged with pixels {} elements apart (C·2 bytes is not a multiple of 16, TMA's step)",
+                self.pitch
+            )
+        } else {
+            "x is read in place".to_string()
+        };
+        format!(
+            "C = {} is not a multiple of 64: each tap's last k-tile reads channels {}..{} as zeros (the tensor map's bounds) against a filter staged with zeros there; {x}; MMA work x{:.2}. Roofline estimate (660 TF/s, 3.0 TB/s): {} padded, {} gathered",
+            self.c,
+            self.c,
+            self.c_pad,
+            self.c_pad as f64 / self.c as f64,
+            micros(self.est_pad),
+            micros(self.est_gather)
+        )
+    }
 }
 
 /// Elements per row of the gathered A: K where its rows are on TMA's 16-byte grid, else K
@@ -274,6 +420,13 @@ pub(crate) fn gathered_row(k: i64, elem_bytes: i64) -> i64 {
 
 pub(crate) fn gemm_plan(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Plan> {
     gemm_spec_for(spec, arch, sms)?.plan(arch, sms)
+}
+
+/// Seconds as microseconds with three significant digits.
+fn micros(s: f64) -> String {
+    let us = s * 1e6;
+    let digits = (2 - us.abs().max(1e-9).log10().floor() as i64).clamp(0, 6) as usize;
+    format!("{us:.digits$} us")
 }
 
 fn mib(bytes: f64) -> String {
@@ -372,14 +525,44 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
                 w,
                 "               the Hopper kernel loads A straight from x with TMA's im2col mode: a k-tile is 64 channels of one tap, a tile's rows the output pixels the tensor map walks (padding read as zeros); no copy of A"
             );
-            let _ = writeln!(w, "  workspace    0 bytes");
+            let bytes = spec.workspace_bytes(arch, sms)?;
+            match im2col_candidate(spec, arch)?.filter(|(_, p)| p.pads()) {
+                Some((t, pad)) => {
+                    let _ = writeln!(w, "               {}", pad.describe());
+                    let _ = writeln!(
+                        w,
+                        "               the GEMM's K = R·S·{} = {}",
+                        pad.c_pad,
+                        t.gemm_k()
+                    );
+                    let _ = writeln!(
+                        w,
+                        "  workspace    {bytes} bytes ({}): the staged filter{}; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
+                        mib(bytes as f64),
+                        if pad.stages_x() { " and x" } else { "" }
+                    );
+                }
+                None => {
+                    let _ = writeln!(w, "  workspace    0 bytes");
+                }
+            }
         }
         ConvPath::Gather => {
-            let bytes = spec.workspace_bytes()?;
+            let bytes = spec.workspace_bytes(arch, sms)?;
             let _ = writeln!(w, "  path         im2col + gemm: {why}");
+            let implicit = match im2col_candidate(spec, arch)? {
+                Some((_, pad)) => format!(
+                    "the implicit GEMM could take it with padded channels, but: {}",
+                    pad.describe()
+                ),
+                None => {
+                    "the implicit GEMM, which loads A from x with TMA im2col, cannot take it here"
+                        .to_string()
+                }
+            };
             let _ = writeln!(
                 w,
-                "               an im2col kernel copies A into the workspace ({m} x {k} {}, rows {} elements apart), then the GEMM runs on it: this path pays that copy (writing {} and reading it back) (the implicit GEMM, which loads A from x with TMA im2col, takes C a multiple of 64)",
+                "               an im2col kernel copies A into the workspace ({m} x {k} {}, rows {} elements apart), then the GEMM runs on it: this path pays that copy (writing {} and reading it back) ({implicit})",
                 spec.input(),
                 gathered_row(k, spec.input().bytes()),
                 mib(bytes as f64)

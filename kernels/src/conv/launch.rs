@@ -11,7 +11,9 @@
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use tessera_layout::Layout;
 
-use crate::conv::im2col::{gathered_row, gemm_spec_for, ConvPath, Im2col};
+use crate::conv::im2col::{
+    gathered_row, gemm_spec_for, padded_workspace, ChannelPadding, ConvPath, Im2col,
+};
 use crate::conv::kernel::{Gather, GatherArgs};
 use crate::conv::spec::ConvSpec;
 use crate::conv::tensors::{self, check_channels_last, Role};
@@ -20,6 +22,7 @@ use crate::error::{KernelError, Result};
 use crate::launch::gemm::{Context, Gemm, OwnWorkspace};
 use crate::launch::operand::{Bound, Elem, Operands, Tensor, TensorMut};
 use crate::launch::runtime::driver_err;
+use crate::launch::stage::{StageCopy, StageRows};
 use crate::plan::gemm::Plan;
 
 const OP: &str = "conv launch";
@@ -65,6 +68,61 @@ pub struct Conv2d {
     own: Option<OwnWorkspace>,
     /// The GEMM loads A from x by TMA's im2col mode (the implicit GEMM).
     implicit: bool,
+    /// The implicit GEMM's staged copies where C is not a multiple of 64.
+    padded: Option<Padded>,
+}
+
+/// The copies the implicit GEMM runs on where C is not a multiple of 64
+/// ([`ChannelPadding`]): the filter with every tap's channels padded with zeros to whole
+/// k-tiles, at the workspace's start, and where x's pixels are not on 16 bytes, x with its
+/// pixels `pitch` apart, at `x_at`.
+struct Padded {
+    stage: StageRows,
+    w: StageCopy,
+    w_elems: i64,
+    x: Option<StageCopy>,
+    x_at: u64,
+    x_elems: i64,
+}
+
+impl Padded {
+    fn new(
+        rt: &crate::launch::runtime::Runtime,
+        g: &crate::conv::spec::Geometry,
+        pad: &ChannelPadding,
+        eb: i64,
+    ) -> Result<Padded> {
+        let (_, x_at, _) = padded_workspace(g, pad, eb)?;
+        let taps = g.r * g.s;
+        Ok(Padded {
+            stage: StageRows::new(rt)?,
+            // K matrices (output channels) of R·S rows (taps) of C channels, into rows of
+            // c_pad with zeros past C.
+            w: StageCopy {
+                rows: taps,
+                cols: g.c,
+                batch: g.k,
+                src_ld: g.c,
+                src_bs: taps * g.c,
+                dst_ld: pad.c_pad,
+                fill: pad.c_pad,
+            },
+            w_elems: g.k * taps * pad.c_pad,
+            // N·H·W pixels of C channels into pixels `pitch` apart (the tensor map's extent
+            // is C: the channels past it are never read).
+            x: pad.stages_x().then_some(StageCopy {
+                rows: g.n * g.h * g.w,
+                cols: g.c,
+                batch: 1,
+                src_ld: g.c,
+                src_bs: 0,
+                dst_ld: pad.pitch,
+                fill: g.c,
+            }),
+            x_at: x_at as u64,
+            x_elems: g.n * g.h * g.w * pad.pitch,
+        })
+    }
 }
 
 const _: fn() = || {
@@ -232,7 +290,17 @@ impl Conv2d {
         // The implicit GEMM (A loaded from x by TMA's im2col mode) needs no gather and no
         // workspace.
         let implicit = gemm.plan().problem_im2col().is_some();
-        let workspace_bytes = if implicit { 0 } else { spec.workspace_bytes()? };
+        let workspace_bytes = spec.workspace_bytes(rt.arch(), rt.sm_count() as i64)?;
+        let eb = spec.input().bytes();
+        let padded = match gemm.plan().problem_im2col() {
+            Some(t) => {
+                let pad = ChannelPadding::new(&g, &t, eb);
+                pad.pads()
+                    .then(|| Padded::new(rt, &g, &pad, eb))
+                    .transpose()?
+            }
+            None => None,
+        };
         let gather = match path {
             _ if implicit => None,
             ConvPath::Gather => {
@@ -260,6 +328,7 @@ impl Conv2d {
             workspace_bytes,
             own,
             implicit,
+            padded,
         })
     }
 
@@ -317,10 +386,12 @@ impl Conv2d {
                 "the stream belongs to another CUDA context than the Conv2d's",
             ));
         }
-        // x stays bound (its guard alive) until the gather is queued.
+        // x and w stay bound (their guards alive) until the gather or the staging is queued.
         let xb = x.bind(stream);
         let mut spans = self.check_tensors(stream, &xb, &w, &mut y, &mut ops)?;
         let x_ptr = xb.ptr;
+        let w_src = w.clone();
+        let wb = w_src.bind(stream);
         let user_ws = ops.workspace.take();
         let caller_ws = user_ws.is_some();
         let (ws_ptr, ws_guard) = self.workspace_ptr(stream, user_ws)?;
@@ -339,7 +410,14 @@ impl Conv2d {
         }
         no_output_overlaps(&spans)?;
         let (w2, y2) = self.gemm_view(w, y, &mut ops);
+        let own = self.own.as_ref().filter(|_| !caller_ws);
         let r = match (self.path, ws_ptr) {
+            // The implicit GEMM on padded channels: on the staged filter (and x).
+            _ if self.implicit && self.padded.is_some() => {
+                let ws = ws_ptr.expect("workspace_ptr gives the padded implicit GEMM a workspace");
+                self.launch_padded(stream, (x.clone(), x_ptr), wb.ptr, ws, own, y2, ops)
+                    .map_err(|e| in_conv_terms(e, true))
+            }
             // The implicit GEMM: x itself is A, read through the im2col tensor map.
             _ if self.implicit => self
                 .gemm
@@ -352,13 +430,11 @@ impl Conv2d {
                     .launch(stream, x2, w2, y2, ops)
                     .map_err(|e| in_conv_terms(e, true))
             }
-            (ConvPath::Gather, Some(a)) => {
-                let own = self.own.as_ref().filter(|_| !caller_ws);
-                self.launch_gather(stream, (x_ptr, a), own, w2, y2, ops)
-            }
+            (ConvPath::Gather, Some(a)) => self.launch_gather(stream, (x_ptr, a), own, w2, y2, ops),
             (ConvPath::Gather, None) => unreachable!("workspace_ptr gives the gather a workspace"),
         };
         drop(ws_guard);
+        drop(wb);
         drop(xb);
         r
     }
@@ -429,23 +505,24 @@ impl Conv2d {
         user: Option<&'s mut CudaSlice<u8>>,
     ) -> Result<(Option<u64>, Option<SyncOnDrop<'s>>)> {
         let need = self.workspace_bytes;
-        let (p, g) = match (self.path, user, &self.own) {
-            // No gather: a workspace passed is not used.
-            _ if self.implicit => return Ok((None, None)),
-            (ConvPath::Direct { .. }, _, _) => return Ok((None, None)),
-            (ConvPath::Gather, Some(buf), _) => {
+        // No copies: a workspace passed is not used.
+        if need == 0 {
+            return Ok((None, None));
+        }
+        let (p, g) = match (user, &self.own) {
+            (Some(buf), _) => {
                 if buf.len() < need {
                     return Err(KernelError::Operand {
                         op: OP,
                         operand: "workspace",
                         layout: format!("{} bytes", buf.len()),
-                        rule: format!("the convolution needs {need} bytes (the im2col copy of A)"),
+                        rule: format!("the convolution needs {need} bytes ({})", self.copies()),
                     });
                 }
                 buf.device_ptr_mut(stream)
             }
-            (ConvPath::Gather, None, Some(own)) => own.buf.device_ptr(stream),
-            (ConvPath::Gather, None, None) => {
+            (None, Some(own)) => own.buf.device_ptr(stream),
+            (None, None) => {
                 return Err(KernelError::invalid(
                     OP,
                     format!(
@@ -465,8 +542,17 @@ impl Conv2d {
         Ok((Some(p), Some(g)))
     }
 
-    /// The gather writes the caller's workspace: it may share memory with none of the GEMM's
-    /// other tensors either (their buffers as given: the GEMM checks their layouts).
+    /// What the workspace holds, in words.
+    fn copies(&self) -> &'static str {
+        match &self.padded {
+            Some(p) if p.x.is_some() => "the filter and x staged with padded channels",
+            Some(_) => "the filter staged with padded channels",
+            None => "the im2col copy of A",
+        }
+    }
+
+    /// The gather or the staging writes the caller's workspace: it may share memory with none
+    /// of the GEMM's other tensors either (their buffers as given: the GEMM checks their layouts).
     fn workspace_apart(
         &self,
         stream: &CudaStream,
@@ -505,8 +591,8 @@ impl Conv2d {
             Some((name, lo, hi)) => Err(KernelError::invalid(
                 OP,
                 format!(
-                    "the workspace [{:#x}, {:#x}) overlaps {name} [{lo:#x}, {hi:#x}): the im2col gather writes it",
-                    ws.lo, ws.hi
+                    "the workspace [{:#x}, {:#x}) overlaps {name} [{lo:#x}, {hi:#x}): {} written there",
+                    ws.lo, ws.hi, self.copies()
                 ),
             )),
             None => Ok(()),
@@ -534,6 +620,67 @@ impl Conv2d {
             ops.aux = ops.aux.take().map(|t| t.with_layout(mn.clone()));
         }
         (w.with_layout(mat(k, n, 1, k)), y.with_layout(mn))
+    }
+
+    /// The implicit GEMM on padded channels: the filter (and x) staged into the workspace at
+    /// `ws`, queued after the GEMM's checks (ordered after the previous user of our own
+    /// workspace), then the GEMM on the copies.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_padded<'t>(
+        &self,
+        stream: &CudaStream,
+        (x, x_ptr): (Tensor<'t>, u64),
+        w_ptr: u64,
+        ws: u64,
+        own: Option<&OwnWorkspace>,
+        y: TensorMut<'t>,
+        ops: Operands<'t>,
+    ) -> Result<()> {
+        let pad = self.padded.as_ref().expect("the padded path's copies");
+        let t = self
+            .gemm
+            .plan()
+            .problem_im2col()
+            .expect("the padded path is an implicit GEMM");
+        let input = self.spec.input();
+        let (kk, n) = (t.gemm_k(), self.im2col.g.k);
+        // SAFETY: the workspace holds the staged filter at its start and the staged x at
+        // x_at (sized by padded_workspace, checked against a caller's) and outlives the
+        // launch: the caller's is borrowed for 't, ours lives with self.
+        let b = unsafe { Tensor::from_raw(ws, Some(input), pad.w_elems as usize) }
+            .with_layout(mat(kk, n, 1, kk));
+        let a = match pad.x {
+            Some(_) => unsafe {
+                Tensor::from_raw(ws + pad.x_at, Some(input), pad.x_elems as usize)
+            },
+            None => x,
+        };
+        let sms = self.ctx.sm_count();
+        let mut guard = None;
+        let mut prologue = || -> Result<()> {
+            if let Some(own) = own {
+                guard = Some(own.claim(stream)?);
+            }
+            // SAFETY: w and x are checked (channels-last, K·R·S·C and N·H·W·C elements,
+            // 16-byte aligned) and bound on this stream; the workspace regions hold the
+            // copies' K·R·S·c_pad and N·H·W·pitch elements, 256-byte aligned.
+            unsafe {
+                pad.stage.launch(stream, &pad.w, w_ptr, ws, sms)?;
+                if let Some(c) = &pad.x {
+                    pad.stage.launch(stream, c, x_ptr, ws + pad.x_at, sms)?;
+                }
+            }
+            Ok(())
+        };
+        let r = self
+            .gemm
+            .launch_with_prologue(stream, a, b, y, ops, &mut prologue);
+        if let (Some(own), Some(_held)) = (own, &guard) {
+            own.done
+                .record(stream)
+                .map_err(driver_err("cuEventRecord (conv workspace)"))?;
+        }
+        r
     }
 
     /// The gather path: the gather into the workspace at `a`, queued after the GEMM's checks

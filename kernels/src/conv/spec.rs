@@ -467,11 +467,23 @@ impl ConvSpec {
         check_channels_last("conv layout", role, dims, Some(layout))
     }
 
-    /// Bytes of device workspace a launch needs: the im2col copy of A (`M x K` elements of the
-    /// input type) when the convolution takes the gather path, else 0.
-    pub fn workspace_bytes(&self) -> Result<usize> {
+    /// Bytes of device workspace a launch on `arch` with `sms` SMs needs: on the gather path
+    /// the im2col copy of A (`M x K` elements of the input type); on the implicit GEMM, where
+    /// C is not a multiple of 64, the filter staged with its channels padded (and x, where its
+    /// pixels are not on 16 bytes); else 0.
+    pub fn workspace_bytes(&self, arch: Arch, sms: i64) -> Result<usize> {
         let g = self.geometry()?;
         let a = Im2col::new(&g)?;
+        let eb = self.dtype.bytes();
+        if let Some(t) = self.plan(arch, sms)?.problem_im2col() {
+            let pad = crate::conv::im2col::ChannelPadding::new(&g, &t, eb);
+            if !pad.pads() {
+                return Ok(0);
+            }
+            let (_, _, total) = crate::conv::im2col::padded_workspace(&g, &pad, eb)?;
+            return usize::try_from(total)
+                .map_err(|_| KernelError::invalid(OP, format!("a workspace of {total} bytes")));
+        }
         Ok(match a.path() {
             ConvPath::Direct { .. } => 0,
             ConvPath::Gather => {
@@ -498,20 +510,26 @@ impl ConvSpec {
     }
 
     /// The complete CUDA sources the convolution compiles on `arch`, each exactly as NVRTC
-    /// compiles it, with the kernel's name: the im2col gather (gather path, not the implicit
-    /// GEMM), then the
-    /// GEMM's ([`crate::Plan::sources`]: its staging copy, if any, and its kernel).
+    /// compiles it, with the kernel's name: the im2col gather (gather path) or the staging
+    /// copy (the implicit GEMM on padded channels), then the GEMM's ([`crate::Plan::sources`]:
+    /// its staging copy, if any, and its kernel).
     pub fn sources(&self, arch: Arch, sms: i64) -> Result<Vec<(String, String)>> {
         let g = self.geometry()?;
         let mut out = Vec::new();
-        let implicit = crate::conv::im2col::gemm_plan(self, arch, sms)?
-            .problem_im2col()
-            .is_some();
-        if Im2col::new(&g)?.path() == ConvPath::Gather && !implicit {
+        let im2col = crate::conv::im2col::gemm_plan(self, arch, sms)?.problem_im2col();
+        if Im2col::new(&g)?.path() == ConvPath::Gather && im2col.is_none() {
             out.push((
                 crate::conv::im2col::GATHER_KERNEL.to_string(),
                 crate::conv::im2col::gather_source(),
             ));
+        }
+        if let Some(t) = im2col {
+            if crate::conv::im2col::ChannelPadding::new(&g, &t, self.dtype.bytes()).pads() {
+                out.push((
+                    crate::codegen::STAGE_ROWS_KERNEL.to_string(),
+                    crate::codegen::stage_rows_source(),
+                ));
+            }
         }
         out.extend(self.plan(arch, sms)?.sources()?);
         Ok(out)

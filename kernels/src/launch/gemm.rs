@@ -670,6 +670,7 @@ impl Gemm {
                     src_ld: *ld_x,
                     src_bs: *bs_x,
                     dst_ld: ld,
+                    fill: p.k,
                 };
                 let dst = base + at as u64;
                 // SAFETY: the operand's checks bound every element `c` reads inside its
@@ -1105,8 +1106,8 @@ fn launch_binding(plan: &Plan, ck: &Checks, view: &KernelView) -> Binding {
     bind
 }
 
-/// A of an im2col plan: the convolution's x, packed channels-last, checked for its type,
-/// alignment and extent (N·H·W·C elements); the strides the kernel's checks read say a tight
+/// A of an im2col plan: the convolution's x (or its staged copy), channels-last, checked for
+/// its type, alignment and extent ([`crate::plan::Im2colTma::extent`]); the strides the kernel's checks read say a tight
 /// `M x K` matrix, which the im2col tensor map does not use.
 fn bind_im2col_x<'s>(
     stream: &'s CudaStream,
@@ -1117,7 +1118,7 @@ fn bind_im2col_x<'s>(
 ) -> Result<(Checked, Bound<'s>)> {
     let b = t.bind(stream);
     let st = Strides { ld: k, batch: 0 };
-    let ck = check_bound(w, &b, Some(g.x.iter().product()), st)?;
+    let ck = check_bound(w, &b, Some(g.extent()), st)?;
     Ok((ck, b))
 }
 

@@ -140,13 +140,14 @@ pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<Tma
     Ok(TmaMap(unsafe { map.assume_init() }))
 }
 
-/// Encodes the 4-D im2col tensor map `{C, W, H, N}` of a packed channels-last x at `ptr` that
+/// Encodes the 4-D im2col tensor map `{C, W, H, N}` of a channels-last x at `ptr` that
 /// loads A for the implicit GEMM ([`crate::plan::Im2colTma`]): boxes of `rows` pixels by 64
 /// channels, 128-byte swizzled as A's tiled box is, the pixels walked `(sw, sh)` apart over
 /// the window corners the padding and the filter allow.
 ///
-/// Strides are the packed ones: the convolution's checks hold x to channels-last strides on
-/// every dimension of size above 1, and a dimension of size 1 is never stepped.
+/// Strides are channels-last over `pitch` elements a pixel: the convolution's checks hold x to
+/// channels-last strides on every dimension of size above 1 (or x is its staged copy), and a
+/// dimension of size 1 is never stepped.
 pub(crate) fn encode_tma_im2col(
     ptr: u64,
     dtype: DType,
@@ -176,8 +177,15 @@ pub(crate) fn encode_tma_im2col(
     };
     let [n, c, h, w] = g.x;
     let eb = dtype.bytes() as u64;
+    // Channels past C (the last k-tile of a tap where C is not a multiple of 64) are outside
+    // the map: TMA fills them with zeros.
+    let pitch = g.pitch;
     let dims: [u64; 4] = [c as u64, w as u64, h as u64, n as u64];
-    let strides: [u64; 3] = [c as u64 * eb, (w * c) as u64 * eb, (h * w * c) as u64 * eb];
+    let strides: [u64; 3] = [
+        pitch as u64 * eb,
+        (w * pitch) as u64 * eb,
+        (h * w * pitch) as u64 * eb,
+    ];
     let (lo, hi) = g.corners();
     let lower: [i32; 2] = [lo[0] as i32, lo[1] as i32];
     let upper: [i32; 2] = [hi[0] as i32, hi[1] as i32];
@@ -431,7 +439,7 @@ impl Sm90Kernel {
         check_ld(op, "ldd", s.ldd, p.n)?;
         // A is an M x K matrix, or (im2col) the convolution's x itself, N·H·W·C elements.
         let a_need = match &self.plan.im2col {
-            Some(g) => g.x.iter().product::<i64>(),
+            Some(g) => g.extent(),
             None => GemmStrides::extent(p.batch, s.batch_a, p.m, s.lda, p.k),
         };
         need(op, "A", &args.a, p.input, a_need)?;

@@ -10,7 +10,8 @@ use crate::launch::mem::{launch_kernel, param};
 use crate::launch::runtime::Runtime;
 
 /// One operand's copy: `batch` matrices of `rows` x `cols` elements, rows `src_ld` and
-/// matrices `src_bs` elements apart, into rows `dst_ld` apart (matrices `rows * dst_ld`).
+/// matrices `src_bs` elements apart, into rows `dst_ld` apart (matrices `rows * dst_ld`),
+/// each destination row written up to column `fill` (zeros past `cols`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StageCopy {
     pub rows: i64,
@@ -19,6 +20,7 @@ pub(crate) struct StageCopy {
     pub src_ld: i64,
     pub src_bs: i64,
     pub dst_ld: i64,
+    pub fill: i64,
 }
 
 /// The compiled staging kernel.
@@ -40,8 +42,8 @@ impl StageRows {
     ///
     /// # Safety
     /// `src` must address every element `c` reads and `dst` the `batch * rows * dst_ld`
-    /// elements it writes; `dst` 16-byte aligned, `dst_ld` a multiple of 8; both valid on
-    /// `stream` until the kernel has run.
+    /// elements it writes; `dst` 16-byte aligned, `dst_ld` a multiple of 8 and
+    /// `cols <= fill <= dst_ld`; both valid on `stream` until the kernel has run.
     pub unsafe fn launch(
         &self,
         stream: &CudaStream,
@@ -50,8 +52,9 @@ impl StageRows {
         dst: u64,
         sms: i64,
     ) -> Result<()> {
-        debug_assert!(dst % 16 == 0 && c.dst_ld % 8 == 0 && c.dst_ld >= c.cols);
-        let chunks = c.batch * c.rows * ((c.cols + 7) / 8);
+        debug_assert!(dst % 16 == 0 && c.dst_ld % 8 == 0);
+        debug_assert!(c.cols <= c.fill && c.fill <= c.dst_ld);
+        let chunks = c.batch * c.rows * ((c.fill + 7) / 8);
         let blocks = ((chunks + 255) / 256).clamp(1, (16 * sms).max(1));
         let mut params = [
             param(&src),
@@ -62,6 +65,7 @@ impl StageRows {
             param(&c.src_ld),
             param(&c.src_bs),
             param(&c.dst_ld),
+            param(&c.fill),
         ];
         launch_kernel(
             &self.func,

@@ -779,7 +779,7 @@ impl TreeSm90 {
         ] {
             // A is an M x K matrix, or (im2col) the convolution's x, N·H·W·C elements.
             let need = match (&plan.im2col, name) {
-                (Some(g), "A") => g.x.iter().product::<i64>(),
+                (Some(g), "A") => g.extent(),
                 _ => extent(p.batch, bs, rows, ld, p.k).unwrap_or(i64::MAX),
             };
             if ld < p.k || bs < 0 || buf.dtype != p.input || (buf.len as i64) < need {

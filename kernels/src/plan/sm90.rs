@@ -307,11 +307,15 @@ pub fn fragment_pass_form(acc: &Layout) -> Result<()> {
 }
 
 /// A convolution's A operand loaded straight from its input by TMA's im2col mode (the
-/// implicit GEMM): x is channels-last and packed, `(N, H, W, C)` in memory; the GEMM's row m
-/// is the output pixel `(n, p, q)` (q fastest) and its k-tile `kt` is 64 channels of one
-/// filter tap, `k = (c, s, r)` with c fastest. The tensor map walks the output pixels of a
-/// tile, `(sw, sh)` apart in x, from the first pixel's window corner `(q sw - pl, p sh - pt)`;
-/// the tap's offset `(s dw, r dh)` goes with each load; taps in the padding read zeros.
+/// implicit GEMM): x is channels-last, `(N, H, W, C)` in memory with `pitch` elements from one
+/// pixel to the next (`pitch = C` for a packed tensor); the GEMM's row m is the output pixel
+/// `(n, p, q)` (q fastest) and its k-tile `kt` is 64 channels of one filter tap. Each tap
+/// takes [`Im2colTma::c_blocks`] k-tiles: where C is not a multiple of 64 the last one runs
+/// past channel C and the tensor map fills those channels with zeros, so the GEMM's K is
+/// `R·S·64·c_blocks` with `k = (c, s, r)`, c fastest over the rounded-up channels (the filter
+/// must hold zeros there too). The tensor map walks the output pixels of a tile, `(sw, sh)`
+/// apart in x, from the first pixel's window corner `(q sw - pl, p sh - pt)`; the tap's
+/// offset `(s dw, r dh)` goes with each load; taps in the padding read zeros.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Im2colTma {
     /// x's logical sizes `(N, C, H, W)`.
@@ -326,6 +330,9 @@ pub struct Im2colTma {
     pub pad: (i64, i64, i64, i64),
     /// The dilation `(dh, dw)`.
     pub dil: (i64, i64),
+    /// Elements from one pixel of x to the next: C when x is packed; more where the pixels
+    /// are padded onto TMA's 16-byte grid (a staged copy of x).
+    pub pitch: i64,
 }
 
 impl Im2colTma {
@@ -338,14 +345,31 @@ impl Im2colTma {
         ([-pl, -pt], [pr - (s - 1) * dw, pb - (r - 1) * dh])
     }
 
+    /// The k-tiles of one tap: C channels rounded up to whole 64-channel loads.
+    pub fn c_blocks(&self) -> i64 {
+        (self.x[1] + 63) / 64
+    }
+
+    /// The GEMM's K: every tap's channels rounded up to whole k-tiles, `R·S·64·c_blocks`.
+    pub fn gemm_k(&self) -> i64 {
+        self.rs.0 * self.rs.1 * 64 * self.c_blocks()
+    }
+
+    /// Elements of x the tensor map may read: up to the last pixel's channel C.
+    pub fn extent(&self) -> i64 {
+        let [n, c, h, w] = self.x;
+        (n * h * w - 1) * self.pitch + c
+    }
+
     /// Why TMA's im2col mode cannot load this convolution's A (64 channels of a tap a load),
-    /// or `None`: C a multiple of 64, strides at most 8, the corners within [-128, 127], the
-    /// taps' offsets within 16 bits.
+    /// or `None`: 16-bit pixels on the 16-byte grid (`pitch` a multiple of 8, at least C),
+    /// strides at most 8, the corners within [-128, 127], the taps' offsets within 16 bits.
     pub fn refusal(&self) -> Option<String> {
         let c = self.x[1];
-        if c % 64 != 0 {
+        if self.pitch < c || self.pitch % 8 != 0 {
             return Some(format!(
-                "C = {c} is not a multiple of 64 (a k-tile is 64 channels of one tap)"
+                "a pixel pitch of {} elements for C = {c} channels: TMA steps from pixel to pixel in multiples of 16 bytes (8 16-bit elements), at least C",
+                self.pitch
             ));
         }
         let (sh, sw) = self.stride;
@@ -674,6 +698,21 @@ impl Sm90Plan {
             }
             if let Some(why) = g.refusal() {
                 return Err(KernelError::invalid(op, format!("im2col load of A: {why}")));
+            }
+            let [n, _, _, _] = g.x;
+            let (p, q) = g.pq;
+            if problem.k != g.gemm_k() || problem.m != n * p * q {
+                return Err(KernelError::invalid(
+                    op,
+                    format!(
+                        "im2col load of A: the problem is {} x {} but the convolution's GEMM is M = N·P·Q = {} by K = R·S·64·{} = {}",
+                        problem.m,
+                        problem.k,
+                        n * p * q,
+                        g.c_blocks(),
+                        g.gemm_k()
+                    ),
+                ));
             }
         }
         let group_m = opts

@@ -106,7 +106,7 @@ fn a_1x1_convolution_of_stride_1_is_x_itself() {
     let (path, why) = im.decide();
     assert_eq!(path, ConvPath::Direct { lda: 256 });
     assert!(why.contains("no copy"), "{why}");
-    assert_eq!(spec.workspace_bytes().unwrap(), 0);
+    assert_eq!(spec.workspace_bytes(Arch::Sm90a, 132).unwrap(), 0);
 }
 
 #[test]
@@ -143,13 +143,82 @@ fn the_path_says_why() {
 
 #[test]
 fn the_gather_paths_workspace_is_a_copy_of_a() {
+    // (On sm_80: on sm_90a this layer takes the implicit GEMM, with no workspace.)
     let spec = ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1);
-    assert_eq!(spec.workspace_bytes().unwrap(), 2 * 56 * 56 * 64 * 9 * 2);
+    assert_eq!(
+        spec.workspace_bytes(Arch::Sm80, 132).unwrap(),
+        2 * 56 * 56 * 64 * 9 * 2
+    );
+    assert_eq!(spec.workspace_bytes(Arch::Sm90a, 132).unwrap(), 0);
     let f16_out = spec.clone().out_dtype(crate::DType::F32);
     assert_eq!(
-        f16_out.workspace_bytes().unwrap(),
-        spec.workspace_bytes().unwrap()
+        f16_out.workspace_bytes(Arch::Sm80, 132).unwrap(),
+        spec.workspace_bytes(Arch::Sm80, 132).unwrap()
     );
+}
+
+#[test]
+fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so() {
+    // C = 124: 248-byte pixels are not on TMA's 16-byte grid, so x is staged with pixels 128
+    // apart, and the filter with every tap's channels padded to 128.
+    let odd = ConvSpec::new([128, 124, 28, 28], [124, 124, 3, 3]).padding(1, 1, 1, 1);
+    let plan = odd.plan(Arch::Sm90a, 132).unwrap();
+    let t = plan.problem_im2col().expect("the implicit GEMM");
+    assert_eq!((t.pitch, t.c_blocks(), t.gemm_k()), (128, 2, 9 * 128));
+    assert_eq!(plan.problem.k, 9 * 128);
+    let w_bytes: usize = 124 * 9 * 128 * 2;
+    let x_at = w_bytes.div_ceil(256) * 256;
+    assert_eq!(
+        odd.workspace_bytes(Arch::Sm90a, 132).unwrap(),
+        x_at + 128 * 28 * 28 * 128 * 2
+    );
+    let text = odd.explain(Arch::Sm90a, 132).unwrap();
+    for needle in [
+        "path         implicit gemm",
+        "C = 124 is not a multiple of 64: each tap's last k-tile reads channels 124..128 as zeros",
+        "x is staged with pixels 128 elements apart",
+        "the GEMM's K = R·S·128 = 1152",
+        "the staged filter and x",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
+    }
+    // C = 96: 192-byte pixels, x read in place; only the filter is staged.
+    let c96 = ConvSpec::new([32, 96, 28, 28], [96, 96, 3, 3]).padding(1, 1, 1, 1);
+    let t = c96
+        .plan(Arch::Sm90a, 132)
+        .unwrap()
+        .problem_im2col()
+        .unwrap();
+    assert_eq!((t.pitch, t.gemm_k()), (96, 9 * 128));
+    assert_eq!(
+        c96.workspace_bytes(Arch::Sm90a, 132).unwrap(),
+        96 * 9 * 128 * 2
+    );
+    assert!(c96
+        .explain(Arch::Sm90a, 132)
+        .unwrap()
+        .contains("x is read in place"));
+    // The stem (C = 3): 64 channels a tap would be 21 times the MMA work; the roofline keeps
+    // the gather, and the plan says why.
+    let stem = ConvSpec::new([32, 3, 224, 224], [64, 3, 7, 7])
+        .stride(2, 2)
+        .padding(3, 3, 3, 3);
+    assert!(stem
+        .plan(Arch::Sm90a, 132)
+        .unwrap()
+        .problem_im2col()
+        .is_none());
+    let text = stem.explain(Arch::Sm90a, 132).unwrap();
+    assert!(
+        text.contains("the implicit GEMM could take it with padded channels, but: C = 3"),
+        "{text}"
+    );
+    // sm_80 has no TMA: the gather.
+    assert!(odd
+        .plan(Arch::Sm80, 132)
+        .unwrap()
+        .problem_im2col()
+        .is_none());
 }
 
 #[test]
@@ -218,7 +287,10 @@ fn the_gemm_is_k_major_and_takes_the_hopper_path_where_c_r_s_allows() {
         .padding(3, 3, 3, 3);
     let plan = stem.plan(Arch::Sm90a, 132).unwrap();
     assert_eq!((plan.path(), plan.staged_k()), ("sm90", Some(192)));
-    assert_eq!(stem.workspace_bytes().unwrap(), 32 * 112 * 112 * 192 * 2);
+    assert_eq!(
+        stem.workspace_bytes(Arch::Sm90a, 132).unwrap(),
+        32 * 112 * 112 * 192 * 2
+    );
     let text = stem.explain(Arch::Sm90a, 132).unwrap();
     for needle in [
         "L = ((112,112,32),(3,7,7)):((6,1344,150528),(1,3,672))",
@@ -417,22 +489,31 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
     let skewed = src.replace("== 168", "== 176");
     assert_ne!(skewed, src);
     assert!(compile(&skewed, "tessera_conv_im2col", Arch::Sm80, false).is_err());
-    // And the sources of a gather-path convolution (C = 96: not a multiple of 64) are the
-    // gather, then the GEMM.
-    let spec = ConvSpec::new([2, 96, 56, 56], [64, 96, 3, 3]).padding(1, 1, 1, 1);
+    // And the sources of a gather-path convolution (C = 8: padded to 64 channels a tap, the
+    // MMA work would be 8 times as much) are the gather, then the GEMM.
+    let spec = ConvSpec::new([128, 8, 56, 56], [64, 8, 3, 3]).padding(1, 1, 1, 1);
     let srcs = spec.sources(Arch::Sm90a, 132).unwrap();
     assert_eq!(srcs.len(), 2);
     assert_eq!(srcs[0], ("tessera_conv_im2col".to_string(), src));
     // With C = 64 the implicit GEMM: its one program loads A by TMA's im2col mode, and
-    // compiles (the flag-driven and the generated epilogue).
+    // compiles (the flag-driven and the generated epilogue). With C = 124, two k-tiles a tap
+    // and the staging copy first.
+    let c124 = ConvSpec::new([32, 124, 28, 28], [124, 124, 3, 3]).padding(1, 1, 1, 1);
+    let srcs = c124.sources(Arch::Sm90a, 132).unwrap();
+    assert_eq!(srcs.len(), 2);
+    assert_eq!(srcs[0].0, "tessera_stage_rows");
+    assert!(srcs[1]
+        .1
+        .contains("constexpr int kConvCBlocks = 2, kConvS = 3"));
     for s in [
         ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1),
         ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3])
             .padding(1, 1, 1, 1)
             .bias_residual_relu(),
+        c124.bias_residual_relu(),
     ] {
         let srcs = s.sources(Arch::Sm90a, 132).unwrap();
-        assert_eq!(srcs.len(), 1);
+        let srcs = &srcs[srcs.len() - 1..];
         assert!(srcs[0].0.contains("_im2col"), "{}", srcs[0].0);
         assert!(srcs[0].1.contains("#define TESSERA_SM90_IM2COL 1"));
         let c =

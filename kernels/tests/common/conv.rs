@@ -320,10 +320,22 @@ fn launch_case(
         _ => Dev::poisoned(stream, out, len),
     };
     let mut aux_d = aux_type(&case.spec).map(|t| Dev::poisoned(stream, t, len));
+    // A caller's workspace starts as junk (every byte 0xFF, NaN in 16-bit types): what the
+    // convolution reads from it must be what it wrote there first.
     let mut ws: Option<CudaSlice<u8>> = case.caller_workspace.then(|| {
-        stream
-            .alloc_zeros(conv.workspace_bytes().max(1))
-            .expect("alloc")
+        let bytes = conv.workspace_bytes().max(1);
+        let buf = stream.alloc_zeros(bytes).expect("alloc");
+        // SAFETY: the buffer just allocated, `bytes` long, used on this stream only.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(
+                buf.device_ptr(stream).0,
+                0xFF,
+                bytes,
+                stream.cu_stream(),
+            )
+        }
+        .expect("memset");
+        buf
     });
     let junk = case.junk_unit_strides;
     let lx = torch_channels_last([d.n, d.c, d.h, d.w], junk);
