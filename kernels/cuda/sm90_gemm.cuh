@@ -1360,20 +1360,48 @@ __device__ __forceinline__ int tessera_sm90_total_tiles(const TesseraSm90Params&
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
-    tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
-                 const __grid_constant__ TesseraTmaMap tma_b,
-                 const __grid_constant__ TesseraTmaMap tma_d,
-                 const __grid_constant__ TesseraTmaMap tma_aux,
-                 // The tree epilogue's staged inputs (C, the residual, aux_in); else unused.
-                 const __grid_constant__ TesseraTmaMap tma_in_c,
-                 const __grid_constant__ TesseraTmaMap tma_in_r,
-                 const __grid_constant__ TesseraTmaMap tma_in_x, const TesseraSm90Params p
+// The bias of a tile (the flag-driven epilogue): kBiasStage values (a column bias: the tile's
+// kBN columns; a row bias: this warpgroup's 64 kMHalves rows), kSm90BiasPer per thread, loaded
+// from global memory before the tile's mainloop, written to buffer (local & 1) after it and
+// read by the epilogue after its first barrier. Two buffers: a thread may write the next
+// tile's while another still reads this one's; every thread has passed this tile's epilogue
+// barriers (so finished the tile before) when anyone writes the buffer again.
+constexpr int kSm90BiasLen = kBiasStage > 0 ? kBiasStage : 1;
+constexpr int kSm90BiasPer = (kSm90BiasLen + 127) / 128;
+// A tree epilogue's bias vectors, likewise (the fragment path): kSm90VecPer values a thread,
+// loaded with the tile's first k-tile, written to buffer (local & 1) of vec_s after the
+// mainloop, read after a barrier of the warpgroup. (Loaded per element instead, their L2
+// latency dominated a biased tree epilogue: docs/design/003-epilogue-vector-loads.md.)
 #ifdef TESSERA_EPILOGUE_TREE
-                 // The tree epilogue's tensors and scalars (epilogue::cuda::sm90_tree_source).
-                 , const TesseraEpArgs tessera_ep_args
+constexpr int kSm90VecRows = kTesseraVecRows, kSm90VecCols = kTesseraVecCols;
+#else
+constexpr int kSm90VecRows = 0, kSm90VecCols = 0;
 #endif
-                 ) {
+constexpr int kSm90VecLen = kSm90VecRows + kSm90VecCols;
+constexpr int kSm90VecBuf = kSm90VecLen > 0 ? kSm90VecLen : 1;
+constexpr int kSm90VecPer = (kSm90VecBuf + 127) / 128;
+
+// The tree epilogue's arguments are a kernel parameter only where the kernel has a tree
+// epilogue: the role functions below take them, and pass them on, through these.
+#ifdef TESSERA_EPILOGUE_TREE
+#define TESSERA_SM90_EP_PARAM , const TesseraEpArgs& tessera_ep_args
+#define TESSERA_SM90_EP_ARG , tessera_ep_args
+#else
+#define TESSERA_SM90_EP_PARAM
+#define TESSERA_SM90_EP_ARG
+#endif
+
+// The kernel's shared memory, carved once: the stage ring of A and B, the barriers, the
+// epilogue's scratch (which the TMA-store buffers and staged inputs share), the bias and vector
+// stages. Addresses are shared-space; `raw` is the dynamic buffer's own, which pointers into it
+// are offset from.
+struct TesseraSm90Smem {
+  unsigned raw;
+  unsigned smem_a, smem_b, bars, turns, in_bars;
+  unsigned scratch_base, store_base, in_base, bias_base, vec_base;
+};
+
+__device__ __forceinline__ TesseraSm90Smem tessera_sm90_smem() {
   // The 128-byte swizzle repeats every 1024 bytes and the wgmma descriptors carry no base
   // offset, so every stage starts on a 1024-byte boundary (the launch adds 1024 bytes of slack).
   const unsigned raw = tessera_smem_addr(tessera_smem_raw);
@@ -1397,10 +1425,565 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   // Then a tree epilogue's vector stage: per consumer warpgroup, two buffers of kVecColStage
   // bias_col values followed by kVecRowStage bias_row values.
   const unsigned vec_base = bias_base + (kBiasStage > 0 ? kConsumers * 2 * kBiasStage * 4 : 0);
+  return TesseraSm90Smem{raw,          smem_a,     smem_b,  bars,      turns,   in_bars,
+                         scratch_base, store_base, in_base, bias_base, vec_base};
+}
+
+// The mainloop of one unit (a whole tile, or a stream-K part: k-tiles [w.kb, w.ke)) on this
+// consumer warpgroup's accumulators: each stage waited for, its wgmma issued, the previous
+// stage handed back to the producer once its group is done. `after_issue(kt)` runs after each
+// k-tile's wgmma are issued: the work the warp overlaps with the tensor cores (an epilogue's
+// prefetches, the next tile's coordinates). Returns the last stage, still held: the caller
+// releases it after its own work behind the final wait.
+template <typename AfterIssue>
+__device__ __forceinline__ int tessera_sm90_mainloop(float (&acc)[kMHalves][kBN / 2],
+                                                     const TesseraSm90Unit& w,
+                                                     const TesseraSm90Smem& sm, int cw, int t,
+                                                     int wg, int slot_tl, int k_tiles,
+                                                     AfterIssue after_issue) {
+  const unsigned bars = sm.bars, turns = sm.turns, smem_a = sm.smem_a, smem_b = sm.smem_b;
+  const int lane = t % 32;
+  (void)wg;
+  (void)slot_tl;
+  (void)turns;
+  (void)k_tiles;
+  // This unit's first k-tile is the g0-th the producer loaded (its kpos; whole tiles: n
+  // k_tiles, ping-pong counting the other warpgroup's tiles between).
+  const unsigned long long g0 = w.kpos;
+  int stage = (int)(g0 % kStages);
+  unsigned phase = (unsigned)((g0 / kStages) & 1);
+  int prev = 0;
+  for (int kt = w.kb; kt < w.ke; ++kt) {
+    tessera_mbar_wait(bars + 8 * stage, phase);
+    TESSERA_TL(kt == w.kb && t == 0, wg, slot_tl, 2);
+
+    if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
+    const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
+    const unsigned b_addr = smem_b + stage * kStageBytesB;
+    tessera_sm90_mma_ktile(acc, a_addr, b_addr, kt > w.kb);
+    after_issue(kt);
+    if (kt > w.kb) {
+      // The group of the previous stage is done: hand that stage back to the producer.
+      tessera_wgmma_wait<1>();
+      if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
+    }
+    prev = stage;
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+  tessera_wgmma_wait<0>();
+  return prev;
+}
+
+#ifdef TESSERA_EPILOGUE_TREE
+// The tree epilogue through the TMA-store buffers (where the launch set kSm90FlagTmaStore) on
+// this warpgroup's rows of tile (tm, tn) of batch b: the tile's passes in fragment order.
+__device__ __forceinline__ void tessera_sm90_epilogue_tree_tma(
+    float (&acc)[kMHalves][kBN / 2], const TesseraEpArgs& tessera_ep_args,
+    const TesseraSm90Params& p, const TesseraSm90Smem& sm, int b, int tm, int tn, int cw, int t,
+    int local, int slot_tl, unsigned in_bar, float* vec_s,
+    const unsigned (&vec_in)[kSm90VecPer], const unsigned (&tile_words)[kTesseraEpTileWords],
+    int& store_slot, const TesseraTmaMap& tma_d, const TesseraTmaMap& tma_aux,
+    const TesseraTmaMap& tma_in_c, const TesseraTmaMap& tma_in_r,
+    const TesseraTmaMap& tma_in_x) {
+  const unsigned raw = sm.raw, store_base = sm.store_base, in_base = sm.in_base;
+  const int lane = t % 32;
+  // The tree epilogue in fragment order (the launch sets the flag when D, and a full
+  // aux, suit TMA and a bit mask's words can be gathered): per pass, the generated
+  // elements run on this thread's own registers (tessera_sm90_tree_frag); D and a full
+  // aux go packed into the swizzled buffers and out by TMA, as in the fused epilogue
+  // below. The reductions stay in registers: a row's kEpiCols columns of a pass are the
+  // 4 lanes of a quad, so row sums add up over a tile's passes and leave once per row;
+  // a column's 64 rows are 8 lanes of each warp, reduced per pass by a halving exchange
+  // (7 shuffles for the thread's 8 column slots) to one column per lane. A ReLU mask's
+  // words are OR-ed within the quad (2 shuffles for the thread's 2 rows).
+  static_assert(kEpiRegs == 16 && kEpiCols == 32, "a pass is 4 column pairs of 2 rows per thread");
+  static_assert(!kTesseraEpAuxFull || kStoreBufs >= 2, "a pass with aux fills two buffers");
+  constexpr int kPassesN = kBN / kEpiCols;
+  constexpr int kPairs = kEpiRegs / 2;
+  // Passes whose output-mask words a row stores together (see store_mask_word).
+  constexpr int kMaskGroup = kTesseraEpBits && kPassesN % 4 == 0 ? 4 : 1;
+  const TesseraEpArgs& ea = tessera_ep_args;
+  const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
+  TesseraEpCta cta{};
+  float rs[2] = {-0.0f, -0.0f};  // (from -0.0: see tessera_sm90_tree_frag)
+  // An output mask's rows: per m64 half, the first word of the tile's columns in the row
+  // of the slot lane bit 0 picks (the row this lane stores, when lane bit 1 is clear);
+  // null past M. (The launch takes this path only when rows, batches and the region
+  // start on word boundaries.)
+  unsigned* mask_rows[kMHalves];
+  tessera_sm90_mask_rows(ea, p, mask_rows, b, tm, tn, cw, t, lane);
+  // This tile's vector stage: written, then read by every warp of the warpgroup.
+  float* vec_t = vec_s + (local & 1) * kSm90VecBuf;
+  if (kSm90VecLen > 0) tessera_sm90_write_vectors(tessera_ep_args, vec_t, vec_in, cw, t);
+  // The tile's passes. `fixed` (a constant at each call, which is inlined): 0, each pass
+  // block's case of tessera_ep_block_case decided at the block, with the bounds-checked
+  // copy of the elements for blocks past D; else the case of every block of a tile that
+  // lies inside D and fixes its select predicates throughout, compiled in alone (a
+  // select's per-block dispatch among its cases' copies costs more than either branch
+  // alone: docs/design/007-select-case-per-tile.md).
+#if TESSERA_EP_SIDES > 0
+  auto tile_passes = [&](const int fixed) {
+#else
+  {  // (Without a select: the passes as they were, in the kernel's own scope.)
+    constexpr int fixed = 0;
+#endif
+    // An output mask's words of a group of kMaskGroup consecutive passes of a row, held
+    // until the group's last pass, which stores them together (one 16-byte store where
+    // the row's words are aligned and inside D).
+    unsigned mask_held[kMaskGroup];
+#pragma unroll
+    for (int pass = 0; pass < kTilePasses; ++pass) {
+      const TesseraSm90PassPre pre = tessera_sm90_pass_words(tile_words, pass, lane);
+      const int h = pass / kPassesN;
+      const int j = pass % kPassesN;
+      const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
+      const int cb = tn * kBN + j * kEpiCols;
+      float v[kEpiRegs];
+      tessera_sm90_pass_regs(acc, pass, 0, v);
+      unsigned dpk[kPairs], apk[kPairs], wb[2];
+      float cs[kPairs];
+      if (j == 0) rs[0] = rs[1] = -0.0f;
+      // This pass's staged inputs: wait for their blocks (read by the elements).
+      const int slot = pass % kInBufs;
+      const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
+      const unsigned char* in = tessera_smem_raw + (in_slot - raw);
+      if (kTesseraEpStaged > 0) {
+        // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
+        // this warpgroup, and this tile's earlier passes on the slot.
+        const int slot_uses = kTilePasses / kInBufs + (slot < kTilePasses % kInBufs ? 1 : 0);
+        tessera_mbar_wait(in_bar + 8 * slot,
+                          (unsigned)((local * slot_uses + pass / kInBufs) & 1));
+      }
+      const float* vc = vec_t + j * kEpiCols;
+      const float* vr = vec_t + kSm90VecCols + (kPingPong ? 64 * h : 0);
+      if (fixed > 0 || (row0 + 64 <= p.m && cb + kEpiCols <= p.n)) {
+        const int sc = fixed > 0 ? fixed : tessera_ep_block_case(ea, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
+        tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
+      } else {
+        tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
+      }
+      // The pass's mask word (an output bit mask): gathered before the pass's stores, so
+      // that the exchanges' latency overlaps the store pass, and stored after them (stored
+      // before, its global store held the pass's async-proxy fence back:
+      // docs/design/006-output-mask-stores.md). Lane
+      // bit 0 picks the row slot: one exchange gives each lane its slot's bits of the
+      // lane pair, a second those of the quad; the lanes with bit 1 clear store the row's
+      // word.
+      unsigned mask_word = 0u;
+      if (kTesseraEpBits) {
+        const int s0 = lane & 1;
+        mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
+        mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
+      }
+      tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+        // The warp has read its rows of this pass's staged inputs: they take those of
+        // pass + kInBufs.
+        if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kTilePasses) {
+          const int w = t / 32;
+          int r1, c1;
+          tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
+          tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
+                                         in_bar + 8 * slot, r1, c1, b, w);
+        }
+      });
+      if (kTesseraEpBits) tessera_sm90_store_mask_word(mask_held, mask_word, mask_rows, h, j, cb, lane, p);
+      const int b0 = lane & 1;
+      if (kTesseraEpColSum) tessera_sm90_reduce_cols(ea, p, cs, cb, b, t, lane);
+      if (kTesseraEpRowSum && j == kPassesN - 1) {
+        // The tile's row sums (all its passes of these rows): lane bit 0 picks the slot.
+        float sum = (b0 ? rs[1] : rs[0]) + __shfl_xor_sync(0xffffffffu, b0 ? rs[0] : rs[1], 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const int row = row0 + tessera_acc_row(t, 2 * b0);
+        if ((lane & 2) == 0 && row < p.m) tessera_ep_flush_row(ea, b, row, sum);
+      }
+    }
+#if TESSERA_EP_SIDES > 0
+  };
+  // The tile's (this warpgroup's rows of it) case, when it lies inside D.
+  const int tr0 = tm * kBM + (kPingPong ? 0 : 64 * cw);
+  const int tr1 = tr0 + (kPingPong ? kBM : 64) - 1;
+  const int tile_case = tr1 < p.m && tn * kBN + kBN <= p.n
+                            ? tessera_ep_block_case(ea, b, tr0, tr1, tn * kBN, tn * kBN + kBN - 1)
+                            : 0;
+  // (tessera_sm90_tree_frag_inside holds the limit of two predicates, cases 1 to 4.)
+  if (tile_case == 1) {
+    tile_passes(1);
+  } else if (tile_case == 2) {
+    tile_passes(2);
+  } else if (kTesseraEpSides >= 2 && tile_case == 3) {
+    tile_passes(3);
+  } else if (kTesseraEpSides >= 2 && tile_case == 4) {
+    tile_passes(4);
+  } else {
+    tile_passes(0);
+  }
+#else
+  }
+#endif
+}
+#endif
+
+// The flag-driven epilogue through the TMA-store buffers (where the launch set
+// kSm90FlagTmaStore) on this warpgroup's rows of tile (tm, tn) of batch b; bias_t is the
+// tile's staged bias.
+__device__ __forceinline__ void tessera_sm90_epilogue_fused_tma(
+    float (&acc)[kMHalves][kBN / 2], const TesseraSm90Params& p, const TesseraSm90Smem& sm,
+    int b, int tm, int tn, int cw, int t, int slot_tl, const float* bias_t, int& store_slot,
+    const TesseraTmaMap& tma_d, const TesseraTmaMap& tma_aux) {
+  const unsigned store_base = sm.store_base;
+  // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block is finished
+  // in registers (the fragment's own rows and columns) and packed in the output type,
+  // then written into a swizzled shared-memory buffer; one thread stores the buffer with
+  // TMA, which clips the block to D. The passes take buffers of a ring of kStoreBufs;
+  // with aux each pass fills two, D's and aux's (the pre-activation), stored with their
+  // own tensor maps. Nothing waits for the stores but the reuse of a buffer, and that
+  // wait comes after the pass's arithmetic.
+  constexpr int kPassesN = kBN / kEpiCols;
+  constexpr int kPairs = kEpiRegs / 2;
+  const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
+  // The bias stage written above is read before the passes' barriers: one barrier first.
+  if (kStageBias) tessera_bar_sync(1 + cw, 128);
+  // Unrolled: each pass names its accumulator registers directly (a rolled loop selects
+  // them at run time, 8 selects per value over the 8 passes of a 256-column tile).
+#pragma unroll
+  for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
+    const int h = pass / kPassesN;
+    const int j = pass % kPassesN;
+    const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
+    const int cb = tn * kBN + j * kEpiCols;
+    // The row bias of this thread's two rows of the pass, those of its registers 0 and 2
+    // (the planner checks every register of a pass is on one of them); zero past D.
+    float br0 = 0.0f, br1 = 0.0f;
+    if (kEpiBias == 1) {
+      br0 = bias_t[64 * h + tessera_acc_row(t, 0)];
+      br1 = bias_t[64 * h + tessera_acc_row(t, 2)];
+    }
+    // The pass's results, packed: D's, and the pre-activation for aux.
+    unsigned dpk[kPairs], apk[kPairs];
+    // The pass's registers, in two halves to keep few of them live beside the
+    // accumulators (named by compile-time indices: one predicated copy per pass). Register
+    // k of any pass sits at (tessera_acc_row(t, k), tessera_acc_col(t, k)) of its block
+    // (the planner checks the accumulator layout repeats every kEpiRegs).
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      constexpr int kHalf = kEpiRegs / 2;
+      float v[kHalf];
+      tessera_sm90_pass_regs(acc, pass, q * kHalf, v);
+#pragma unroll
+      for (int kk = 0; kk < kHalf; kk += 2) {
+        const int k = q * kHalf + kk;
+        const int r = tessera_acc_row(t, k);
+        const int c = tessera_acc_col(t, k);
+        float x0 = p.alpha * v[kk];
+        float x1 = p.alpha * v[kk + 1];
+        if (kEpiBias == 2) {
+          // The stage holds zeros past D's last column.
+          const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + c);
+          x0 += bc.x;
+          x1 += bc.y;
+        } else if (kEpiBias == 1) {
+          const float br = r == tessera_acc_row(t, 0) ? br0 : br1;
+          x0 += br;
+          x1 += br;
+        }
+        if (kEpiAux) apk[k / 2] = tessera_pack2(x0, x1, kEpiOut);
+        dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct, kEpiCoarse), tessera_activate(x1, kEpiAct, kEpiCoarse), kEpiOut);
+      }
+    }
+    tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, slot_tl * kMHalves * kPassesN + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
+  }
+}
+
+// The epilogue through this warpgroup's fp32 scratch (the flag-driven one, or the generated
+// tree a column pair at a time) on its rows of tile (tm, tn) of batch b; bias_t is the
+// flag-driven epilogue's staged bias of the tile.
+__device__ __forceinline__ void tessera_sm90_epilogue_scratch(float (&acc)[kMHalves][kBN / 2],
+                                                              const TesseraSm90Params& p, int b,
+                                                              int tm, int tn, int cw, int t,
+                                                              float* scratch,
+                                                              const float* bias_t
+                                                                  TESSERA_SM90_EP_PARAM) {
+  const int lane = t % 32;
+  (void)lane;
+  (void)bias_t;
+  // Epilogue, 64 rows x kEpiCols columns per pass through this warpgroup's fp32 scratch:
+  // the fragment goes to shared memory with compile-time register indices, then a compact
+  // loop reads it back two columns per thread, 16 threads per row, and applies the
+  // epilogue with coalesced global accesses. The pass loop is not unrolled, so its body
+  // (the epilogue proper) exists once in the machine code; only the staging is, one
+  // predicated block per pass, because registers are named by compile-time indices.
+  constexpr int kPassesN = kBN / kEpiCols;
+  const int col0 = tn * kBN;
+#pragma unroll 1
+  for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
+    const int h = pass / kPassesN;
+    const int j = pass % kPassesN;
+    const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
+    tessera_sm90_scratch_put(scratch, acc, pass, t);
+    tessera_bar_sync(1 + cw, 128);
+    // The whole 64 x kEpiCols block is inside D and pairs are aligned: no predicates.
+    const int cb = col0 + j * kEpiCols;
+    const bool interior =
+        (p.flags & kSm90FlagStorePair) && row0 + 64 <= p.m && cb + kEpiCols <= p.n;
+    constexpr int kIters = 64 * (kEpiCols / 2) / 128;
+    constexpr int kRowsPerIter = 128 / (kEpiCols / 2);
+    float2 v[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int e = t + 128 * it;
+      v[it] = *reinterpret_cast<const float2*>(scratch + (e / (kEpiCols / 2)) * kEpiPitch +
+                                               2 * (e % (kEpiCols / 2)));
+    }
+    // Everyone has read the scratch: the next pass may overwrite it while these stores go.
+    tessera_bar_sync(1 + cw, 128);
+#ifdef TESSERA_EPILOGUE_TREE
+    // The generated epilogue, one column pair of one row per call. Coordinates are
+    // launch-relative (the plan's problem is the launch's region). Its reductions are
+    // summed in registers (TESSERA_EP_REG_SUMS): a row's 16 threads are lanes 0-15 or
+    // 16-31 of one warp, a column pair's two threads in a warp are lanes l and l ^ 16; the
+    // shuffles run in every lane, outside the bounds checks.
+    (void)interior;
+    {
+      const int c = cb + 2 * (t % (kEpiCols / 2));
+      const int r = row0 + t / (kEpiCols / 2);
+      TesseraEpCta cta{};
+      // A ReLU bit mask a word at a time: a row's 32 columns of the pass are the bits of
+      // one word (the 16 lanes of a half-warp, two each) when rows and batches start on
+      // word boundaries; else each bit by itself (tessera_ep_store_bit's atomics).
+      cta.word_bits = kTesseraEpBits && tessera_ep_args.ldaux % 32 == 0 &&
+                        tessera_ep_args.batch_aux % 32 == 0 && tessera_ep_args.col0 % 32 == 0;
+      unsigned pass_bits = 0u;  // bits 2 it, 2 it + 1: this thread's pair of iteration it
+      // The block's iterations; in a block inside the launch with D stored in pairs, with no
+      // bounds checks, so that nothing but data separates one pair's stores from the next
+      // pair's loads (non-coherent, free to move above them: tessera_ep_ld).
+      // (That path compiles the bit mask's word gathering in: it also needs the alignment.)
+      // Select predicates on one coordinate are decided once for the block when they are
+      // uniform over it (tessera_ep_block_case), and compiled in as constants: no branch
+      // per element, so the iterations' code interleaves as without the select.
+      if (tessera_ep_args.d_pair && row0 + 64 <= p.m && cb + kEpiCols <= p.n &&
+          (!kTesseraEpBits || cta.word_bits)) {
+        const int sc = tessera_ep_block_case(tessera_ep_args, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
+        tessera_sm90_tree_inside<kIters, kRowsPerIter>(sc, tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
+      } else {
+        tessera_sm90_tree_iterations<false, kIters, kRowsPerIter, 0>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
+      }
+      if (kTesseraEpBits && cta.word_bits) {
+        tessera_sm90_scratch_mask_words<kIters, kRowsPerIter>(tessera_ep_args, p, b, r, cb, t, pass_bits);
+      }
+      if (kTesseraEpColSum) {
+        static_assert(kEpiCols == 32, "a warp holds two rows of a pass");
+        const float s0 = cta.reg_col0 + __shfl_xor_sync(0xffffffffu, cta.reg_col0, 16);
+        const float s1 = cta.reg_col1 + __shfl_xor_sync(0xffffffffu, cta.reg_col1, 16);
+        if (lane < 16 && c < p.n) {
+          tessera_ep_flush_col(tessera_ep_args, b, c, s0);
+          if (c + 1 < p.n) tessera_ep_flush_col(tessera_ep_args, b, c + 1, s1);
+        }
+      }
+    }
+#else
+    tessera_sm90_scratch_fused<kIters, kRowsPerIter>(p, b, row0, cb, h, j, t, interior, bias_t, v);
+#endif
+  }
+}
+
+// Consumer warpgroup `cw` = wg - 1. Cooperative: rows [64 cw, 64 cw + 64) of every tile of
+// the CTA. Ping-pong: all kBM rows (kMHalves m64 halves) of every other tile of the CTA, so
+// that one warpgroup's epilogue runs while the other's wgmma keep the tensor cores busy. Per
+// unit: the epilogue's inputs fetched, the mainloop, stream-K's fix-up, then the epilogue.
+__device__ __forceinline__ void tessera_sm90_consume(
+    const TesseraTmaMap& tma_d, const TesseraTmaMap& tma_aux, const TesseraTmaMap& tma_in_c,
+    const TesseraTmaMap& tma_in_r, const TesseraTmaMap& tma_in_x, const TesseraSm90Params& p,
+    const TesseraSm90Smem& sm, int wg, int t, int total, int k_tiles TESSERA_SM90_EP_PARAM) {
+  const unsigned in_bars = sm.in_bars, turns = sm.turns, scratch_base = sm.scratch_base,
+                 bias_base = sm.bias_base, vec_base = sm.vec_base, in_base = sm.in_base;
+  (void)in_base;
+  (void)turns;
+  const unsigned raw = sm.raw;
+  const int cw = wg - 1;
+  const int lane = t % 32;
+  // This warp's staged-input barriers: in_bar + 8 s for buffer s.
+  const unsigned in_bar = in_bars + 8 * kInBufs * (kEpiWarps * cw + t / 32);
+  float acc[kMHalves][kBN / 2];
+  float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - raw)) + cw * 64 * kEpiPitch;
+  float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kSm90BiasLen;
+  float* vec_s = reinterpret_cast<float*>(tessera_smem_raw + (vec_base - raw)) + cw * 2 * kSm90VecBuf;
+  (void)vec_s;
+  const int step = kPingPong ? 2 : 1;
+  int local = 0;  // tiles this warpgroup has started
+  int store_slot = 0;  // the TMA-store ring's next buffer (tessera_sm90_store_pass)
+  // This CTA's n-th unit and a unit's tile coordinates (tessera_sm90_unit_of, _decode).
+  auto unit_of = [&](int n, TesseraSm90Unit& w) { return tessera_sm90_unit_of(p, total, k_tiles, n, w); };
+  auto decode = [&](int tile, int& b, int& tm, int& tn) { tessera_sm90_decode(p, tile, b, tm, tn); };
+  // Cooperative: a tile's coordinates are decoded at the end of the previous tile's mainloop
+  // (the first tile's here): at the top of the loop, the four integer divisions stood
+  // between every epilogue and the next mainloop. Ping-pong: at the top of the loop, before
+  // the turn wait, which they do not depend on and which lasts the other warpgroup's
+  // mainloop (decoded during the last k-tile there, the plain GEMM ran slower).
+  // (docs/design/001-tile-decode-placement.md)
+  const int n0 = kPingPong ? cw : 0;
+  int nb = 0, ntm = 0, ntn = 0;
+  // Whether unit n exists (then nb, ntm, ntn are its tile's coordinates): looked up ahead.
+  bool more = true;
+  if (!kPingPong) {
+    TesseraSm90Unit w0;
+    more = unit_of(n0, w0);
+    if (more) decode(w0.tile, nb, ntm, ntn);
+  }
+  // `local` counts the units with an epilogue (all but stream-K parts without their tile's
+  // last k-tile): the epilogues' buffers and barriers alternate by it. The timeline's slots
+  // are units (n; ping-pong: local).
+  for (int n = n0;; n += step, ++local) {
+    const int slot_tl = kPingPong ? local : n;
+    (void)slot_tl;
+    TESSERA_TL(t == 0, wg, slot_tl, 0);
+    TesseraSm90Unit w;
+    if (kPingPong) {
+      more = unit_of(n, w);
+      if (more) decode(w.tile, nb, ntm, ntn);
+    }
+    if (!more) break;
+    if (!kPingPong) unit_of(n, w);
+    const int b = nb, tm = ntm, tn = ntn;
+    const bool epi_unit = !kStreamK || w.ke == k_tiles;
+#ifdef TESSERA_EPILOGUE_TREE
+    // The vector stage's values, as raw bits, converted after the mainloop (converted on
+    // arrival, the warp would wait for the load). A load outstanding in the mainloop holds
+    // the next k-tile's wgmma back until it arrives, so on ping-pong (kEarly below) they are
+    // loaded before the turn wait, which lasts the other warpgroup's mainloop; else with the
+    // first k-tile, after its wgmma are issued (at the top of the tile they held the first
+    // wgmma back). (docs/design/003-epilogue-vector-loads.md)
+    unsigned vec_in[kSm90VecPer];
+    auto load_tile_vectors = [&] { tessera_sm90_load_vectors(tessera_ep_args, p, vec_in, b, tm, tn, cw, t); };
+    // A bit-mask input's words of the tile (tessera_sm90_preload_tile), likewise: loaded
+    // here where the vectors are; else fetched into L2 at the top of the tile and loaded
+    // with the second k-tile, after its wgmma. Not where the epilogue stores a bit mask:
+    // there the early load takes fewer cycles but more time (the kernel runs at a lower
+    // clock), docs/design/003-epilogue-vector-loads.md.
+    unsigned tile_words[kTesseraEpTileWords];
+    constexpr bool kEarly = kPingPong && !kTesseraEpBits;
+    if (kEarly) {
+      load_tile_vectors();
+      tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+    }
+#endif
+    if (kPingPong) tessera_sm90_wait_turn(turns, cw, local);
+    TESSERA_TL(t == 0, wg, slot_tl, 1);
+#ifdef TESSERA_EPILOGUE_TREE
+    // The tile's epilogue inputs, fetched while its mainloop runs, from the mainloop's first
+    // k-tiles after each one's wgmma are issued (issued at the top of the tile, the staged
+    // inputs' TMA issues held the first wgmma back: docs/design/004-tree-input-staging.md).
+    // Staged inputs: pass q's blocks loaded (q < kInBufs) or fetched into L2 (the later
+    // passes, which the epilogue loads two passes ahead), one pass per k-tile, by each
+    // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
+    const bool stage_in = kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0;
+    auto stage_tile_pass = [&](int q) {
+      tessera_sm90_stage_tile_pass(q, tma_in_c, tma_in_r, tma_in_x, in_base, in_bar, b, tm, tn, cw, t);
+    };
+#endif
+#ifndef TESSERA_EPILOGUE_TREE
+    // (Raw bits, converted after the mainloop, as the tree path's vectors above.)
+    unsigned bias_in[kSm90BiasPer];
+    if (kStageBias) tessera_sm90_load_bias(p, bias_in, b, tm, tn, cw, t);
+#endif
+#ifdef TESSERA_EPILOGUE_TREE
+    // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input
+    // for every pass, fetched into L2 here, loaded with the second k-tile, after its wgmma.
+    // (Loaded from DRAM with the first k-tile, they held the next k-tile's wgmma back: its
+    // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
+    // spilled. docs/design/004-tree-input-staging.md)
+    if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+#endif
+    // This unit's mainloop; after each k-tile's wgmma are issued, the epilogue's prefetches
+    // and (cooperative, during the last) the next tile's coordinates.
+    const int prev = tessera_sm90_mainloop(acc, w, sm, cw, t, wg, slot_tl, k_tiles, [&](int kt) {
+#ifdef TESSERA_EPILOGUE_TREE
+      // (Relative to the unit: a stream-K part with the tile's last k-tile starts inside K.)
+      if (epi_unit) {
+        const int kq = kt - w.kb;
+        if (!kEarly && kq == 0) load_tile_vectors();
+        if (!kEarly && kq == (w.ke - w.kb > 1 ? 1 : 0)) tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+        if (stage_in && kq < kTilePasses) stage_tile_pass(kq);
+      }
+#endif
+      // Cooperative: the next tile's coordinates, while the last k-tile's wgmma run: the
+      // warp would wait for them next anyway. (During the first k-tile the decode held the
+      // second k-tile's wgmma back.)
+      if (!kPingPong && kt == w.ke - 1) {
+        TesseraSm90Unit nw;
+        more = unit_of(n + step, nw);
+        if (more) decode(nw.tile, nb, ntm, ntn);
+      }
+    });
+    TESSERA_TL(t == 0, wg, slot_tl, 3);
+#ifdef TESSERA_EPILOGUE_TREE
+    if (stage_in && epi_unit) {
+#pragma unroll 1
+      for (int q = w.ke - w.kb; q < kTilePasses; ++q) stage_tile_pass(q);
+    }
+#endif
+    if (lane == 0) tessera_sm90_release(sm.bars + 8 * (kStages + prev));
+    // (Ping-pong: the other warpgroup's turn was passed on when the last stage arrived.)
+#pragma unroll
+    for (int h = 0; h < kMHalves; ++h) {
+#pragma unroll
+      for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
+    }
+    // (The unit is looked up again where its role and origin are needed, not kept live
+    // through the mainloop.)
+    if (kStreamK) unit_of(n, w);
+    if (kStreamK && w.role != 0) {
+      if (w.role == 1) {
+        tessera_sm90_sk_store_part(p, acc, cw, t);
+        --local;  // no epilogue
+        continue;
+      }
+      tessera_sm90_sk_add_parts(p, acc, k_tiles, w, cw, t);
+    }
+
+#ifdef TESSERA_EPILOGUE_TREE
+    if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
+      tessera_sm90_epilogue_tree_tma(acc, tessera_ep_args, p, sm, b, tm, tn, cw, t, local, slot_tl,
+                                     in_bar, vec_s, vec_in, tile_words, store_slot, tma_d, tma_aux,
+                                     tma_in_c, tma_in_r, tma_in_x);
+      continue;
+    }
+    tessera_sm90_epilogue_scratch(acc, p, b, tm, tn, cw, t, scratch, nullptr, tessera_ep_args);
+#else
+    // This tile's bias buffer (read after the epilogue's first barrier).
+    float* bias_t = bias_s + (local & 1) * kSm90BiasLen;
+    if (kStageBias) tessera_sm90_write_bias(bias_t, bias_in, t);
+    if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
+      tessera_sm90_epilogue_fused_tma(acc, p, sm, b, tm, tn, cw, t, slot_tl, bias_t, store_slot,
+                                      tma_d, tma_aux);
+      continue;
+    }
+    tessera_sm90_epilogue_scratch(acc, p, b, tm, tn, cw, t, scratch, bias_t);
+#endif
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_DIMS
+    tessera_gemm(const __grid_constant__ TesseraTmaMap tma_a,
+                 const __grid_constant__ TesseraTmaMap tma_b,
+                 const __grid_constant__ TesseraTmaMap tma_d,
+                 const __grid_constant__ TesseraTmaMap tma_aux,
+                 // The tree epilogue's staged inputs (C, the residual, aux_in); else unused.
+                 const __grid_constant__ TesseraTmaMap tma_in_c,
+                 const __grid_constant__ TesseraTmaMap tma_in_r,
+                 const __grid_constant__ TesseraTmaMap tma_in_x, const TesseraSm90Params p
+#ifdef TESSERA_EPILOGUE_TREE
+                 // The tree epilogue's tensors and scalars (epilogue::cuda::sm90_tree_source).
+                 , const TesseraEpArgs tessera_ep_args
+#endif
+                 ) {
+  const TesseraSm90Smem sm = tessera_sm90_smem();
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
   TESSERA_TL_CTA(threadIdx.x == 0, false);
-  tessera_sm90_init_barriers(bars, turns, in_bars);
+  tessera_sm90_init_barriers(sm.bars, sm.turns, sm.in_bars);
   const int k_tiles = (p.k + kBK - 1) / kBK;
   const int total = tessera_sm90_total_tiles(p);
 
@@ -1408,481 +1991,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     // Producer warpgroup: the CTA's tiles blockIdx.x, blockIdx.x + gridDim.x, ... in order,
     // every k-tile of each, into consecutive stages of the ring.
     tessera_setmaxnreg_dec<kProducerRegs>();
-    if (t == 0) tessera_sm90_produce(tma_a, tma_b, p, smem_a, smem_b, bars, total, k_tiles);
+    if (t == 0) tessera_sm90_produce(tma_a, tma_b, p, sm.smem_a, sm.smem_b, sm.bars, total, k_tiles);
   } else {
-    // Consumer warpgroup `cw`. Cooperative: rows [64 cw, 64 cw + 64) of every tile of the CTA.
-    // Ping-pong: all kBM rows (kMHalves m64 halves) of every other tile of the CTA, so that one
-    // warpgroup's epilogue runs while the other's wgmma keep the tensor cores busy.
     tessera_setmaxnreg_inc<kConsumerRegs>();
-    const int cw = wg - 1;
-    const int lane = t % 32;
-    // This warp's staged-input barriers: in_bar + 8 s for buffer s.
-    const unsigned in_bar = in_bars + 8 * kInBufs * (kEpiWarps * cw + t / 32);
-    float acc[kMHalves][kBN / 2];
-    float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - raw)) + cw * 64 * kEpiPitch;
-    // The bias of a tile: kBiasStage values (a column bias: the tile's kBN columns; a row
-    // bias: this warpgroup's 64 kMHalves rows), kBiasPer per thread, loaded from global memory
-    // before the tile's mainloop, written to buffer (local & 1) after it and read by the
-    // epilogue after its first barrier. Two buffers: a thread may write the next tile's while
-    // another still reads this one's; every thread has passed this tile's epilogue barriers
-    // (so finished the tile before) when anyone writes the buffer again.
-    constexpr int kBiasLen = kBiasStage > 0 ? kBiasStage : 1;
-    constexpr int kBiasPer = (kBiasLen + 127) / 128;
-    float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kBiasLen;
-    // A tree epilogue's bias vectors, likewise (the fragment path): kVecPer values a thread,
-    // loaded with the tile's first k-tile, written to buffer (local & 1) of vec_s after the
-    // mainloop, read after a barrier of the warpgroup. (Loaded per element instead, their L2
-    // latency dominated a biased tree epilogue: docs/design/003-epilogue-vector-loads.md.)
-#ifdef TESSERA_EPILOGUE_TREE
-    constexpr int kVecRows = kTesseraVecRows, kVecCols = kTesseraVecCols;
-#else
-    constexpr int kVecRows = 0, kVecCols = 0;
-#endif
-    constexpr int kVecLen = kVecRows + kVecCols;
-    constexpr int kVecBuf = kVecLen > 0 ? kVecLen : 1;
-    constexpr int kVecPer = (kVecBuf + 127) / 128;
-    float* vec_s = reinterpret_cast<float*>(tessera_smem_raw + (vec_base - raw)) + cw * 2 * kVecBuf;
-    (void)vec_s;
-    const int step = kPingPong ? 2 : 1;
-    int local = 0;  // tiles this warpgroup has started
-    int store_slot = 0;  // the TMA-store ring's next buffer (tessera_sm90_store_pass)
-    // This CTA's n-th unit and a unit's tile coordinates (tessera_sm90_unit_of, _decode).
-    auto unit_of = [&](int n, TesseraSm90Unit& w) { return tessera_sm90_unit_of(p, total, k_tiles, n, w); };
-    auto decode = [&](int tile, int& b, int& tm, int& tn) { tessera_sm90_decode(p, tile, b, tm, tn); };
-    // Cooperative: a tile's coordinates are decoded at the end of the previous tile's mainloop
-    // (the first tile's here): at the top of the loop, the four integer divisions stood
-    // between every epilogue and the next mainloop. Ping-pong: at the top of the loop, before
-    // the turn wait, which they do not depend on and which lasts the other warpgroup's
-    // mainloop (decoded during the last k-tile there, the plain GEMM ran slower).
-    // (docs/design/001-tile-decode-placement.md)
-    const int n0 = kPingPong ? cw : 0;
-    int nb = 0, ntm = 0, ntn = 0;
-    // Whether unit n exists (then nb, ntm, ntn are its tile's coordinates): looked up ahead.
-    bool more = true;
-    if (!kPingPong) {
-      TesseraSm90Unit w0;
-      more = unit_of(n0, w0);
-      if (more) decode(w0.tile, nb, ntm, ntn);
-    }
-    // `local` counts the units with an epilogue (all but stream-K parts without their tile's
-    // last k-tile): the epilogues' buffers and barriers alternate by it. The timeline's slots
-    // are units (n; ping-pong: local).
-    for (int n = n0;; n += step, ++local) {
-      const int slot_tl = kPingPong ? local : n;
-      (void)slot_tl;
-      TESSERA_TL(t == 0, wg, slot_tl, 0);
-      TesseraSm90Unit w;
-      if (kPingPong) {
-        more = unit_of(n, w);
-        if (more) decode(w.tile, nb, ntm, ntn);
-      }
-      if (!more) break;
-      if (!kPingPong) unit_of(n, w);
-      const int b = nb, tm = ntm, tn = ntn;
-      const bool epi_unit = !kStreamK || w.ke == k_tiles;
-#ifdef TESSERA_EPILOGUE_TREE
-      // The vector stage's values, as raw bits, converted after the mainloop (converted on
-      // arrival, the warp would wait for the load). A load outstanding in the mainloop holds
-      // the next k-tile's wgmma back until it arrives, so on ping-pong (kEarly below) they are
-      // loaded before the turn wait, which lasts the other warpgroup's mainloop; else with the
-      // first k-tile, after its wgmma are issued (at the top of the tile they held the first
-      // wgmma back). (docs/design/003-epilogue-vector-loads.md)
-      unsigned vec_in[kVecPer];
-      auto load_tile_vectors = [&] { tessera_sm90_load_vectors(tessera_ep_args, p, vec_in, b, tm, tn, cw, t); };
-      // A bit-mask input's words of the tile (tessera_sm90_preload_tile), likewise: loaded
-      // here where the vectors are; else fetched into L2 at the top of the tile and loaded
-      // with the second k-tile, after its wgmma. Not where the epilogue stores a bit mask:
-      // there the early load takes fewer cycles but more time (the kernel runs at a lower
-      // clock), docs/design/003-epilogue-vector-loads.md.
-      unsigned tile_words[kTesseraEpTileWords];
-      constexpr bool kEarly = kPingPong && !kTesseraEpBits;
-      if (kEarly) {
-        load_tile_vectors();
-        tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
-      }
-#endif
-      if (kPingPong) tessera_sm90_wait_turn(turns, cw, local);
-      TESSERA_TL(t == 0, wg, slot_tl, 1);
-#ifdef TESSERA_EPILOGUE_TREE
-      // The tile's epilogue inputs, fetched while its mainloop runs, from the mainloop's first
-      // k-tiles after each one's wgmma are issued (issued at the top of the tile, the staged
-      // inputs' TMA issues held the first wgmma back: docs/design/004-tree-input-staging.md).
-      // Staged inputs: pass q's blocks loaded (q < kInBufs) or fetched into L2 (the later
-      // passes, which the epilogue loads two passes ahead), one pass per k-tile, by each
-      // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
-      const bool stage_in = kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0;
-      auto stage_tile_pass = [&](int q) {
-        tessera_sm90_stage_tile_pass(q, tma_in_c, tma_in_r, tma_in_x, in_base, in_bar, b, tm, tn, cw, t);
-      };
-#endif
-#ifndef TESSERA_EPILOGUE_TREE
-      // (Raw bits, converted after the mainloop, as the tree path's vectors above.)
-      unsigned bias_in[kBiasPer];
-      if (kStageBias) tessera_sm90_load_bias(p, bias_in, b, tm, tn, cw, t);
-#endif
-#ifdef TESSERA_EPILOGUE_TREE
-      // Unless loaded before the turn wait (kEarly): the mask words of an aux_in_bits input
-      // for every pass, fetched into L2 here, loaded with the second k-tile, after its wgmma.
-      // (Loaded from DRAM with the first k-tile, they held the next k-tile's wgmma back: its
-      // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
-      // spilled. docs/design/004-tree-input-staging.md)
-      if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
-#endif
-      // This unit's first k-tile is the g0-th the producer loaded (its kpos; whole tiles: n
-      // k_tiles, ping-pong counting the other warpgroup's tiles between).
-      const unsigned long long g0 = w.kpos;
-      int stage = (int)(g0 % kStages);
-      unsigned phase = (unsigned)((g0 / kStages) & 1);
-      int prev = 0;
-      for (int kt = w.kb; kt < w.ke; ++kt) {
-        tessera_mbar_wait(bars + 8 * stage, phase);
-        TESSERA_TL(kt == w.kb && t == 0, wg, slot_tl, 2);
-
-        if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
-        const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
-        const unsigned b_addr = smem_b + stage * kStageBytesB;
-        tessera_sm90_mma_ktile(acc, a_addr, b_addr, kt > w.kb);
-#ifdef TESSERA_EPILOGUE_TREE
-        // (Relative to the unit: a stream-K part with the tile's last k-tile starts inside K.)
-        if (epi_unit) {
-          const int kq = kt - w.kb;
-          if (!kEarly && kq == 0) load_tile_vectors();
-          if (!kEarly && kq == (w.ke - w.kb > 1 ? 1 : 0)) tessera_sm90_preload_tile<false>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
-          if (stage_in && kq < kTilePasses) stage_tile_pass(kq);
-        }
-#endif
-        // Cooperative: the next tile's coordinates, while the last k-tile's wgmma run: the warp
-        // would wait for them next anyway. (During the first k-tile the decode held the second
-        // k-tile's wgmma back.)
-        if (!kPingPong && kt == w.ke - 1) {
-          TesseraSm90Unit nw;
-          more = unit_of(n + step, nw);
-          if (more) decode(nw.tile, nb, ntm, ntn);
-        }
-        if (kt > w.kb) {
-          // The group of the previous stage is done: hand that stage back to the producer.
-          tessera_wgmma_wait<1>();
-          if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
-        }
-        prev = stage;
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      tessera_wgmma_wait<0>();
-      TESSERA_TL(t == 0, wg, slot_tl, 3);
-#ifdef TESSERA_EPILOGUE_TREE
-      if (stage_in && epi_unit) {
-#pragma unroll 1
-        for (int q = w.ke - w.kb; q < kTilePasses; ++q) stage_tile_pass(q);
-      }
-#endif
-      if (lane == 0) tessera_sm90_release(bars + 8 * (kStages + prev));
-      // (Ping-pong: the other warpgroup's turn was passed on when the last stage arrived.)
-#pragma unroll
-      for (int h = 0; h < kMHalves; ++h) {
-#pragma unroll
-        for (int i = 0; i < kBN / 2; ++i) tessera_fence_operand(acc[h][i]);
-      }
-      // (The unit is looked up again where its role and origin are needed, not kept live
-      // through the mainloop.)
-      if (kStreamK) unit_of(n, w);
-      if (kStreamK && w.role != 0) {
-        if (w.role == 1) {
-          tessera_sm90_sk_store_part(p, acc, cw, t);
-          --local;  // no epilogue
-          continue;
-        }
-        tessera_sm90_sk_add_parts(p, acc, k_tiles, w, cw, t);
-      }
-
-#ifdef TESSERA_EPILOGUE_TREE
-      if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
-        // The tree epilogue in fragment order (the launch sets the flag when D, and a full
-        // aux, suit TMA and a bit mask's words can be gathered): per pass, the generated
-        // elements run on this thread's own registers (tessera_sm90_tree_frag); D and a full
-        // aux go packed into the swizzled buffers and out by TMA, as in the fused epilogue
-        // below. The reductions stay in registers: a row's kEpiCols columns of a pass are the
-        // 4 lanes of a quad, so row sums add up over a tile's passes and leave once per row;
-        // a column's 64 rows are 8 lanes of each warp, reduced per pass by a halving exchange
-        // (7 shuffles for the thread's 8 column slots) to one column per lane. A ReLU mask's
-        // words are OR-ed within the quad (2 shuffles for the thread's 2 rows).
-        static_assert(kEpiRegs == 16 && kEpiCols == 32, "a pass is 4 column pairs of 2 rows per thread");
-        static_assert(!kTesseraEpAuxFull || kStoreBufs >= 2, "a pass with aux fills two buffers");
-        constexpr int kPassesN = kBN / kEpiCols;
-        constexpr int kPairs = kEpiRegs / 2;
-        // Passes whose output-mask words a row stores together (see store_mask_word).
-        constexpr int kMaskGroup = kTesseraEpBits && kPassesN % 4 == 0 ? 4 : 1;
-        const TesseraEpArgs& ea = tessera_ep_args;
-        const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
-        TesseraEpCta cta{};
-        float rs[2] = {-0.0f, -0.0f};  // (from -0.0: see tessera_sm90_tree_frag)
-        // An output mask's rows: per m64 half, the first word of the tile's columns in the row
-        // of the slot lane bit 0 picks (the row this lane stores, when lane bit 1 is clear);
-        // null past M. (The launch takes this path only when rows, batches and the region
-        // start on word boundaries.)
-        unsigned* mask_rows[kMHalves];
-        tessera_sm90_mask_rows(ea, p, mask_rows, b, tm, tn, cw, t, lane);
-        // This tile's vector stage: written, then read by every warp of the warpgroup.
-        float* vec_t = vec_s + (local & 1) * kVecBuf;
-        if (kVecLen > 0) tessera_sm90_write_vectors(tessera_ep_args, vec_t, vec_in, cw, t);
-        // The tile's passes. `fixed` (a constant at each call, which is inlined): 0, each pass
-        // block's case of tessera_ep_block_case decided at the block, with the bounds-checked
-        // copy of the elements for blocks past D; else the case of every block of a tile that
-        // lies inside D and fixes its select predicates throughout, compiled in alone (a
-        // select's per-block dispatch among its cases' copies costs more than either branch
-        // alone: docs/design/007-select-case-per-tile.md).
-#if TESSERA_EP_SIDES > 0
-        auto tile_passes = [&](const int fixed) {
-#else
-        {  // (Without a select: the passes as they were, in the kernel's own scope.)
-          constexpr int fixed = 0;
-#endif
-          // An output mask's words of a group of kMaskGroup consecutive passes of a row, held
-          // until the group's last pass, which stores them together (one 16-byte store where
-          // the row's words are aligned and inside D).
-          unsigned mask_held[kMaskGroup];
-#pragma unroll
-          for (int pass = 0; pass < kTilePasses; ++pass) {
-            const TesseraSm90PassPre pre = tessera_sm90_pass_words(tile_words, pass, lane);
-            const int h = pass / kPassesN;
-            const int j = pass % kPassesN;
-            const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
-            const int cb = tn * kBN + j * kEpiCols;
-            float v[kEpiRegs];
-            tessera_sm90_pass_regs(acc, pass, 0, v);
-            unsigned dpk[kPairs], apk[kPairs], wb[2];
-            float cs[kPairs];
-            if (j == 0) rs[0] = rs[1] = -0.0f;
-            // This pass's staged inputs: wait for their blocks (read by the elements).
-            const int slot = pass % kInBufs;
-            const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
-            const unsigned char* in = tessera_smem_raw + (in_slot - raw);
-            if (kTesseraEpStaged > 0) {
-              // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
-              // this warpgroup, and this tile's earlier passes on the slot.
-              const int slot_uses = kTilePasses / kInBufs + (slot < kTilePasses % kInBufs ? 1 : 0);
-              tessera_mbar_wait(in_bar + 8 * slot,
-                                (unsigned)((local * slot_uses + pass / kInBufs) & 1));
-            }
-            const float* vc = vec_t + j * kEpiCols;
-            const float* vr = vec_t + kVecCols + (kPingPong ? 64 * h : 0);
-            if (fixed > 0 || (row0 + 64 <= p.m && cb + kEpiCols <= p.n)) {
-              const int sc = fixed > 0 ? fixed : tessera_ep_block_case(ea, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
-              tessera_sm90_tree_frag_inside(sc, ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
-            } else {
-              tessera_sm90_tree_frag<false, 0>(ea, cta, p, b, row0, cb, t, v, dpk, apk, rs, cs, wb, in, pre, vc, vr);
-            }
-            // The pass's mask word (an output bit mask): gathered before the pass's stores, so
-            // that the exchanges' latency overlaps the store pass, and stored after them (stored
-            // before, its global store held the pass's async-proxy fence back:
-            // docs/design/006-output-mask-stores.md). Lane
-            // bit 0 picks the row slot: one exchange gives each lane its slot's bits of the
-            // lane pair, a second those of the quad; the lanes with bit 1 clear store the row's
-            // word.
-            unsigned mask_word = 0u;
-            if (kTesseraEpBits) {
-              const int s0 = lane & 1;
-              mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
-              mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
-            }
-            tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
-              // The warp has read its rows of this pass's staged inputs: they take those of
-              // pass + kInBufs.
-              if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kTilePasses) {
-                const int w = t / 32;
-                int r1, c1;
-                tessera_sm90_pass_origin(pass + kInBufs, tm, tn, cw, r1, c1);
-                tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
-                                               in_bar + 8 * slot, r1, c1, b, w);
-              }
-            });
-            if (kTesseraEpBits) tessera_sm90_store_mask_word(mask_held, mask_word, mask_rows, h, j, cb, lane, p);
-            const int b0 = lane & 1;
-            if (kTesseraEpColSum) tessera_sm90_reduce_cols(ea, p, cs, cb, b, t, lane);
-            if (kTesseraEpRowSum && j == kPassesN - 1) {
-              // The tile's row sums (all its passes of these rows): lane bit 0 picks the slot.
-              float sum = (b0 ? rs[1] : rs[0]) + __shfl_xor_sync(0xffffffffu, b0 ? rs[0] : rs[1], 1);
-              sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-              const int row = row0 + tessera_acc_row(t, 2 * b0);
-              if ((lane & 2) == 0 && row < p.m) tessera_ep_flush_row(ea, b, row, sum);
-            }
-          }
-#if TESSERA_EP_SIDES > 0
-        };
-        // The tile's (this warpgroup's rows of it) case, when it lies inside D.
-        const int tr0 = tm * kBM + (kPingPong ? 0 : 64 * cw);
-        const int tr1 = tr0 + (kPingPong ? kBM : 64) - 1;
-        const int tile_case = tr1 < p.m && tn * kBN + kBN <= p.n
-                                  ? tessera_ep_block_case(ea, b, tr0, tr1, tn * kBN, tn * kBN + kBN - 1)
-                                  : 0;
-        // (tessera_sm90_tree_frag_inside holds the limit of two predicates, cases 1 to 4.)
-        if (tile_case == 1) {
-          tile_passes(1);
-        } else if (tile_case == 2) {
-          tile_passes(2);
-        } else if (kTesseraEpSides >= 2 && tile_case == 3) {
-          tile_passes(3);
-        } else if (kTesseraEpSides >= 2 && tile_case == 4) {
-          tile_passes(4);
-        } else {
-          tile_passes(0);
-        }
-#else
-        }
-#endif
-        continue;
-      }
-#endif
-#ifndef TESSERA_EPILOGUE_TREE
-      // This tile's bias buffer (read after the epilogue's first barrier).
-      float* bias_t = bias_s + (local & 1) * kBiasLen;
-      if (kStageBias) tessera_sm90_write_bias(bias_t, bias_in, t);
-      if (kEpiTmaStore && (p.flags & kSm90FlagTmaStore)) {
-        // The TMA-store epilogue: per pass, this warpgroup's 64 x kEpiCols block is finished
-        // in registers (the fragment's own rows and columns) and packed in the output type,
-        // then written into a swizzled shared-memory buffer; one thread stores the buffer with
-        // TMA, which clips the block to D. The passes take buffers of a ring of kStoreBufs;
-        // with aux each pass fills two, D's and aux's (the pre-activation), stored with their
-        // own tensor maps. Nothing waits for the stores but the reuse of a buffer, and that
-        // wait comes after the pass's arithmetic.
-        constexpr int kPassesN = kBN / kEpiCols;
-        constexpr int kPairs = kEpiRegs / 2;
-        const unsigned bufs = store_base + cw * kStoreBufs * kStoreBufBytes;
-        // The bias stage written above is read before the passes' barriers: one barrier first.
-        if (kStageBias) tessera_bar_sync(1 + cw, 128);
-        // Unrolled: each pass names its accumulator registers directly (a rolled loop selects
-        // them at run time, 8 selects per value over the 8 passes of a 256-column tile).
-#pragma unroll
-        for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
-          const int h = pass / kPassesN;
-          const int j = pass % kPassesN;
-          const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
-          const int cb = tn * kBN + j * kEpiCols;
-          // The row bias of this thread's two rows of the pass, those of its registers 0 and 2
-          // (the planner checks every register of a pass is on one of them); zero past D.
-          float br0 = 0.0f, br1 = 0.0f;
-          if (kEpiBias == 1) {
-            br0 = bias_t[64 * h + tessera_acc_row(t, 0)];
-            br1 = bias_t[64 * h + tessera_acc_row(t, 2)];
-          }
-          // The pass's results, packed: D's, and the pre-activation for aux.
-          unsigned dpk[kPairs], apk[kPairs];
-          // The pass's registers, in two halves to keep few of them live beside the
-          // accumulators (named by compile-time indices: one predicated copy per pass). Register
-          // k of any pass sits at (tessera_acc_row(t, k), tessera_acc_col(t, k)) of its block
-          // (the planner checks the accumulator layout repeats every kEpiRegs).
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            constexpr int kHalf = kEpiRegs / 2;
-            float v[kHalf];
-            tessera_sm90_pass_regs(acc, pass, q * kHalf, v);
-#pragma unroll
-            for (int kk = 0; kk < kHalf; kk += 2) {
-              const int k = q * kHalf + kk;
-              const int r = tessera_acc_row(t, k);
-              const int c = tessera_acc_col(t, k);
-              float x0 = p.alpha * v[kk];
-              float x1 = p.alpha * v[kk + 1];
-              if (kEpiBias == 2) {
-                // The stage holds zeros past D's last column.
-                const float2 bc = *reinterpret_cast<const float2*>(bias_t + j * kEpiCols + c);
-                x0 += bc.x;
-                x1 += bc.y;
-              } else if (kEpiBias == 1) {
-                const float br = r == tessera_acc_row(t, 0) ? br0 : br1;
-                x0 += br;
-                x1 += br;
-              }
-              if (kEpiAux) apk[k / 2] = tessera_pack2(x0, x1, kEpiOut);
-              dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct, kEpiCoarse), tessera_activate(x1, kEpiAct, kEpiCoarse), kEpiOut);
-            }
-          }
-          tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, slot_tl * kMHalves * kPassesN + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
-        }
-        continue;
-      }
-#endif
-      // Epilogue, 64 rows x kEpiCols columns per pass through this warpgroup's fp32 scratch:
-      // the fragment goes to shared memory with compile-time register indices, then a compact
-      // loop reads it back two columns per thread, 16 threads per row, and applies the
-      // epilogue with coalesced global accesses. The pass loop is not unrolled, so its body
-      // (the epilogue proper) exists once in the machine code; only the staging is, one
-      // predicated block per pass, because registers are named by compile-time indices.
-      constexpr int kPassesN = kBN / kEpiCols;
-      const int col0 = tn * kBN;
-#pragma unroll 1
-      for (int pass = 0; pass < kMHalves * kPassesN; ++pass) {
-        const int h = pass / kPassesN;
-        const int j = pass % kPassesN;
-        const int row0 = tm * kBM + (kPingPong ? 64 * h : 64 * cw);
-        tessera_sm90_scratch_put(scratch, acc, pass, t);
-        tessera_bar_sync(1 + cw, 128);
-        // The whole 64 x kEpiCols block is inside D and pairs are aligned: no predicates.
-        const int cb = col0 + j * kEpiCols;
-        const bool interior =
-            (p.flags & kSm90FlagStorePair) && row0 + 64 <= p.m && cb + kEpiCols <= p.n;
-        constexpr int kIters = 64 * (kEpiCols / 2) / 128;
-        constexpr int kRowsPerIter = 128 / (kEpiCols / 2);
-        float2 v[kIters];
-#pragma unroll
-        for (int it = 0; it < kIters; ++it) {
-          const int e = t + 128 * it;
-          v[it] = *reinterpret_cast<const float2*>(scratch + (e / (kEpiCols / 2)) * kEpiPitch +
-                                                   2 * (e % (kEpiCols / 2)));
-        }
-        // Everyone has read the scratch: the next pass may overwrite it while these stores go.
-        tessera_bar_sync(1 + cw, 128);
-#ifdef TESSERA_EPILOGUE_TREE
-        // The generated epilogue, one column pair of one row per call. Coordinates are
-        // launch-relative (the plan's problem is the launch's region). Its reductions are
-        // summed in registers (TESSERA_EP_REG_SUMS): a row's 16 threads are lanes 0-15 or
-        // 16-31 of one warp, a column pair's two threads in a warp are lanes l and l ^ 16; the
-        // shuffles run in every lane, outside the bounds checks.
-        (void)interior;
-        {
-          const int c = cb + 2 * (t % (kEpiCols / 2));
-          const int r = row0 + t / (kEpiCols / 2);
-          TesseraEpCta cta{};
-          // A ReLU bit mask a word at a time: a row's 32 columns of the pass are the bits of
-          // one word (the 16 lanes of a half-warp, two each) when rows and batches start on
-          // word boundaries; else each bit by itself (tessera_ep_store_bit's atomics).
-          cta.word_bits = kTesseraEpBits && tessera_ep_args.ldaux % 32 == 0 &&
-                            tessera_ep_args.batch_aux % 32 == 0 && tessera_ep_args.col0 % 32 == 0;
-          unsigned pass_bits = 0u;  // bits 2 it, 2 it + 1: this thread's pair of iteration it
-          // The block's iterations; in a block inside the launch with D stored in pairs, with no
-          // bounds checks, so that nothing but data separates one pair's stores from the next
-          // pair's loads (non-coherent, free to move above them: tessera_ep_ld).
-          // (That path compiles the bit mask's word gathering in: it also needs the alignment.)
-          // Select predicates on one coordinate are decided once for the block when they are
-          // uniform over it (tessera_ep_block_case), and compiled in as constants: no branch
-          // per element, so the iterations' code interleaves as without the select.
-          if (tessera_ep_args.d_pair && row0 + 64 <= p.m && cb + kEpiCols <= p.n &&
-              (!kTesseraEpBits || cta.word_bits)) {
-            const int sc = tessera_ep_block_case(tessera_ep_args, b, row0, row0 + 63, cb, cb + kEpiCols - 1);
-            tessera_sm90_tree_inside<kIters, kRowsPerIter>(sc, tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
-          } else {
-            tessera_sm90_tree_iterations<false, kIters, kRowsPerIter, 0>(tessera_ep_args, cta, p, b, r, c, t, v, pass_bits);
-          }
-          if (kTesseraEpBits && cta.word_bits) {
-            tessera_sm90_scratch_mask_words<kIters, kRowsPerIter>(tessera_ep_args, p, b, r, cb, t, pass_bits);
-          }
-          if (kTesseraEpColSum) {
-            static_assert(kEpiCols == 32, "a warp holds two rows of a pass");
-            const float s0 = cta.reg_col0 + __shfl_xor_sync(0xffffffffu, cta.reg_col0, 16);
-            const float s1 = cta.reg_col1 + __shfl_xor_sync(0xffffffffu, cta.reg_col1, 16);
-            if (lane < 16 && c < p.n) {
-              tessera_ep_flush_col(tessera_ep_args, b, c, s0);
-              if (c + 1 < p.n) tessera_ep_flush_col(tessera_ep_args, b, c + 1, s1);
-            }
-          }
-        }
-#else
-        tessera_sm90_scratch_fused<kIters, kRowsPerIter>(p, b, row0, cb, h, j, t, interior, bias_t, v);
-#endif
-      }
-    }
+    tessera_sm90_consume(tma_d, tma_aux, tma_in_c, tma_in_r, tma_in_x, p, sm, wg, t, total,
+                         k_tiles TESSERA_SM90_EP_ARG);
   }
   // The last TMA stores have finished (reading the buffers and writing D) before the CTA
   // leaves. (Only the threads that issued stores have groups to wait for.)

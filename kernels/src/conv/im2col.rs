@@ -318,7 +318,7 @@ const EST_BYTES: f64 = 3.0e12;
 /// tensor map reads those channels as zeros, and the filter is staged into a copy with every
 /// tap's channels padded with zeros to `64·c_blocks` (small: `K·R·S` rows). Where C·2 bytes is
 /// not a multiple of 16, TMA cannot step from pixel to pixel, so x is staged too, its pixels
-/// `pitch` apart (C rounded up to 8). The price is MMA work on the zero channels; the
+/// `pitch` apart (C rounded up to 64: each load of 64 channels is then one aligned line). The price is MMA work on the zero channels; the
 /// alternative, the gather, writes and reads back the whole im2col matrix (R·S/(sh·sw) times
 /// x). The choice is a roofline estimate, `flops / 660 TF/s + bytes / 3.0 TB/s` for each, the
 /// flops those of whole 128-wide tiles along N, the bytes what crosses the memory once (x,
@@ -328,7 +328,7 @@ pub(crate) struct ChannelPadding {
     /// C, and the channels a tap takes in the GEMM's K (C rounded up to 64).
     pub c: i64,
     pub c_pad: i64,
-    /// x's pixel pitch: C, or in the staged copy C rounded up to 8.
+    /// x's pixel pitch: C, or in the staged copy C rounded up to 64.
     pub pitch: i64,
     /// The estimates, in seconds: padded channels, the gather.
     pub est_pad: f64,
@@ -336,11 +336,15 @@ pub(crate) struct ChannelPadding {
 }
 
 impl ChannelPadding {
-    /// The pitch TMA can step by: C where its bytes are a multiple of 16, else C rounded up
-    /// to 16 bytes.
+    /// x's pixel pitch: C where its bytes are a multiple of 16 (TMA's step: x is read in
+    /// place); else x is staged anyway, and its pixels go whole k-tiles apart (C rounded up
+    /// to 64), so that every 64-channel load is one aligned 128-byte line per pixel.
     pub fn pitch(c: i64, elem_bytes: i64) -> i64 {
-        let per = 16 / elem_bytes;
-        (c + per - 1) / per * per
+        if (c * elem_bytes) % 16 == 0 {
+            c
+        } else {
+            (c + 63) / 64 * 64
+        }
     }
 
     pub fn new(g: &Geometry, t: &Im2colTma, eb: i64) -> ChannelPadding {
@@ -513,6 +517,33 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
         w,
         "  D            y as an M x N row-major matrix ({m},{n}):({n},1); the epilogue's M x N tensors likewise"
     );
+    explain_path(w, spec, arch, sms, &a, &plan)?;
+    if plan.problem_im2col().is_some() && spec.options.stream_k.is_none() {
+        let _ = writeln!(
+            w,
+            "  stream-K     off: the im2col load runs whole tiles, one CTA a tile"
+        );
+    } else if plan.spec().forced().stream_k == Some(false) && spec.options.stream_k.is_none() {
+        let _ = writeln!(
+            w,
+            "  stream-K     off: its partial sums would need a second workspace"
+        );
+    }
+    let _ = writeln!(w, "the GEMM:");
+    let _ = write!(w, "{plan}");
+    Ok(s)
+}
+
+/// The path part of [`explain`]: which path, why, and its workspace.
+fn explain_path(
+    w: &mut String,
+    spec: &ConvSpec,
+    arch: Arch,
+    sms: i64,
+    a: &Im2col,
+    plan: &Plan,
+) -> Result<()> {
+    let (m, k) = (a.g.gemm_m(), a.g.gemm_k());
     let (path, why) = a.decide();
     match path {
         ConvPath::Direct { .. } => {
@@ -574,18 +605,5 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
             );
         }
     }
-    if plan.problem_im2col().is_some() && spec.options.stream_k.is_none() {
-        let _ = writeln!(
-            w,
-            "  stream-K     off: the im2col load runs whole tiles, one CTA a tile"
-        );
-    } else if plan.spec().forced().stream_k == Some(false) && spec.options.stream_k.is_none() {
-        let _ = writeln!(
-            w,
-            "  stream-K     off: its partial sums would need a second workspace"
-        );
-    }
-    let _ = writeln!(w, "the GEMM:");
-    let _ = write!(w, "{plan}");
-    Ok(s)
+    Ok(())
 }
