@@ -607,7 +607,8 @@ impl PyConv2d {
         })
     }
 
-    /// `"gemm"` (the GEMM reads x directly) or `"im2col+gemm"`.
+    /// `"gemm"` (the GEMM reads x directly), `"implicit gemm"` (the GEMM loads A from x by TMA's
+    /// im2col mode) or `"im2col+gemm"` (a gather into the workspace, then the GEMM).
     #[getter]
     fn path(&self) -> &'static str {
         self.conv.path()
