@@ -127,7 +127,12 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 /// ping-pong takes 128 x 128, [`hopper_pingpong`]):
 /// - M <= 64: 64 x 128, one consumer warpgroup whose 64 rows hold all of M (a 128-row tile
 ///   would compute at least half zeros);
-/// - fewer 128 x 256 tiles than SMs: 128 x 128, twice the CTAs at work;
+/// - fewer 128 x 256 tiles than SMs: 128 x 128, twice the CTAs at work, or, where the
+///   problem is memory-bound ([`memory_bound`]), 64 x 128 where its waves are fuller (its
+///   tiles fill a larger share of their waves' CTA slots; a tie keeps the larger tile): such a
+///   GEMM is bound by reading B, each CTA streams its share at a bounded rate, and more CTAs
+///   in flight read faster. Fitted on M = 128-256 with N = 4096-14336 and K = 4096-11008
+///   (H100, 2026-11-26; design 012);
 /// - else 128 x 256, the faster mainloop, unless its waves quantize so badly that 128 x 128's
 ///   waves, at [`TILE_128X128_COST`] a unit of work, take less time, and stream-K would not
 ///   split 128 x 256's last wave anyway.
@@ -147,14 +152,28 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
         );
     }
     let (big, small) = (tiles(p, 128, 256), tiles(p, 128, 128));
+    let waves = |t: i64| ceil_div(t, sms);
     if big < sms {
+        // Fuller waves: the share of their waves' CTA slots the tiles fill, compared as
+        // cross products (integers: a tie is exact).
+        let rows64 = tiles(p, 64, 128);
+        let fill = |t: i64| 100.0 * t as f64 / (waves(t) * sms) as f64;
+        if memory_bound(p) && rows64 * waves(small) > small * waves(rows64) {
+            return Decision::new(
+                (64, 128),
+                format!(
+                    "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128 makes {small} ({:.0}% of their waves' CTAs), 64x128 {rows64} ({:.0}%): memory-bound, the fuller waves read B with more CTAs",
+                    fill(small),
+                    fill(rows64)
+                ),
+            );
+        }
         return Decision::new(
             (128, 128),
             format!("{big} tiles of 128x256 are fewer than the {sms} SMs: 128x128 makes {small}"),
         );
     }
     let k_tiles = ceil_div(p.k, BK);
-    let waves = |t: i64| ceil_div(t, sms);
     let (w_big, w_small) = (waves(big), waves(small));
     let split = stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
     let cost_big = 2.0 * w_big as f64;
