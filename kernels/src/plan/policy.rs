@@ -129,10 +129,12 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 ///   would compute at least half zeros);
 /// - fewer 128 x 256 tiles than SMs: 128 x 128, twice the CTAs at work, or, where the
 ///   problem is memory-bound ([`memory_bound`]), 64 x 128 where its waves are fuller (its
-///   tiles fill a larger share of their waves' CTA slots; a tie keeps the larger tile): such a
-///   GEMM is bound by reading B, each CTA streams its share at a bounded rate, and more CTAs
-///   in flight read faster. Fitted on M = 128-256 with N = 4096-14336 and K = 4096-11008
-///   (H100, 2026-11-26; design 012);
+///   tiles fill a larger share of their waves' CTA slots; a tie keeps the larger tile) and
+///   stream-K would leave them whole: such a GEMM is bound by reading B, each CTA streams its
+///   share at a bounded rate, and more CTAs in flight read faster; where stream-K splits the
+///   wave anyway every SM already reads B, and the smaller tile measured slower. Fitted on
+///   ten shapes with M = 96-256, N = 2048-8192 and K = 2048-13824 (H100, 2026-11-26;
+///   design 012);
 /// - else 128 x 256, the faster mainloop, unless its waves quantize so badly that 128 x 128's
 ///   waves, at [`TILE_128X128_COST`] a unit of work, take less time, and stream-K would not
 ///   split 128 x 256's last wave anyway.
@@ -158,11 +160,13 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
         // cross products (integers: a tie is exact).
         let rows64 = tiles(p, 64, 128);
         let fill = |t: i64| 100.0 * t as f64 / (waves(t) * sms) as f64;
-        if memory_bound(p) && rows64 * waves(small) > small * waves(rows64) {
+        let k_tiles = ceil_div(p.k, BK);
+        let whole = stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true).value == 0;
+        if memory_bound(p) && whole && rows64 * waves(small) > small * waves(rows64) {
             return Decision::new(
                 (64, 128),
                 format!(
-                    "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128 makes {small} ({:.0}% of their waves' CTAs), 64x128 {rows64} ({:.0}%): memory-bound, the fuller waves read B with more CTAs",
+                    "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128 makes {small} ({:.0}% of their waves' CTAs), 64x128 {rows64} ({:.0}%), whole tiles: memory-bound, the fuller waves read B with more CTAs",
                     fill(small),
                     fill(rows64)
                 ),
@@ -436,6 +440,28 @@ pub fn sm80_stages(fit: i64) -> Decision<i64> {
 mod tests {
     use super::*;
     use crate::plan::sm90::Sm90Plan;
+
+    /// Below one wave of 128-row tiles, a memory-bound GEMM takes 64 x 128 only where its
+    /// waves are fuller and stay whole; a tie, a split wave or a compute-bound problem keeps
+    /// 128 x 128 (the shapes of design 012's measurement).
+    #[test]
+    fn small_m_tiles_fill_the_waves_they_can() {
+        for ((m, n, k), want) in [
+            ((192, 4096, 4096), (64, 128)),
+            ((256, 4096, 4096), (64, 128)),
+            ((112, 6144, 6144), (64, 128)),
+            ((96, 8192, 8192), (64, 128)),
+            // 80 whole tiles of 64 x 128 would be split along K: every SM reads B anyway.
+            ((128, 5120, 13824), (128, 128)),
+            // 64 x 128 fills its two waves no better than 128 x 128 its one.
+            ((128, 11008, 4096), (128, 128)),
+            // Compute-bound.
+            ((1000, 1000, 1000), (128, 128)),
+        ] {
+            let d = hopper_tile(&GemmProblem::new(m, n, k));
+            assert_eq!(d.value, want, "{m}x{n}x{k}: {}", d.why);
+        }
+    }
 
     /// The nine standard shapes keep the plans they were measured with: ping-pong 128 x 128
     /// at K = 4096, cooperative 128 x 256 (stream-K where the idle rule splits) past it.
