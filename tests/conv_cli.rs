@@ -39,21 +39,45 @@ fn a_padded_3x3_layer_of_64_channels_takes_the_implicit_gemm_and_says_so() {
     }
 }
 
-/// 96 channels: a k-tile of 64 would straddle two taps, so the gather path.
+/// 96 channels: two k-tiles a tap, the second half past C, so the filter is staged with
+/// zero channels; x is read in place.
 const C96: [&str; 16] = [
     "--n", "128", "--h", "56", "--w", "56", "--c", "96", "--k", "64", "--r", "3", "--s", "3",
     "--pad", "1",
 ];
 
+/// 8 channels: padded to 64 a tap, eight times the MMA work; the gather path.
+const C8: [&str; 16] = [
+    "--n", "128", "--h", "56", "--w", "56", "--c", "8", "--k", "64", "--r", "3", "--s", "3",
+    "--pad", "1",
+];
+
 #[test]
-fn a_padded_3x3_layer_of_96_channels_takes_the_gather_and_says_so() {
+fn a_3x3_layer_of_96_channels_pads_them_and_says_so() {
     let o = plan(&C96);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for needle in [
+        "path         implicit gemm: taps read the zero padding",
+        "C = 96 is not a multiple of 64: each tap's last k-tile reads channels 96..128 as zeros",
+        "x is read in place",
+        "the GEMM's K = R·S·128 = 1152",
+        "workspace    147456 bytes",
+    ] {
+        assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
+    }
+}
+
+#[test]
+fn a_3x3_layer_of_8_channels_takes_the_gather_and_says_so() {
+    let o = plan(&C8);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     for needle in [
         "path         im2col + gemm: taps read the zero padding",
         "this path pays that copy",
-        "workspace    693633024 bytes",
+        "the implicit GEMM could take it with padded channels, but: C = 8",
+        "workspace    57802752 bytes",
     ] {
         assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
     }
@@ -88,7 +112,16 @@ fn a_1x1_layer_runs_on_x_itself() {
 
 #[test]
 fn the_sources_are_the_gather_then_the_gemm() {
+    // Padded channels: the staging copy, then the GEMM.
     let mut args = C96.to_vec();
+    args.push("--emit-cuda-only");
+    let out = text(&plan(&args).stdout);
+    assert!(
+        out.starts_with("// ==== NVRTC program 1 of 2: tessera_stage_rows ===="),
+        "{out}"
+    );
+    assert!(out.contains("// ==== NVRTC program 2 of 2: tessera_gemm"));
+    let mut args = C8.to_vec();
     args.push("--emit-cuda-only");
     let o = plan(&args);
     let out = text(&o.stdout);
