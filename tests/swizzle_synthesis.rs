@@ -8,6 +8,9 @@
 //! written by TMA and read by wgmma through descriptors; their access is modelled as the
 //! 8 rows x 16 bytes of one wgmma core matrix (8 lanes, 16 bytes each) and 8 lanes of 16
 //! bytes along one 128-byte row, and the candidates are the swizzle modes the TMA unit has.
+//!
+//! The planners run the synthesis themselves (`plan::AtomChoice`); the swizzle each plan
+//! records as synthesized is checked here against this independent computation.
 
 use tessera::kernels::plan::{GemmPlan, GemmProblem, PlanOptions};
 use tessera::kernels::plan::{Sm90Options, Sm90Plan};
@@ -139,6 +142,10 @@ fn sm80_operand_atoms_are_matched_or_beaten() {
                         bytes,
                     );
                     assert_eq!(hand_w, planner, "{what}: the planner's own count");
+                    let best =
+                        best_swizzle(&[ldsm.clone(), copy.clone()], &o.smem.tile.inner, bytes)
+                            .unwrap();
+                    assert_eq!(o.swizzle.synthesized, best.swizzle, "{what}: the planner's");
                     compare(&what, hand, &o.smem.tile.inner, &[ldsm, copy], bytes, None);
                     variants += 1;
                 }
@@ -178,6 +185,17 @@ fn sm90_atoms_are_matched_or_beaten() {
                 "sm90 {}x{} {} K-major (wgmma core, TMA row)",
                 tile.0, tile.1, o.name
             );
+            let among = best_swizzle_among(
+                &[core.clone(), row.clone()],
+                &o.smem.layout,
+                bytes,
+                &tma_modes(bytes),
+            )
+            .unwrap();
+            assert_eq!(
+                o.swizzle.synthesized, among.swizzle,
+                "{what}: the planner's"
+            );
             compare(
                 &what,
                 hand,
@@ -200,6 +218,17 @@ fn sm90_atoms_are_matched_or_beaten() {
                 "the planner's own count"
             );
             let what = format!("sm90 {}x{} epilogue store buffer", tile.0, tile.1);
+            let among = best_swizzle_among(
+                std::slice::from_ref(&access),
+                &store.smem.layout,
+                2,
+                &tma_modes(2),
+            )
+            .unwrap();
+            assert_eq!(
+                store.swizzle.synthesized, among.swizzle,
+                "{what}: the planner's"
+            );
             compare(
                 &what,
                 hand,

@@ -720,12 +720,20 @@ impl fmt::Display for Expr {
             Expr::Leaf(l) => write!(f, "{l}"),
             Expr::Unary(UnaryOp::Neg, x) => {
                 f.write_str("-")?;
+                // The parser folds a minus into the number after it, and `-0` folds to the
+                // integer 0: a minus over the integer 0 is what `--0` reads as, and it
+                // prints so rather than as `-(0)`, whose parentheses cost one more level
+                // than the text it was read from.
+                if let Expr::Leaf(Leaf::Int(0)) = **x {
+                    return f.write_str("-0");
+                }
                 // `-(1.0)` and `-(a + b)`: a bare `-1.0` would read back as a constant, and
                 // the minus binds tighter than a sum. A nested minus, or a negative constant
                 // printed with its sign, needs no parentheses (`--x` reads back as -(-x),
                 // `--1.5` as -(-1.5)): each minus then costs the parser one level of nesting,
-                // as it did when parsed, so every tree the parser accepts prints as text it
-                // accepts again.
+                // as it did when parsed. The parentheses of `-(1.0)` stand for ones the text
+                // had (a folded constant is negative, or the integer 0 above), so every tree
+                // the parser accepts prints as text nested no deeper, which it accepts again.
                 let signed = match &**x {
                     Expr::Unary(UnaryOp::Neg, _) => true,
                     Expr::Leaf(Leaf::Int(v)) => *v < 0,

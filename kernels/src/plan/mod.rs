@@ -4,6 +4,7 @@
 //! Hopper plan ([`Sm90Plan`]: TMA boxes, wgmma descriptors, schedule, store buffers). Pure
 //! computation on the layout algebra: no GPU is needed.
 
+pub(crate) mod atom_choice;
 pub(crate) mod gemm;
 pub(crate) mod policy;
 pub(crate) mod problem;
@@ -11,6 +12,7 @@ pub(crate) mod sm80;
 pub(crate) mod sm90;
 pub(crate) mod sm90_layouts;
 
+pub use atom_choice::{AtomChoice, TileAccess};
 pub use gemm::{GemmSpec, Options, Plan};
 pub use problem::{Activation, BiasMode, Epilogue, GemmProblem};
 pub use sm80::{GemmPlan, OperandPlan, PlanOptions, SmemLayout, StageLayout, SwizzleBits};

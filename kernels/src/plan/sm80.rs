@@ -9,14 +9,15 @@
 use std::fmt;
 
 use tessera_layout::{
-    coalesce, composition, right_inverse, zipped_divide, IntTuple, Layout, Tiler,
+    coalesce, composition, right_inverse, tile_to_shape, zipped_divide, IntTuple, Layout, Tiler,
 };
-use tessera_swizzle::algebra::{composition as sw_composition, tile_to_shape as sw_tile_to_shape};
+use tessera_swizzle::algebra::composition as sw_composition;
 use tessera_swizzle::atoms::{smem_atom, Major as SwMajor};
-use tessera_swizzle::{bank_conflicts, BankConflicts, SwizzledLayout};
+use tessera_swizzle::{bank_conflicts, BankConflicts, Swizzle, SwizzledLayout};
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
+use crate::plan::atom_choice::{choose_swizzle, AtomChoice, Candidates, TileAccess};
 use crate::plan::problem::{DType, GemmProblem, Major};
 
 /// An XOR swizzle `Sw<B,M,S>` as three numbers, for planners that build their own layouts
@@ -32,6 +33,16 @@ pub struct SwizzleBits {
 }
 
 impl SwizzleBits {
+    /// The swizzle crate's `Sw<B,M,S>` as three numbers, or `None` for a negative shift
+    /// (`YYY` below `ZZZ`), which these planners' kernels do not apply.
+    pub fn of(sw: Swizzle) -> Option<SwizzleBits> {
+        Some(SwizzleBits {
+            bits: u32::try_from(sw.bits()).ok()?,
+            base: u32::try_from(sw.base()).ok()?,
+            shift: u32::try_from(sw.shift()).ok()?,
+        })
+    }
+
     /// Applies the swizzle to an offset.
     pub fn apply(&self, o: i64) -> i64 {
         let mask = ((1i64 << self.bits) - 1) << (self.base + self.shift);
@@ -67,13 +78,24 @@ impl SmemLayout {
         rows: i64,
         cols: i64,
     ) -> Result<SmemLayout> {
+        let swizzle = SwizzleBits {
+            bits,
+            base: 3,
+            shift: 3,
+        };
+        SmemLayout::row_major(op, swizzle, rows, cols)
+    }
+
+    /// `swizzle o (rows, cols):(cols, 1)` repeating an 8-row atom, for any swizzle.
+    pub fn row_major(
+        op: &'static str,
+        swizzle: SwizzleBits,
+        rows: i64,
+        cols: i64,
+    ) -> Result<SmemLayout> {
         let lay = |s: String| -> Result<Layout> { s.parse().map_err(KernelError::layout(op)) };
         Ok(SmemLayout {
-            swizzle: SwizzleBits {
-                bits,
-                base: 3,
-                shift: 3,
-            },
+            swizzle,
             layout: lay(format!("({rows},{cols}):({cols},1)"))?,
             atom: lay(format!("(8,{cols}):({cols},1)"))?,
         })
@@ -114,7 +136,8 @@ impl fmt::Display for SmemLayout {
 pub struct StageLayout {
     /// The whole stage: the atom tiled over `(tile_mn, BK)`.
     pub tile: SwizzledLayout,
-    /// The swizzle atom (`tessera_swizzle::atoms::smem_atom`).
+    /// The swizzle atom: the standard atom's layout (`tessera_swizzle::atoms::smem_atom`)
+    /// under the swizzle the plan uses ([`OperandPlan::swizzle`]).
     pub atom: SwizzledLayout,
     /// Shared-memory wavefronts / ideal of one warp's `ldmatrix.x4` (16 bytes per lane).
     pub ldsm_conflicts: BankConflicts,
@@ -158,6 +181,9 @@ pub struct OperandPlan {
     /// `ldmatrix.x4` (`.trans` when the operand is MN-major), for the first 16x16 (A) or
     /// 16(n)x16(k) (B) block of a warp.
     pub ldsm: Layout,
+    /// The stage's swizzle as swizzle synthesis picks it for one warp's `ldmatrix.x4` and one
+    /// warp's `cp.async`, against the standard atom's; `smem` has the one it names as used.
+    pub swizzle: AtomChoice,
 }
 
 /// A GEMM plan: everything the generated preamble and the launch need, as plain values.
@@ -274,10 +300,17 @@ impl GemmPlan {
             });
         }
         let epilogue_scratch_bytes = warps.0 * warps.1 * 16 * (wn + 8) * 4;
-        let a = operand_plan("A", bm, bk, problem.a_major == Major::Row, threads, elem)?;
-        let b = operand_plan("B", bn, bk, problem.b_major == Major::Col, threads, elem)?;
-        check_ldsm_xor(&a, warps.0, wm, 16, bk)?;
-        check_ldsm_xor(&b, warps.1, wn, 16, bk)?;
+        let shape = |tile_mn, k_major, warps_along, warp_tile| OperandShape {
+            tile_mn,
+            bk,
+            k_major,
+            threads,
+            elem_bytes: elem,
+            warps_along,
+            warp_tile,
+        };
+        let a = operand_plan("A", shape(bm, problem.a_major == Major::Row, warps.0, wm))?;
+        let b = operand_plan("B", shape(bn, problem.b_major == Major::Col, warps.1, wn))?;
         // The CTA tile divided into warp tiles: mode 1 of the zipped divide is the warp grid.
         let cta = Layout::col_major(t2(bm, bn)).map_err(KernelError::layout(op))?;
         let by_warp = zipped_divide(&cta, &tiler2(wm, wn)?).map_err(KernelError::layout(op))?;
@@ -339,29 +372,82 @@ impl GemmPlan {
     }
 }
 
-fn operand_plan(
-    name: &'static str,
+/// What an operand's plan is derived from: its tile, storage order, the CTA's threads and the
+/// warps that read it.
+#[derive(Clone, Copy)]
+struct OperandShape {
     tile_mn: i64,
     bk: i64,
     k_major: bool,
     threads: i64,
     elem_bytes: i64,
-) -> Result<OperandPlan> {
-    let smem = smem_layout(tile_mn, bk, k_major, elem_bytes)?;
-    let copy = copy_layout(tile_mn, bk, k_major, threads)?;
-    let ldsm = ldsm_layout(name, tile_mn, k_major)?;
-    let mut o = OperandPlan {
-        name,
-        tile_mn,
-        k_major,
-        smem,
-        copy,
-        copy_step: (0, 0, 0),
-        ldsm,
+    /// Warps along the operand's MN, each reading `warp_tile` rows of the tile.
+    warps_along: i64,
+    warp_tile: i64,
+}
+
+/// One operand's plan: the copy and ldmatrix partitions, then the stage's swizzle from
+/// swizzle synthesis over the two warp accesses they make ([`warp_accesses`]), measured against
+/// the standard atom ([`hand_picked_atom`]), then the checks of the stage with the swizzle
+/// used.
+fn operand_plan(name: &'static str, s: OperandShape) -> Result<OperandPlan> {
+    let op = "smem layout";
+    let copy = copy_layout(s.tile_mn, s.bk, s.k_major, s.threads)?;
+    let ldsm = ldsm_layout(name, s.tile_mn, s.k_major)?;
+    let hand = hand_picked_atom(s.bk, s.k_major, s.elem_bytes)?;
+    let tile =
+        tile_to_shape(&hand.inner, &t2(s.tile_mn, s.bk), None).map_err(KernelError::layout(op))?;
+    let accesses = warp_accesses(&copy, &ldsm, s.k_major, s.tile_mn)?;
+    let build = |choice: AtomChoice| -> Result<OperandPlan> {
+        let sw = choice.used;
+        // The generated `smem_*_offset` applies the swizzle as a right shift.
+        if sw.shift() < 0 {
+            return Err(KernelError::invalid(
+                op,
+                format!("{sw} has a negative shift, which the kernel's XOR does not apply"),
+            ));
+        }
+        let none = BankConflicts {
+            wavefronts: 0,
+            ideal: 0,
+        };
+        let smem = StageLayout {
+            tile: SwizzledLayout::new(sw, 0, tile.clone()),
+            atom: SwizzledLayout::new(sw, 0, hand.inner.clone()),
+            ldsm_conflicts: none,
+            copy_conflicts: none,
+        };
+        let mut o = OperandPlan {
+            name,
+            tile_mn: s.tile_mn,
+            k_major: s.k_major,
+            smem,
+            copy: copy.clone(),
+            copy_step: (0, 0, 0),
+            ldsm: ldsm.clone(),
+            swizzle: choice,
+        };
+        o.copy_step = copy_steps(&o, s.threads)?;
+        check_banks(&mut o, s.elem_bytes)?;
+        check_ldsm_xor(&o, s.warps_along, s.warp_tile, 16, s.bk)?;
+        Ok(o)
     };
-    o.copy_step = copy_steps(&o, threads)?;
-    check_banks(&mut o, elem_bytes)?;
-    Ok(o)
+    let mut choice = choose_swizzle(
+        op,
+        &accesses,
+        &tile,
+        s.elem_bytes,
+        Candidates::Every,
+        hand.swizzle,
+    )?;
+    // A synthesized swizzle the planner's own checks refuse gives way to the hand-picked one.
+    match build(choice.clone()) {
+        Err(e) if choice.used != choice.hand_picked => {
+            choice.keep_hand_picked(e.to_string());
+            build(choice)
+        }
+        built => built,
+    }
 }
 
 fn t2(a: i64, b: i64) -> IntTuple {
@@ -372,29 +458,52 @@ fn tiler2(a: i64, b: i64) -> Result<Tiler> {
     Tiler::from_shape(&t2(a, b)).map_err(KernelError::layout("make_tile"))
 }
 
-/// The swizzled shared-memory layout of a `(tile_mn, bk)` tile: the swizzle crate's atom for
-/// the operand's major order (K-major: 8 rows of BK elements, swizzled over BK * 2 bytes;
-/// MN-major: 64 elements by 8 k-rows, 128-byte swizzle), tiled over the tile by
-/// `tile_to_shape` (MN first, then K). Bank conflicts are filled in by `check_banks`.
-fn smem_layout(tile_mn: i64, bk: i64, k_major: bool, elem_bytes: i64) -> Result<StageLayout> {
+/// The standard shared-memory atom of an operand, the swizzle crate's, picked by hand for
+/// the operand's major order: K-major, 8 rows of BK elements swizzled over BK * elem bytes
+/// (so the 8 rows of one ldmatrix 8x8 matrix fall in 8 bank groups); MN-major, 64 elements by
+/// 8 k-rows under the 128-byte swizzle. The stage tiles it over the tile by `tile_to_shape`
+/// (MN first, then K).
+fn hand_picked_atom(bk: i64, k_major: bool, elem_bytes: i64) -> Result<SwizzledLayout> {
     let op = "smem layout";
-    let sw = KernelError::swizzle(op);
     let atom = if k_major {
-        smem_atom(SwMajor::K, bk * elem_bytes, elem_bytes).map_err(sw)?
+        smem_atom(SwMajor::K, bk * elem_bytes, elem_bytes)
     } else {
-        smem_atom(SwMajor::MN, 128, elem_bytes).map_err(KernelError::swizzle(op))?
+        smem_atom(SwMajor::MN, 128, elem_bytes)
     };
-    let tile = sw_tile_to_shape(&atom, &t2(tile_mn, bk), None).map_err(KernelError::swizzle(op))?;
-    let none = BankConflicts {
-        wavefronts: 0,
-        ideal: 0,
-    };
-    Ok(StageLayout {
-        tile,
-        atom,
-        ldsm_conflicts: none,
-        copy_conflicts: none,
-    })
+    atom.map_err(KernelError::swizzle(op))
+}
+
+/// The two warp accesses of an operand's stage, `(lane, value) -> (mn, k)` coordinate index:
+/// one warp's `ldmatrix.x4` (each lane's row address, then the row's 8 elements) and one
+/// warp's 16-byte `cp.async` writes (the first 32 threads' first vectors). Each lane touches
+/// 8 consecutive elements along the contiguous mode.
+fn warp_accesses(
+    copy: &Layout,
+    ldsm: &Layout,
+    k_major: bool,
+    tile_mn: i64,
+) -> Result<[TileAccess; 2]> {
+    let op = "bank conflicts";
+    let lerr = KernelError::layout;
+    let vec_stride = if k_major { tile_mn } else { 1 };
+    let vec = Layout::int(VEC, vec_stride).map_err(lerr(op))?;
+    let ldsm_access = Layout::concat([ldsm.clone(), vec.clone()]).map_err(lerr(op))?;
+    let lanes = composition(
+        &copy.mode(0).map_err(lerr(op))?,
+        &Layout::int(32, 1).map_err(lerr(op))?,
+    )
+    .map_err(lerr(op))?;
+    let copy_access = Layout::concat([lanes, vec]).map_err(lerr(op))?;
+    Ok([
+        TileAccess {
+            name: "ldmatrix.x4",
+            layout: ldsm_access,
+        },
+        TileAccess {
+            name: "cp.async",
+            layout: copy_access,
+        },
+    ])
 }
 
 /// Counts the shared-memory wavefronts of one warp's ldmatrix.x4 and one warp's cp.async
@@ -402,29 +511,19 @@ fn smem_layout(tile_mn: i64, bk: i64, k_major: bool, elem_bytes: i64) -> Result<
 /// be conflict-free.
 fn check_banks(o: &mut OperandPlan, elem_bytes: i64) -> Result<()> {
     let op = "bank conflicts";
-    let lerr = KernelError::layout;
-    // Each lane touches 8 consecutive elements along the contiguous mode.
-    let vec_stride = if o.k_major { o.tile_mn } else { 1 };
-    let vec = Layout::int(VEC, vec_stride).map_err(lerr(op))?;
-    let ldsm_access = Layout::concat([o.ldsm.clone(), vec.clone()]).map_err(lerr(op))?;
-    let lanes = composition(
-        &o.copy.mode(0).map_err(lerr(op))?,
-        &Layout::int(32, 1).map_err(lerr(op))?,
-    )
-    .map_err(lerr(op))?;
-    let copy_access = Layout::concat([lanes, vec]).map_err(lerr(op))?;
-    for (access, what) in [(ldsm_access, "ldmatrix.x4"), (copy_access, "cp.async")] {
-        let through = sw_composition(&o.smem.tile, &access).map_err(KernelError::swizzle(op))?;
+    for access in warp_accesses(&o.copy, &o.ldsm, o.k_major, o.tile_mn)? {
+        let through =
+            sw_composition(&o.smem.tile, &access.layout).map_err(KernelError::swizzle(op))?;
         let c = bank_conflicts(&through, elem_bytes).map_err(KernelError::swizzle(op))?;
         if !c.is_conflict_free() {
             return Err(KernelError::BankConflicts {
                 op,
                 layout: o.smem.tile.to_string(),
-                access: format!("{} {what} {access}", o.name),
+                access: format!("{} {} {}", o.name, access.name, access.layout),
                 conflicts: c.wavefronts - c.ideal,
             });
         }
-        if what == "cp.async" {
+        if access.name == "cp.async" {
             o.smem.copy_conflicts = c;
         } else {
             o.smem.ldsm_conflicts = c;
@@ -665,6 +764,7 @@ impl fmt::Display for GemmPlan {
                     "CONFLICTS"
                 }
             )?;
+            writeln!(f, "    swizzle    {}", o.swizzle)?;
         }
         writeln!(
             f,

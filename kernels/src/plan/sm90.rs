@@ -7,15 +7,17 @@ use tessera_layout::Layout;
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
+use crate::plan::atom_choice::{choose_swizzle, AtomChoice, Candidates, TileAccess};
 use crate::plan::problem::{BiasMode, DType, GemmProblem, Major};
-use crate::plan::SmemLayout;
+use crate::plan::{SmemLayout, SwizzleBits};
 use tessera_layout::composition;
 use tessera_swizzle::algebra::composition as sw_composition;
-use tessera_swizzle::{bank_conflicts, BankConflicts};
+use tessera_swizzle::{bank_conflicts, BankConflicts, Swizzle};
 
 use super::policy;
 use super::sm90_layouts::{
-    tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, WgmmaDesc,
+    tma_box_for, tma_split_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, TmaSwizzle,
+    WgmmaDesc,
 };
 
 /// K extent of one stage: 64 16-bit elements, one 128-byte swizzled row.
@@ -49,6 +51,10 @@ pub struct Sm90Operand {
     /// When the CTAs of a cluster share this operand: the part of [`Sm90Operand::tma`] each
     /// of them loads and multicasts to all of them.
     pub multicast: Option<TmaSplit>,
+    /// The stage's swizzle as swizzle synthesis picks it among the TMA modes for the TMA
+    /// unit's row writes and wgmma's core-matrix reads, against the hand-picked 128-byte mode;
+    /// `smem` has the one it names as used.
+    pub swizzle: AtomChoice,
 }
 
 impl Sm90Operand {
@@ -81,6 +87,10 @@ pub struct Sm90Store {
     /// Shared-memory wavefronts of one warp's fragment store into a buffer (each lane one
     /// 4-byte column pair; `bank_conflicts` of the swizzle crate), checked conflict-free.
     pub conflicts: BankConflicts,
+    /// The buffer's swizzle as swizzle synthesis picks it among the TMA modes for the
+    /// fragment store and the TMA unit's row reads, against the hand-picked 64-byte mode;
+    /// `smem` has the one it names as used.
+    pub swizzle: AtomChoice,
 }
 
 impl fmt::Display for Sm90Store {
@@ -133,6 +143,9 @@ pub const WARP_ROWS: i64 = 16;
 /// whole 8-row groups (offsets of 256 elements, above the swizzle's bits) or by 8 columns (one
 /// 16-byte chunk, XOR-ed uniformly), neither of which changes the count; the test
 /// `store_fragment_is_conflict_free_for_every_register_pair` checks every pair anyway.
+///
+/// The swizzle is swizzle synthesis's among the TMA modes, for that access and the TMA unit's
+/// row reads, measured against the hand-picked 64-byte mode ([`Sm90Store::swizzle`]).
 pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
     let op = "Sm90Plan store";
     let lerr = KernelError::layout;
@@ -142,10 +155,104 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
             format!("{out} output: the TMA-store epilogue stages 16-bit outputs"),
         ));
     }
-    let smem = SmemLayout::row_major_swizzled(op, 2, 64, EPI_COLS)?;
-    let tma = tma_box_for(&smem, 2)?;
-    // The kernel names a pass's registers k = 0..EPI_COLS/2 and finds them at the coordinates
-    // of register k of the first pass: the layout must repeat every pass, EPI_COLS columns on.
+    check_pass_registers(op, acc)?;
+    let lanes = composition(
+        &acc.mode(0).map_err(lerr(op))?,
+        &Layout::int(32, 1).map_err(lerr(op))?,
+    )
+    .map_err(lerr(op))?;
+    let pair = composition(
+        &acc.mode(1).map_err(lerr(op))?,
+        &Layout::int(2, 1).map_err(lerr(op))?,
+    )
+    .map_err(lerr(op))?;
+    let access = Layout::concat([lanes, pair]).map_err(lerr(op))?;
+    // The TMA unit reads the buffer a row at a time, in 16-byte chunks: (chunk, element) ->
+    // row 0's coordinate `64 col` of the (64, EPI_COLS) buffer.
+    let chunks = EPI_COLS * 2 / 16;
+    let row = format!("({chunks},8):({},64)", 64 * 8)
+        .parse()
+        .map_err(lerr(op))?;
+    let accesses = [
+        TileAccess {
+            name: "fragment store",
+            layout: access.clone(),
+        },
+        TileAccess {
+            name: "TMA row",
+            layout: row,
+        },
+    ];
+    let inner = format!("(64,{EPI_COLS}):({EPI_COLS},1)")
+        .parse()
+        .map_err(lerr(op))?;
+    // Hand-picked: the 64-byte mode, whose span is one row of EPI_COLS 16-bit outputs.
+    let mut choice = choose_swizzle(
+        op,
+        &accesses,
+        &inner,
+        2,
+        Candidates::Modes("the best TMA mode", &tma_modes(2)?),
+        TmaSwizzle::B64.on_elements(2)?,
+    )?;
+    let build = |sw: Swizzle| -> Result<(SmemLayout, TmaBox, TmaBox, BankConflicts)> {
+        let smem = SmemLayout::row_major(op, swizzle_bits(op, sw)?, 64, EPI_COLS)?;
+        let tma = tma_box_for(&smem, 2)?;
+        let through =
+            sw_composition(&smem.swizzled(op)?, &access).map_err(KernelError::swizzle(op))?;
+        let conflicts = bank_conflicts(&through, 2).map_err(KernelError::swizzle(op))?;
+        if !conflicts.is_conflict_free() {
+            return Err(KernelError::BankConflicts {
+                op,
+                layout: smem.to_string(),
+                access: format!("fragment store {access}"),
+                conflicts: conflicts.wavefronts - conflicts.ideal,
+            });
+        }
+        let warp_tma = warp_box(&smem)?;
+        Ok((smem, tma, warp_tma, conflicts))
+    };
+    let (smem, tma, warp_tma, conflicts) = match build(choice.used) {
+        Err(e) if choice.used != choice.hand_picked => {
+            choice.keep_hand_picked(e.to_string());
+            build(choice.used)?
+        }
+        built => built?,
+    };
+    Ok(Sm90Store {
+        smem,
+        tma,
+        warp_tma,
+        buffers: STORE_BUFFERS,
+        conflicts,
+        swizzle: choice,
+    })
+}
+
+/// The TMA modes as swizzles of `elem_bytes`-byte element offsets, in [`TmaSwizzle::ALL`]'s
+/// order.
+fn tma_modes(elem_bytes: i64) -> Result<Vec<Swizzle>> {
+    TmaSwizzle::ALL
+        .iter()
+        .map(|m| m.on_elements(elem_bytes))
+        .collect()
+}
+
+/// A synthesized swizzle as the three numbers the kernel's layouts carry, or why it has none.
+fn swizzle_bits(op: &'static str, sw: Swizzle) -> Result<SwizzleBits> {
+    SwizzleBits::of(sw).ok_or_else(|| {
+        KernelError::invalid(
+            op,
+            format!("{sw} has a negative shift, which no TMA mode applies"),
+        )
+    })
+}
+
+/// The kernel names a pass's registers k = 0..EPI_COLS/2 and finds them at the coordinates of
+/// register k of the first pass: `acc` must repeat every pass, EPI_COLS columns on, and keep
+/// each warp on its own [`WARP_ROWS`] rows (each warp stores its own).
+fn check_pass_registers(op: &'static str, acc: &Layout) -> Result<()> {
+    let lerr = KernelError::layout;
     let regs = EPI_COLS / 2;
     let (threads, per_thread) = (
         acc.mode(0).map_err(lerr(op))?.size(),
@@ -180,35 +287,7 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
             }
         }
     }
-    let lanes = composition(
-        &acc.mode(0).map_err(lerr(op))?,
-        &Layout::int(32, 1).map_err(lerr(op))?,
-    )
-    .map_err(lerr(op))?;
-    let pair = composition(
-        &acc.mode(1).map_err(lerr(op))?,
-        &Layout::int(2, 1).map_err(lerr(op))?,
-    )
-    .map_err(lerr(op))?;
-    let access = Layout::concat([lanes, pair]).map_err(lerr(op))?;
-    let through = sw_composition(&smem.swizzled(op)?, &access).map_err(KernelError::swizzle(op))?;
-    let conflicts = bank_conflicts(&through, 2).map_err(KernelError::swizzle(op))?;
-    if !conflicts.is_conflict_free() {
-        return Err(KernelError::BankConflicts {
-            op,
-            layout: smem.to_string(),
-            access: format!("fragment store {access}"),
-            conflicts: conflicts.wavefronts - conflicts.ideal,
-        });
-    }
-    let warp_tma = warp_box(&smem)?;
-    Ok(Sm90Store {
-        smem,
-        tma,
-        warp_tma,
-        buffers: STORE_BUFFERS,
-        conflicts,
-    })
+    Ok(())
 }
 
 /// The per-warp TMA box of the store buffer `smem` (64 x [`EPI_COLS`]): rows
@@ -217,7 +296,7 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
 /// exactly those rows ([`store_plan`] checks that warp `w` holds exactly them).
 fn warp_box(smem: &SmemLayout) -> Result<TmaBox> {
     let op = "Sm90Plan store (per warp)";
-    let part = SmemLayout::row_major_swizzled(op, 2, WARP_ROWS, EPI_COLS)?;
+    let part = SmemLayout::row_major(op, smem.swizzle, WARP_ROWS, EPI_COLS)?;
     let bx = tma_box_for(&part, 2)?;
     for w in 0..64 / WARP_ROWS {
         let base = w * WARP_ROWS * EPI_COLS;
@@ -564,10 +643,55 @@ pub struct Sm90Plan {
     pub smem_bytes: i64,
 }
 
+/// One operand's stage: its swizzle from swizzle synthesis among the TMA modes (the modes
+/// the TMA unit writes and wgmma descriptors read), measured against the hand-picked 128-byte
+/// mode, then the TMA box and the wgmma descriptor read off the layout with the swizzle used.
+///
+/// The accesses, in the coordinates `mn + tile_mn * k` of the `(tile_mn, BK)` tile: the TMA
+/// unit writes a row at a time in 16-byte chunks (lane = chunk of row 0); a wgmma descriptor
+/// reads 8 x 16-byte core matrices, 8 rows of one chunk (lane = row). Neither is a warp
+/// instruction, but both move 16-byte pieces through the banks as one would.
 fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Operand> {
-    let smem = SmemLayout::row_major_swizzled("Sm90Plan", 3, tile_mn, BK)?;
-    let tma = tma_box_for(&smem, elem_bytes)?;
-    let desc = wgmma_desc_for(&smem, elem_bytes)?;
+    let op = "Sm90Plan";
+    let lay = |s: String| -> Result<Layout> { s.parse().map_err(KernelError::layout(op)) };
+    let per_chunk = 16 / elem_bytes;
+    let chunks = BK / per_chunk;
+    let accesses = [
+        TileAccess {
+            name: "TMA row",
+            layout: lay(format!(
+                "({chunks},{per_chunk}):({},{tile_mn})",
+                per_chunk * tile_mn
+            ))?,
+        },
+        TileAccess {
+            name: "wgmma core matrix",
+            layout: lay(format!("(8,{per_chunk}):(1,{tile_mn})"))?,
+        },
+    ];
+    let inner = lay(format!("({tile_mn},{BK}):({BK},1)"))?;
+    // Hand-picked: the 128-byte mode, whose span is one row of BK 16-bit elements.
+    let mut choice = choose_swizzle(
+        op,
+        &accesses,
+        &inner,
+        elem_bytes,
+        Candidates::Modes("the best TMA mode", &tma_modes(elem_bytes)?),
+        TmaSwizzle::B128.on_elements(elem_bytes)?,
+    )?;
+    let build = |sw: Swizzle| -> Result<(SmemLayout, TmaBox, WgmmaDesc)> {
+        let smem = SmemLayout::row_major(op, swizzle_bits(op, sw)?, tile_mn, BK)?;
+        let tma = tma_box_for(&smem, elem_bytes)?;
+        let desc = wgmma_desc_for(&smem, elem_bytes)?;
+        Ok((smem, tma, desc))
+    };
+    let (smem, tma, desc) = match build(choice.used) {
+        Err(e) if choice.used != choice.hand_picked => {
+            choice.keep_hand_picked(e.to_string());
+            build(choice.used)?
+        }
+        built => built?,
+    };
     Ok(Sm90Operand {
         name,
         tile_mn,
@@ -575,6 +699,7 @@ fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Oper
         tma,
         desc,
         multicast: None,
+        swizzle: choice,
     })
 }
 
@@ -1235,9 +1360,13 @@ impl fmt::Display for Sm90Plan {
                 )?;
             }
             writeln!(f, "    wgmma desc {}", o.desc)?;
+            writeln!(f, "    swizzle    {}", o.swizzle)?;
         }
         match &self.store {
-            Some(st) => writeln!(f, "  D store      TMA from smem: {st}")?,
+            Some(st) => {
+                writeln!(f, "  D store      TMA from smem: {st}")?;
+                writeln!(f, "    swizzle    {}", st.swizzle)?;
+            }
             None => writeln!(
                 f,
                 "  D store      from registers through the fp32 scratch (st.global)"

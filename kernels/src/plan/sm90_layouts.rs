@@ -12,6 +12,7 @@
 use std::fmt;
 
 use tessera_layout::{IntTuple, Layout};
+use tessera_swizzle::{atoms, Swizzle};
 
 use crate::error::{KernelError, Result};
 use crate::plan::SmemLayout;
@@ -30,6 +31,29 @@ pub enum TmaSwizzle {
 }
 
 impl TmaSwizzle {
+    /// Every mode, the unswizzled one first and then by span: the candidates of a swizzle
+    /// synthesis bound to the hardware, in the order that breaks its ties.
+    pub const ALL: [TmaSwizzle; 4] = [
+        TmaSwizzle::None,
+        TmaSwizzle::B32,
+        TmaSwizzle::B64,
+        TmaSwizzle::B128,
+    ];
+
+    /// The mode as a swizzle of `elem_bytes`-byte element offsets: the byte swizzle
+    /// `Sw<bits,4,3>` upcast (the 128-byte mode on 2-byte elements is `Sw<3,3,3>`).
+    ///
+    /// ```
+    /// use tessera_kernels::plan::TmaSwizzle;
+    /// assert_eq!(TmaSwizzle::B64.on_elements(2).unwrap().to_string(), "Sw<2,3,3>");
+    /// ```
+    pub fn on_elements(self, elem_bytes: i64) -> Result<Swizzle> {
+        let op = "TmaSwizzle::on_elements";
+        atoms::byte_swizzle(self.span_bytes())
+            .and_then(|b| b.upcast(elem_bytes))
+            .map_err(KernelError::swizzle(op))
+    }
+
     /// The mode for a swizzle of `bits` XOR-ed bits in byte units `Sw<bits,4,3>`.
     fn from_byte_bits(bits: u32) -> Option<TmaSwizzle> {
         match bits {

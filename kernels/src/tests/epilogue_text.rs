@@ -429,6 +429,19 @@ fn nested_minus_signs_print_as_text_that_parses_back() {
         let printed = t.to_string();
         assert_eq!(parsed(&printed), t, "{text} printed as {printed}");
     }
+    // A minus over the integer 0 (what `--0` reads as, `-0` folding to 0) prints as `--0`,
+    // not `-(0)`, whose parentheses would cost a level the text did not have.
+    for text in [
+        format!("{}0", "-".repeat(65)),
+        format!("acc{}", " - --0 * 0".repeat(63)),
+    ] {
+        let t = parsed(&text);
+        let printed = t.to_string();
+        assert_eq!(parsed(&printed), t, "{text} printed as {printed}");
+    }
+    assert_eq!(parsed("--0").to_string(), "--0");
+    assert_eq!(parsed("-(0)").to_string(), "--0");
+    assert_eq!(parsed("---0").to_string(), "---0");
     assert_eq!(parsed("-(-1.5)").to_string(), "--1.5");
     assert_eq!(parsed("-(1.5)").to_string(), "-(1.5)");
     assert_eq!(parsed("--acc").to_string(), "--acc");

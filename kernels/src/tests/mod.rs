@@ -3,6 +3,7 @@
 //! form, evaluator, checker and coordinate analysis, and the float64 references. The GPU
 //! tests, which use the public API only, are in `kernels/tests/`.
 
+mod atom_choice;
 mod conv_layout;
 mod conv_reference;
 mod epilogue_codegen;

@@ -223,13 +223,13 @@ fn canonical(modes: &[(i64, i64, i64)]) -> Result<Layout> {
 /// every offset `x < 4` comes back as the index `x`, whose offset is `x`.
 ///
 /// The construction is CuTe's (sort by stride, stride-0 modes skipped). With overlapping
-/// modes it need not meet the post-condition, so it is accepted when it provably does (no
-/// overlap; or overlaps only below a gap-free chain whose largest stride is L's last mode),
-/// and otherwise checked point by point for `L` up to 2^20 elements.
+/// modes it need not meet the post-condition; whether it does is decided from the modes
+/// alone, without enumerating `L`, so the cost grows with the number of modes, not with the
+/// size.
 ///
 /// Errors: `Inadmissible` for a negative stride or CuTe's divisibility condition (as
-/// [`left_inverse`]); when the construction fails the post-condition (the message names the
-/// index); and when it cannot be checked (above 2^20 elements, the message says so).
+/// [`left_inverse`]); when the construction fails the post-condition (the message names an
+/// index where it does).
 ///
 /// ```
 /// use tessera_layout::{generalized_left_inverse, Layout};
@@ -272,12 +272,116 @@ pub fn generalized_left_inverse(l: &Layout) -> Result<Layout> {
         ));
     }
     let r = canonical(&a.modes).map_err(|e| e.within(OP, ctx))?;
-    // An index past size(L) runs on in L's last leaf; the analytic case needs that leaf to be
-    // part of the mode of the largest stride, so it must not be a trailing extent-1 leaf.
-    let last_leaf_runs = l.shape().leaves().last().is_some_and(|&s| s > 1);
-    if analyse(l).separated || (last_leaf_runs && overlaps_below_last(&a.modes)) {
+    let Some(i) = failing_index(l, &a.modes) else {
         return Ok(r);
+    };
+    let o = l.call(i).map_err(|e| e.within(OP, ctx))?;
+    let back = r
+        .call(o)
+        .and_then(|j| l.call(j))
+        .map_err(|e| e.within(OP, ctx))?;
+    if back != o {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!(
+                "the modes overlap, and CuTe's construction {r} fails at i = {i}: L(i) = {o} but L(R({o})) = {back}"
+            ),
+        ));
     }
+    // The analysis names an index where the construction fails; one where it holds means the
+    // analysis missed a case, and the point-by-point check decides instead.
+    debug_assert!(
+        false,
+        "{OP}({l}): R = {r} holds at the index {i} named as failing"
+    );
+    check_pointwise(l, r)
+}
+
+/// The index `i` of `L` where CuTe's construction `R` (built from `sorted`: L's coalesced
+/// modes with their index strides, sorted by stride, non-negative, each non-zero stride
+/// dividing the next) fails `L(R(L(i))) == L(i)`, or `None` when it holds for every `i`.
+///
+/// Why it is exact. Let the non-zero modes sorted by stride be `(s_k, d_k)` with index
+/// strides `p_k`, and `r_k = d_{k+1} / d_k`. `R` reads an offset `x` (a multiple of `d_1`) as
+/// the mixed-radix digits `c_k` of `x / d_1` in the radices `r_k` (the last digit unbounded)
+/// and returns `Σ c_k p_k`. Where every digit is a coordinate of its mode (`c_k < s_k`), that
+/// index has offset `Σ c_k d_k = x`, so the post-condition holds, and it holds too where the
+/// digit that overflows is that of the mode L's extended domain runs on
+/// ([`running_index_stride`]). Digit `k` of `x = Σ a_k d_k` is `(a_k + q_k) mod r_k`, where the
+/// carry `q_k` from the lower modes takes every value in `[0, Q_k]`: `Q_1 = 0` and
+/// `Q_{k+1} = (Q_k + s_k - 1) / r_k` (the sums `a_k + q_k` fill `[0, Q_k + s_k - 1]`, and
+/// dividing an interval from 0 gives one). So digit `k` reaches `min(Q_k + s_k - 1, r_k - 1)`
+/// (the last digit `Q_n + s_n - 1`), and the construction fails exactly where that is
+/// `s_k` or more for a mode L does not run on: at `x = s_k d_k`, reached with digit `k` equal
+/// to `s_k` and the lower digits 0, `R(x) = s_k p_k`, the index of coordinate 1 of the next
+/// coalesced mode, whose offset is that mode's stride, which coalescing made differ from
+/// `s_k d_k` (past the last mode, the last leaf's stride, which differs unless L runs on).
+fn failing_index(l: &Layout, sorted: &[(i64, i64, i64)]) -> Option<i64> {
+    let nonzero: Vec<(i128, i128, i128)> = sorted
+        .iter()
+        .filter(|m| m.1 != 0)
+        .map(|&(s, d, p)| (i128::from(s), i128::from(d), i128::from(p)))
+        .collect();
+    let running = running_index_stride(l, sorted).map(i128::from);
+    let mut carry = 0i128;
+    for (k, &(s, d, p)) in nonzero.iter().enumerate() {
+        let reach = carry + s - 1;
+        let radix = nonzero.get(k + 1).map(|next| next.1 / d);
+        let top = radix.map_or(reach, |r| reach.min(r - 1));
+        if top >= s && Some(p) != running {
+            return Some(overflowing_index(&nonzero, k));
+        }
+        if let Some(r) = radix {
+            carry = reach / r;
+        }
+    }
+    None
+}
+
+/// An index of `L` whose offset is `s_k d_k` with digit `k` equal to `s_k` and the lower
+/// digits 0 (see [`failing_index`], which has checked that the carries reach it): from the
+/// top, mode `j` takes as much of the value `v_j` still to reach as its coordinates can
+/// (`a_j = min(s_j - 1, v_j)`), and the rest is a carry the modes below make as the
+/// multiple `(v_j - a_j) r_{j-1}` of their own unit.
+fn overflowing_index(nonzero: &[(i128, i128, i128)], k: usize) -> i64 {
+    let mut v = nonzero[k].0;
+    let mut index = 0i128;
+    for j in (0..=k).rev() {
+        let (s, d, p) = nonzero[j];
+        let a = v.min(s - 1);
+        index += a * p;
+        if j > 0 {
+            v = (v - a) * (d / nonzero[j - 1].1);
+        } else {
+            debug_assert_eq!(v, a, "the carries reach the digit");
+        }
+    }
+    // A coordinate of each mode, so an index below size(L).
+    i64::try_from(index).unwrap_or(i64::MAX)
+}
+
+/// The index stride of the coalesced mode L's extended domain runs on, if any: `L(i)` past
+/// `size(L)` grows L's last leaf; that is L's last coalesced mode running on when the leaf is
+/// part of it (extent above 1), or when the leaf is an extent-1 leaf whose stride is where
+/// that mode would go on (`s_K d_K`). `sorted` holds L's coalesced modes with their index
+/// strides; the last one is the one of the largest index stride.
+fn running_index_stride(l: &Layout, sorted: &[(i64, i64, i64)]) -> Option<i64> {
+    let &(s, d, p) = sorted.iter().max_by_key(|m| m.2)?;
+    let leaf = *l.shape().leaves().last()?;
+    let leaf_stride = *l.stride().leaves().last()?;
+    (leaf > 1 || s.checked_mul(d) == Some(leaf_stride)).then_some(p)
+}
+
+/// Largest layout whose generalized left inverse is checked point by point, should the
+/// analysis of [`failing_index`] and an evaluation disagree.
+const GENERALIZED_CHECK_LIMIT: i64 = 1 << 20;
+
+/// `r` if `L(R(L(i))) == L(i)` for every `i < size(L)`, checked one index at a time (for `L`
+/// up to [`GENERALIZED_CHECK_LIMIT`] elements).
+fn check_pointwise(l: &Layout, r: Layout) -> Result<Layout> {
+    const OP: &str = "generalized_left_inverse";
+    let ctx = || l.to_string();
     if l.size() > GENERALIZED_CHECK_LIMIT {
         return Err(LayoutError::inadmissible(
             OP,
@@ -305,23 +409,4 @@ pub fn generalized_left_inverse(l: &Layout) -> Result<Layout> {
         }
     }
     Ok(r)
-}
-
-/// Largest layout whose generalized left inverse is checked point by point.
-const GENERALIZED_CHECK_LIMIT: i64 = 1 << 20;
-
-/// Whether CuTe's construction meets `L(R(x)) == x` for every multiple `x` of the smallest
-/// non-zero stride: the ratio `d_{k+1} / d_k` of consecutive sorted strides is at most the
-/// extent `s_k` (no gaps, so every digit of `x` is a coordinate of its mode), and the mode of
-/// the largest stride is L's last coalesced mode (so its digit, unbounded, runs on in L's
-/// extended domain, given that L's last leaf is part of that mode). Modes sorted by stride, non-negative, each non-zero stride dividing the
-/// next.
-fn overlaps_below_last(sorted: &[(i64, i64, i64)]) -> bool {
-    let nonzero: Vec<&(i64, i64, i64)> = sorted.iter().filter(|m| m.1 != 0).collect();
-    let Some(last) = nonzero.last() else {
-        return true;
-    };
-    let no_gaps = nonzero.windows(2).all(|w| w[1].1 / w[0].1 <= w[0].0);
-    let last_index_stride = sorted.iter().map(|m| m.2).max().unwrap_or(1);
-    no_gaps && last.2 == last_index_stride
 }
