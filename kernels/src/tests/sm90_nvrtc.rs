@@ -18,8 +18,9 @@ use tessera_kernels::{Activation, Arch, BiasMode, DType, Epilogue, GemmProblem};
 fn variants() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for input in [DType::Bf16, DType::F16] {
-        // (K = 8192: the cooperative 128 x 256 plan; a plain 4096^3 is ping-pong by default.)
-        for (m, n, k) in [(4096, 4096, 8192), (512, 512, 512), (40, 512, 512)] {
+        // (K = 8192: the cooperative 128 x 256 plan; a plain 4096^3 is ping-pong by default.
+        // 1024^3: 128 x 128, compute-bound; 40 x 512 x 512: 64 x 128.)
+        for (m, n, k) in [(4096, 4096, 8192), (1024, 1024, 1024), (40, 512, 512)] {
             let mut p = GemmProblem::new(m, n, k);
             p.input = input;
             let plan = Sm90Plan::new(&p).expect("plan");
