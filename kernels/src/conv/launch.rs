@@ -290,7 +290,7 @@ impl Conv2d {
         // The implicit GEMM (A loaded from x by TMA's im2col mode) needs no gather and no
         // workspace.
         let implicit = gemm.plan().problem_im2col().is_some();
-        let workspace_bytes = spec.workspace_bytes(rt.arch(), rt.sm_count() as i64)?;
+        let workspace_bytes = spec.workspace_of(gemm.plan())?;
         let eb = spec.input().bytes();
         let padded = match gemm.plan().problem_im2col() {
             Some(t) => {

@@ -472,29 +472,31 @@ impl ConvSpec {
     /// C is not a multiple of 64, the filter staged with its channels padded (and x, where its
     /// pixels are not on 16 bytes); else 0.
     pub fn workspace_bytes(&self, arch: Arch, sms: i64) -> Result<usize> {
+        self.workspace_of(&self.plan(arch, sms)?)
+    }
+
+    /// [`ConvSpec::workspace_bytes`] of the convolution run on `plan`, its GEMM's plan.
+    pub(crate) fn workspace_of(&self, plan: &Plan) -> Result<usize> {
         let g = self.geometry()?;
-        let a = Im2col::new(&g)?;
         let eb = self.dtype.bytes();
-        if let Some(t) = self.plan(arch, sms)?.problem_im2col() {
-            let pad = crate::conv::im2col::ChannelPadding::new(&g, &t, eb);
-            if !pad.pads() {
-                return Ok(0);
+        let bytes = match plan.problem_im2col() {
+            Some(t) => {
+                let pad = crate::conv::im2col::ChannelPadding::new(&g, &t, eb);
+                if !pad.pads() {
+                    return Ok(0);
+                }
+                crate::conv::im2col::padded_workspace(&g, &pad, eb)?.2 as i128
             }
-            let (_, _, total) = crate::conv::im2col::padded_workspace(&g, &pad, eb)?;
-            return usize::try_from(total)
-                .map_err(|_| KernelError::invalid(OP, format!("a workspace of {total} bytes")));
-        }
-        Ok(match a.path() {
-            ConvPath::Direct { .. } => 0,
-            ConvPath::Gather => {
-                let eb = self.dtype.bytes();
-                let row = crate::conv::im2col::gathered_row(g.gemm_k(), eb);
-                let bytes = (g.gemm_m() as i128) * (row as i128) * eb as i128;
-                usize::try_from(bytes).map_err(|_| {
-                    KernelError::invalid(OP, format!("a workspace of {bytes} bytes"))
-                })?
-            }
-        })
+            None => match Im2col::new(&g)?.path() {
+                ConvPath::Direct { .. } => return Ok(0),
+                ConvPath::Gather => {
+                    let row = crate::conv::im2col::gathered_row(g.gemm_k(), eb);
+                    (g.gemm_m() as i128) * (row as i128) * eb as i128
+                }
+            },
+        };
+        usize::try_from(bytes)
+            .map_err(|_| KernelError::invalid(OP, format!("a workspace of {bytes} bytes")))
     }
 
     /// The GEMM's plan on `arch` with `sms` SMs (no GPU needed).

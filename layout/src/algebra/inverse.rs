@@ -275,20 +275,7 @@ pub fn generalized_left_inverse(l: &Layout) -> Result<Layout> {
     let Some(i) = failing_index(l, &a.modes) else {
         return Ok(r);
     };
-    let o = l.call(i).map_err(|e| e.within(OP, ctx))?;
-    let back = r
-        .call(o)
-        .and_then(|j| l.call(j))
-        .map_err(|e| e.within(OP, ctx))?;
-    if back != o {
-        return Err(LayoutError::inadmissible(
-            OP,
-            ctx(),
-            format!(
-                "the modes overlap, and CuTe's construction {r} fails at i = {i}: L(i) = {o} but L(R({o})) = {back}"
-            ),
-        ));
-    }
+    holds_at(l, &r, i)?;
     // The analysis names an index where the construction fails; one where it holds means the
     // analysis missed a case, and the point-by-point check decides instead.
     debug_assert!(
@@ -393,20 +380,29 @@ fn check_pointwise(l: &Layout, r: Layout) -> Result<Layout> {
         ));
     }
     for i in 0..l.size() {
-        let o = l.call(i).map_err(|e| e.within(OP, ctx))?;
-        let back = r
-            .call(o)
-            .and_then(|j| l.call(j))
-            .map_err(|e| e.within(OP, ctx))?;
-        if back != o {
-            return Err(LayoutError::inadmissible(
-                OP,
-                ctx(),
-                format!(
-                    "the modes overlap, and CuTe's construction {r} fails at i = {i}: L(i) = {o} but L(R({o})) = {back}"
-                ),
-            ));
-        }
+        holds_at(l, &r, i)?;
     }
     Ok(r)
+}
+
+/// `L(R(L(i))) == L(i)` at index `i`, or the error naming `i` where CuTe's construction `r`
+/// fails.
+fn holds_at(l: &Layout, r: &Layout, i: i64) -> Result<()> {
+    const OP: &str = "generalized_left_inverse";
+    let ctx = || l.to_string();
+    let o = l.call(i).map_err(|e| e.within(OP, ctx))?;
+    let back = r
+        .call(o)
+        .and_then(|j| l.call(j))
+        .map_err(|e| e.within(OP, ctx))?;
+    if back != o {
+        return Err(LayoutError::inadmissible(
+            OP,
+            ctx(),
+            format!(
+                "the modes overlap, and CuTe's construction {r} fails at i = {i}: L(i) = {o} but L(R({o})) = {back}"
+            ),
+        ));
+    }
+    Ok(())
 }
