@@ -258,6 +258,8 @@ macro_rules! hopper_choices {
 hopper_choices! {
     hopper_cooperative_128x256: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 256, 64)), ..Options::default() };
     hopper_cooperative_64x256: Options { schedule: Some(Schedule::Cooperative), tile: Some((64, 256, 64)), ..Options::default() };
+    hopper_cooperative_128x64: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 64, 64)), ..Options::default() };
+    hopper_cooperative_64x64: Options { schedule: Some(Schedule::Cooperative), tile: Some((64, 64, 64)), ..Options::default() };
     hopper_pingpong_128x128: Options { schedule: Some(Schedule::PingPong), tile: Some((128, 128, 64)), ..Options::default() };
     hopper_pingpong_64x256: Options { schedule: Some(Schedule::PingPong), tile: Some((64, 256, 64)), ..Options::default() };
     hopper_stream_k: Options { schedule: Some(Schedule::Cooperative), stream_k: Some(true), max_ctas: Some(5), ..Options::default() };
@@ -343,7 +345,7 @@ fn small_m_splits_every_tile_along_k() {
 
 /// The planner's defaults off the standard shapes: a plain GEMM with edge tiles (cooperative,
 /// not ping-pong), a fused batch whose 128 x 256 waves quantize badly (128 x 128), a batch of
-/// N = 128 products (128 x 128), and K with a partial last k-tile.
+/// N = 128 products (128 x 128), K with a partial last k-tile, and N <= 64 (64 columns).
 #[test]
 fn default_plans_off_the_standard_shapes() {
     let test = "default_plans_off_the_standard_shapes";
@@ -352,6 +354,8 @@ fn default_plans_off_the_standard_shapes() {
         Case::new(spec(256, 512, 64, "gelu_bias").batch(67)),
         Case::new(spec(256, 128, 128, "gelu_bias").batch(70)),
         Case::new(spec(4096, 4096, 1000, "acc")),
+        Case::new(spec(1000, 40, 300, "gelu_aux_bias")),
+        Case::new(spec(40, 56, 1000, "acc")),
     ];
     if let Some(ctx) = hopper(test) {
         let want = [
@@ -359,6 +363,8 @@ fn default_plans_off_the_standard_shapes() {
             (Schedule::Cooperative, (128, 128, 64)),
             (Schedule::Cooperative, (128, 128, 64)),
             (Schedule::Cooperative, (128, 256, 64)),
+            (Schedule::Cooperative, (128, 64, 64)),
+            (Schedule::Cooperative, (64, 64, 64)),
         ];
         for (c, w) in cases.iter().zip(want) {
             let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");

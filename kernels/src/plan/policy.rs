@@ -125,9 +125,18 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 
 /// The Hopper plan's CTA tile `(BM, BN)` when none is forced (the cooperative schedule's;
 /// ping-pong takes 128 x 128, [`hopper_pingpong`]):
-/// - M <= 64: 64 x 128, one consumer warpgroup whose 64 rows hold all of M (a 128-row tile
-///   would compute at least half zeros);
-/// - fewer 128 x 256 tiles than SMs: 128 x 128, twice the CTAs at work, or, where the
+/// - M <= 64: 64 x 128 (64 x 64 where N <= 64 too), one consumer warpgroup whose 64 rows
+///   hold all of M (a 128-row tile would compute at least half zeros);
+/// - N <= 64: 128 x 64, the same tiles as any wider BN, whose columns past N the MMAs would
+///   compute and the epilogue walk for nothing (a convolution with 64 output channels, a
+///   projection to a few classes);
+/// - fewer 128 x 256 tiles than SMs but more than a third of them, compute-bound, stream-K
+///   splitting them along K (long K against a small D), and N filling 256-wide tiles as
+///   fully as 128-wide ones: 128 x 256, since the split fills the SMs with either tile and
+///   the wider one reads three quarters of the bytes a flop; with fewer tiles, each split in
+///   three parts or more, the fix-up of 128 x 256's larger partial sums measured slower.
+///   Fitted on five long-K shapes (H200, 2026-11-27; design 012);
+/// - fewer 128 x 256 tiles than SMs otherwise: 128 x 128, twice the CTAs at work, or, where the
 ///   problem is memory-bound ([`memory_bound`]), 64 x 128 where its waves are fuller (its
 ///   tiles fill a larger share of their waves' CTA slots; a tie keeps the larger tile) and
 ///   stream-K would leave them whole: such a GEMM is bound by reading B, each CTA streams its
@@ -144,12 +153,23 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
     let sms = H100_SMS;
     if p.m <= 64 {
+        let bn = if p.n <= 64 { 64 } else { 128 };
         return Decision::new(
-            (64, 128),
+            (64, bn),
             format!(
-                "M = {} <= 64: one consumer's 64 rows hold all of M; BN 128 gives {} tiles",
+                "M = {} <= 64: one consumer's 64 rows hold all of M; BN {bn} gives {} tiles",
                 p.m,
-                tiles(p, 64, 128)
+                tiles(p, 64, bn)
+            ),
+        );
+    }
+    if p.n <= 64 {
+        return Decision::new(
+            (128, 64),
+            format!(
+                "N = {} <= 64: 64 columns hold all of N in {} tiles; a wider tile, in as many, would compute zeros past N",
+                p.n,
+                tiles(p, 128, 64)
             ),
         );
     }
@@ -169,6 +189,21 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
                     "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128 makes {small} ({:.0}% of their waves' CTAs), 64x128 {rows64} ({:.0}%), whole tiles: memory-bound, the fuller waves read B with more CTAs",
                     fill(small),
                     fill(rows64)
+                ),
+            );
+        }
+        // Long K: stream-K splits the wave along K whichever tile runs, so both fill the SMs,
+        // and the wider tile reads three quarters of the operand bytes a flop. Its parts'
+        // fix-up reads back a tile's other partial sums, twice the bytes of 128 x 128's and
+        // twice as many parts: only where 128 x 256 tiles are over a third of the SMs (fewer
+        // than three parts a tile), and N fills them as fully as 128-wide ones.
+        let split = stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+        let no_padding = 2 * ceil_div(p.n, 256) == ceil_div(p.n, 128);
+        if !memory_bound(p) && split && 3 * big > sms && no_padding {
+            return Decision::new(
+                (128, 256),
+                format!(
+                    "{big} tiles of 128x256 are fewer than the {sms} SMs but over a third of them, and stream-K splits them along K: the wider tile reads 3/4 the bytes a flop of 128x128, its parts few"
                 ),
             );
         }
@@ -380,8 +415,12 @@ pub fn stream_k_split(
 /// The persistent grid of a stream-K plan of `total` tiles (no cluster) under a cap of
 /// `max_ctas` CTAs resident at once (the SM count by default), when the tiles are one partial
 /// wave that [`stream_k_split`] splits: as many CTAs as give each at least
-/// [`STREAM_K_MIN_SHARE`] k-tiles, at most `max_ctas`; `None` when the wave is not split (one
-/// CTA a tile up to the cap), with the reason.
+/// [`STREAM_K_MIN_SHARE`] k-tiles, at most `max_ctas`, and where the problem is compute-bound
+/// a multiple of the tiles below that (at least two parts a tile: part j of every tile then
+/// covers the same k-tiles, and the CTAs running at once share A and B in L2; cuts across
+/// tiles measured 0.66-0.71 of the aligned split's rate on four long-K shapes, H200,
+/// 2026-11-27, design 012); `None` when the wave is not split (one CTA a tile up to the cap),
+/// with the reason.
 pub fn single_wave_grid(
     total: i64,
     max_ctas: i64,
@@ -392,7 +431,15 @@ pub fn single_wave_grid(
     if total >= max_ctas {
         return Decision::new(None, format!("{total} tiles fill the {max_ctas} CTAs"));
     }
-    let grid = max_ctas.min(total.saturating_mul(k_tiles) / STREAM_K_MIN_SHARE);
+    let mut grid = max_ctas.min(total.saturating_mul(k_tiles) / STREAM_K_MIN_SHARE);
+    // Compute-bound: a whole number of parts a tile, so that part j of every tile covers the
+    // same k-tiles and the CTAs running at once read the same slices of A and B (shared in
+    // L2); cuts across tiles would put the CTAs at different K offsets.
+    let parts = grid / total.max(1);
+    let aligned = !memory_bound && parts >= 2 && parts * total < grid;
+    if aligned {
+        grid = parts * total;
+    }
     if grid <= total {
         return Decision::new(
             None,
@@ -402,7 +449,12 @@ pub fn single_wave_grid(
         );
     }
     let d = stream_k_split(total, grid, max_ctas, k_tiles, min_idle, memory_bound);
-    Decision::new((d.value > 0).then_some(grid), d.why)
+    let why = if aligned {
+        format!("{}; {grid} CTAs, {parts} parts a tile (the same k-tiles in every tile: A and B shared in L2)", d.why)
+    } else {
+        d.why
+    };
+    Decision::new((d.value > 0).then_some(grid), why)
 }
 
 /// The sm80-class plan's CTA tile when none is forced: 128 x 256 x 64 (8 warps) when the
@@ -501,12 +553,18 @@ mod tests {
 
     #[test]
     fn a_small_m_product_splits_over_every_sm() {
-        for (m, n, k) in [(16, 4096, 4096), (128, 4096, 4096), (256, 4096, 14336)] {
+        // Memory-bound: every SM. Compute-bound (256 x 4096 x 14336, just above the ridge):
+        // a whole number of parts a tile, 64 tiles in two.
+        for (m, n, k, ctas) in [
+            (16, 4096, 4096, H100_SMS),
+            (128, 4096, 4096, H100_SMS),
+            (256, 4096, 14336, 128),
+        ] {
             let plan = Sm90Plan::new(&GemmProblem::new(m, n, k))
                 .unwrap()
                 .compiled_for(H100_SMS);
             let grid = plan.persistent_ctas(H100_SMS, None);
-            assert_eq!(grid, H100_SMS, "{m}x{n}x{k}");
+            assert_eq!(grid, ctas, "{m}x{n}x{k}");
             assert!(plan.stream_k, "{m}x{n}x{k}");
             assert_eq!(
                 plan.stream_k_tiles(grid, H100_SMS),

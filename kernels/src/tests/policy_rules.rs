@@ -59,6 +59,30 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(2048, 2304, 512)).value,
         (128, 128)
     );
+    // Long K against a small D: 72 tiles of 128 x 256 split along K, fewer than 3 parts a tile.
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(768, 3072, 8192)).value,
+        (128, 256)
+    );
+    // ... but 32 (four parts a tile) keep 128 x 128 ...
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1024, 1024, 65536)).value,
+        (128, 128)
+    );
+    // ... as does N = 2688, which pads a 256-wide tile's columns (11 x 256 against 21 x 128).
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(256, 2688, 65536)).value,
+        (128, 128)
+    );
+    // N <= 64: the 64-wide tile, as many tiles, no columns of zeros.
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(401408, 64, 576)).value,
+        (128, 64)
+    );
+    assert_eq!(hopper_tile(&GemmProblem::new(4096, 40, 4096)).value, (128, 64));
+    assert_eq!(hopper_tile(&GemmProblem::new(48, 64, 4096)).value, (64, 64));
+    assert_eq!(hopper_tile(&GemmProblem::new(48, 65, 4096)).value, (64, 128));
+    assert_eq!(hopper_tile(&GemmProblem::new(4096, 65, 4096)).value, (128, 128));
     // N = 128: 128 x 256 computes half zeros.
     let mut batched = GemmProblem::new(2048, 128, 2048);
     batched.batch = 32;
@@ -132,6 +156,10 @@ fn single_wave_grid_rule() {
     // 64 x 1024 x 4096 in 64 x 128 tiles: 8 tiles of 64 k-tiles over 128 CTAs, 4 each.
     assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(128));
     assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(132));
+    // Compute-bound: a whole number of parts a tile (4 x 32, 3 x 36), unless that is one.
+    assert_eq!(single_wave_grid(32, 132, 1024, 32, false).value, Some(128));
+    assert_eq!(single_wave_grid(36, 132, 256, 32, false).value, Some(108));
+    assert_eq!(single_wave_grid(72, 132, 128, 32, false).value, Some(132));
     assert_eq!(single_wave_grid(200, 132, 64, 32, true).value, None); // more than a wave
     assert_eq!(single_wave_grid(2, 132, 3, 32, false).value, None); // 6 k-tiles in all
 }
