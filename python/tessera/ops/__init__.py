@@ -9,14 +9,16 @@
 - :func:`conv2d`: a convolution of channels-last tensors with a fused epilogue (the ResNet
   block ``relu(conv + bias + residual)`` and its other order), every stride checked.
 
-The GEMM ops are also ``torch.library`` custom ops (``torch.ops.tessera.gemm``, ...) with a fake
-implementation, so a ``torch.compile``\\ d model traces them without a graph break. Tensors
-go to the kernels by device pointer, shape and strides, with no copy, on PyTorch's current
-stream, with no synchronisation; every stride is checked (by the kernels' library), and a
-tensor the kernels cannot take raises a ``ValueError`` naming the argument. On CPU tensors
-the ops run the float64 reference of the same epilogues (slow: for tests).
+Every op is also a ``torch.library`` custom op (``torch.ops.tessera.gemm``, ``linear``, ...,
+``conv2d``) with a fake implementation, so a ``torch.compile``\\ d model traces it without a
+graph break. ``conv2d`` is forward-only: a backward through it raises a ``RuntimeError``
+saying so. Tensors go to the kernels by device pointer, shape and strides, with no copy, on
+PyTorch's current stream, with no synchronisation; every stride is checked (by the kernels'
+library), and a tensor the kernels cannot take raises a ``ValueError`` naming the argument.
+On CPU tensors the ops run the float64 reference of the same epilogues (slow: for tests).
 
-``import tessera.ops`` does not import PyTorch; the first call does.
+``import tessera.ops`` does not import PyTorch; the first call does, and registers the custom
+ops (``torch.ops.tessera.*`` exist from then on).
 """
 
 from __future__ import annotations

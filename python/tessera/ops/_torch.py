@@ -8,7 +8,11 @@ Imported on the first use of an op (it imports torch). The ops, in namespace ``t
   -> Tensor[]``: D and the epilogue's other outputs;
 - ``linear(x, weight, bias, activation, x_pre, x_activation, save_pre) -> (out, pre)`` and
   ``linear_backward``: nn.Linear with a fused activation, differentiable;
-- ``fused_gemm_epilogue`` and ``fused_gemm_epilogue_grad``: PaddlePaddle's operators.
+- ``fused_gemm_epilogue`` and ``fused_gemm_epilogue_grad``: PaddlePaddle's operators;
+- ``conv2d(x, w, bias, residual, c, stride, padding, dilation, epilogue, alpha, beta,
+  out_dtype) -> Tensor``: a convolution of channels-last tensors with a fused epilogue
+  (:mod:`._conv`), returning a new channels-last tensor; forward-only (a backward through it
+  raises).
 
 On CUDA tensors they run the kernels; on CPU tensors, the float64 reference
 (:mod:`._reference`).
@@ -19,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from . import _gemm, _reference
+from . import _conv, _gemm, _reference
 from ._gemm import Problem, describe, output_specs
 from ._tensor import tensor_arg
 
@@ -760,3 +764,33 @@ fused_gemm_epilogue_grad_op = torch.library.custom_op(
     ),
 )
 fused_gemm_epilogue_grad_op.register_fake(_paddle_grad_fake)
+
+
+# ---- conv2d: a convolution of channels-last tensors, forward only ---------------------------
+
+_CONV2D_SCHEMA = (
+    "(Tensor x, Tensor w, Tensor? bias, Tensor? residual, Tensor? c, int[2] stride, int[4] padding, "
+    "int[2] dilation, str epilogue, float alpha, float beta, ScalarType? out_dtype) -> Tensor"
+)
+_CONV2D_ARGS = ("x", "w", "bias", "residual", "c")
+
+
+def _conv2d_op(x, w, bias, residual, c, stride, padding, dilation, epilogue, alpha, beta, out_dtype):
+    return _conv.run(x, w, bias, residual, c, stride, padding, dilation, epilogue, alpha, beta, out_dtype)
+
+
+def _conv2d_backward(ctx, grad):
+    # No backward kernel: the convolution is forward-only. (A backward of a relu epilogue
+    # needs the pre-activation, which the op does not return: it returns y alone.)
+    wanted = [name for name, need in zip(_CONV2D_ARGS, ctx.needs_input_grad) if need]
+    raise RuntimeError(
+        f"conv2d: argument '{wanted[0] if wanted else 'x'}' requires grad and a backward through "
+        "tessera.ops.conv2d was asked for (or traced, under torch.compile), but the op is "
+        "forward-only: it has no backward. Call it under torch.no_grad() or torch.inference_mode() "
+        "(or detach its inputs), or use torch.nn.functional.conv2d where gradients are needed"
+    )
+
+
+conv2d_op = torch.library.custom_op("tessera::conv2d", _conv2d_op, mutates_args=(), schema=_CONV2D_SCHEMA)
+conv2d_op.register_fake(_conv.empty)
+conv2d_op.register_autograd(_conv2d_backward)
