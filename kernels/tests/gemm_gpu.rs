@@ -343,6 +343,46 @@ fn small_m_splits_every_tile_along_k() {
     run_table(test, cases);
 }
 
+/// A single wave of compute-bound tiles split along K in a whole number of parts a tile (the
+/// grid a multiple of the tiles): many parts (512 x 512 x 8192: 16 tiles in 8), a partial
+/// last k-tile, both tile widths, the fusions whose sums and masks cross the parts.
+#[test]
+fn long_k_waves_split_in_whole_parts_a_tile() {
+    let test = "long_k_waves_split_in_whole_parts_a_tile";
+    let mut cases: Vec<Case> = ["acc", "gelu_bias", "relu_aux_bias", "dgelu_bgrad"]
+        .iter()
+        .map(|e| Case::new(spec(512, 512, 8192, e)))
+        .collect();
+    cases.push(Case::new(spec(768, 768, 8200, "drelu_bgrad")));
+    cases.push(Case::new(spec(768, 3072, 4100, "bias")));
+    cases.push(Case {
+        repeat: 3,
+        ..Case::new(spec(1000, 520, 6000, "acc"))
+    });
+    if let Some(ctx) = hopper(test) {
+        for c in &cases[..5] {
+            let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");
+            let summary = plan.summary();
+            // "... sk T/T on G": every tile split, G a multiple of T of at least 2 T.
+            let sk: Vec<i64> = summary
+                .split(" sk ")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{}: not split: {summary}", c.spec))
+                .split(|ch: char| !ch.is_ascii_digit())
+                .filter(|t| !t.is_empty())
+                .take(3)
+                .map(|t| t.parse().unwrap())
+                .collect();
+            assert!(
+                sk.len() == 3 && sk[0] == sk[1] && sk[2] % sk[0] == 0 && sk[2] >= 2 * sk[0],
+                "{}: {summary}",
+                c.spec
+            );
+        }
+    }
+    run_table(test, cases);
+}
+
 /// The planner's defaults off the standard shapes: a plain GEMM with edge tiles (cooperative,
 /// not ping-pong), a fused batch whose 128 x 256 waves quantize badly (128 x 128), a batch of
 /// N = 128 products (128 x 128), K with a partial last k-tile, and N <= 64 (64 columns).

@@ -139,11 +139,12 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 /// - fewer 128 x 256 tiles than SMs otherwise: 128 x 128, twice the CTAs at work, or, where the
 ///   problem is memory-bound ([`memory_bound`]), 64 x 128 where its waves are fuller (its
 ///   tiles fill a larger share of their waves' CTA slots; a tie keeps the larger tile) and
-///   stream-K would leave them whole: such a GEMM is bound by reading B, each CTA streams its
-///   share at a bounded rate, and more CTAs in flight read faster; where stream-K splits the
-///   wave anyway every SM already reads B, and the smaller tile measured slower. Fitted on
-///   ten shapes with M = 96-256, N = 2048-8192 and K = 2048-13824 (H100, 2026-11-26;
-///   design 012);
+///   stream-K would leave them whole or split them in a whole number of parts a tile (at most
+///   half the SMs' tiles, [`single_wave_grid`]): such a GEMM is bound by reading B, each CTA
+///   streams its share at a bounded rate, and more CTAs in flight read faster; where stream-K
+///   would cut the smaller tiles across tiles, the smaller tile measured slower. Fitted on
+///   eleven shapes with M = 96-256, N = 2048-8192 and K = 2048-13824 (H100, 2026-11-26, and
+///   H200, 2026-11-27; design 012);
 /// - else 128 x 256, the faster mainloop, unless its waves quantize so badly that 128 x 128's
 ///   waves, at [`TILE_128X128_COST`] a unit of work, take less time, and stream-K would not
 ///   split 128 x 256's last wave anyway.
@@ -181,12 +182,14 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
         let rows64 = tiles(p, 64, 128);
         let fill = |t: i64| 100.0 * t as f64 / (waves(t) * sms) as f64;
         let k_tiles = ceil_div(p.k, BK);
-        let whole = stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true).value == 0;
+        // Whole tiles, or a split in a whole number of parts a tile ([`single_wave_grid`]).
+        let whole = stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true).value == 0
+            || 2 * rows64 <= sms;
         if memory_bound(p) && whole && rows64 * waves(small) > small * waves(rows64) {
             return Decision::new(
                 (64, 128),
                 format!(
-                    "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128 makes {small} ({:.0}% of their waves' CTAs), 64x128 {rows64} ({:.0}%), whole tiles: memory-bound, the fuller waves read B with more CTAs",
+                    "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128 makes {small} ({:.0}% of their waves' CTAs), 64x128 {rows64} ({:.0}%), whole or in whole parts a tile: memory-bound, the fuller waves read B with more CTAs",
                     fill(small),
                     fill(rows64)
                 ),
@@ -415,12 +418,12 @@ pub fn stream_k_split(
 /// The persistent grid of a stream-K plan of `total` tiles (no cluster) under a cap of
 /// `max_ctas` CTAs resident at once (the SM count by default), when the tiles are one partial
 /// wave that [`stream_k_split`] splits: as many CTAs as give each at least
-/// [`STREAM_K_MIN_SHARE`] k-tiles, at most `max_ctas`, and where the problem is compute-bound
-/// a multiple of the tiles below that (at least two parts a tile: part j of every tile then
-/// covers the same k-tiles, and the CTAs running at once share A and B in L2; cuts across
-/// tiles measured 0.66-0.71 of the aligned split's rate on four long-K shapes, H200,
-/// 2026-11-27, design 012); `None` when the wave is not split (one CTA a tile up to the cap),
-/// with the reason.
+/// [`STREAM_K_MIN_SHARE`] k-tiles, at most `max_ctas`, rounded down to a multiple of the
+/// tiles where that leaves at least two parts a tile (part j of every tile then covers the
+/// same k-tiles, the CTAs running at once share A and B in L2, and no CTA runs two parts;
+/// cuts across tiles measured 0.56-0.90 of the aligned split's rate on four long-K and four
+/// small-M shapes, H200, 2026-11-27, design 012); `None` when the wave is not split (one CTA
+/// a tile up to the cap), with the reason.
 pub fn single_wave_grid(
     total: i64,
     max_ctas: i64,
@@ -432,11 +435,12 @@ pub fn single_wave_grid(
         return Decision::new(None, format!("{total} tiles fill the {max_ctas} CTAs"));
     }
     let mut grid = max_ctas.min(total.saturating_mul(k_tiles) / STREAM_K_MIN_SHARE);
-    // Compute-bound: a whole number of parts a tile, so that part j of every tile covers the
-    // same k-tiles and the CTAs running at once read the same slices of A and B (shared in
-    // L2); cuts across tiles would put the CTAs at different K offsets.
+    // A whole number of parts a tile, so that part j of every tile covers the same k-tiles:
+    // the CTAs running at once read the same slices of A and B (shared in L2), and no CTA
+    // runs two parts (two pipeline fills, two fix-ups); cuts across tiles would put the
+    // CTAs at different K offsets.
     let parts = grid / total.max(1);
-    let aligned = !memory_bound && parts >= 2 && parts * total < grid;
+    let aligned = parts >= 2 && parts * total < grid;
     if aligned {
         grid = parts * total;
     }
@@ -503,7 +507,9 @@ mod tests {
             ((256, 4096, 4096), (64, 128)),
             ((112, 6144, 6144), (64, 128)),
             ((96, 8192, 8192), (64, 128)),
-            // 80 whole tiles of 64 x 128 would be split along K: every SM reads B anyway.
+            // 64 tiles of 64 x 128 split in two parts each (128 CTAs).
+            ((128, 4096, 4096), (64, 128)),
+            // 80 tiles of 64 x 128 would be cut across tiles: every SM reads B anyway.
             ((128, 5120, 13824), (128, 128)),
             // 64 x 128 fills its two waves no better than 128 x 128 its one.
             ((128, 11008, 4096), (128, 128)),
@@ -552,12 +558,12 @@ mod tests {
     }
 
     #[test]
-    fn a_small_m_product_splits_over_every_sm() {
-        // Memory-bound: every SM. Compute-bound (256 x 4096 x 14336, just above the ridge):
-        // a whole number of parts a tile, 64 tiles in two.
+    fn a_small_m_product_splits_in_whole_parts_a_tile() {
+        // A whole number of parts a tile: 32 tiles of 64 x 128 in four, 64 of 64 x 128 in
+        // two, 64 of 128 x 128 in two.
         for (m, n, k, ctas) in [
-            (16, 4096, 4096, H100_SMS),
-            (128, 4096, 4096, H100_SMS),
+            (16, 4096, 4096, 128),
+            (128, 4096, 4096, 128),
             (256, 4096, 14336, 128),
         ] {
             let plan = Sm90Plan::new(&GemmProblem::new(m, n, k))

@@ -1390,7 +1390,7 @@ impl fmt::Display for Sm90Plan {
             };
             writeln!(
                 f,
-                "  stream-K     {which} split along K over all CTAs (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)"
+                "  stream-K     {which} split along K over all CTAs, or a single wave over a whole number of parts a tile (fp32 parts through an L2 workspace; at least {STREAM_K_MIN_SHARE} k-tiles a CTA)"
             )?;
             // What that means on an H100 SXM, whose kernels are compiled without the parts'
             // code when they split nothing (compiled_for).

@@ -79,10 +79,20 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(401408, 64, 576)).value,
         (128, 64)
     );
-    assert_eq!(hopper_tile(&GemmProblem::new(4096, 40, 4096)).value, (128, 64));
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(4096, 40, 4096)).value,
+        (128, 64)
+    );
     assert_eq!(hopper_tile(&GemmProblem::new(48, 64, 4096)).value, (64, 64));
-    assert_eq!(hopper_tile(&GemmProblem::new(48, 65, 4096)).value, (64, 128));
-    assert_eq!(hopper_tile(&GemmProblem::new(4096, 65, 4096)).value, (128, 128));
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(48, 65, 4096)).value,
+        (64, 128)
+    );
+    // (Memory-bound: 64 tiles of 64 x 128, split in two parts each, against 32 of 128 x 128.)
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(4096, 65, 4096)).value,
+        (64, 128)
+    );
     // N = 128: 128 x 256 computes half zeros.
     let mut batched = GemmProblem::new(2048, 128, 2048);
     batched.batch = 32;
@@ -155,8 +165,8 @@ fn single_wave_grid_rule() {
     use crate::plan::policy::single_wave_grid;
     // 64 x 1024 x 4096 in 64 x 128 tiles: 8 tiles of 64 k-tiles over 128 CTAs, 4 each.
     assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(128));
-    assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(132));
-    // Compute-bound: a whole number of parts a tile (4 x 32, 3 x 36), unless that is one.
+    // A whole number of parts a tile (4 x 32, 3 x 36), unless that is one.
+    assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(128));
     assert_eq!(single_wave_grid(32, 132, 1024, 32, false).value, Some(128));
     assert_eq!(single_wave_grid(36, 132, 256, 32, false).value, Some(108));
     assert_eq!(single_wave_grid(72, 132, 128, 32, false).value, Some(132));
