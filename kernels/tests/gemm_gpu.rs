@@ -489,6 +489,14 @@ fn staged_operands_where_k_rows_are_off_the_tma_grid() {
             ..Case::new(spec(200, 136, 77, "relu_bias"))
         });
     }
+    // Rows of 4112 bytes, off the 32-byte sector grid: staged; with 8 elements of padding
+    // (4128 bytes) read in place.
+    for pad in [0, 8] {
+        cases.push(Case {
+            pad,
+            ..Case::new(spec(2048, 2048, 2056, "gelu_aux_bias"))
+        });
+    }
     cases.push(Case {
         repeat: 2,
         ..Case::new(spec(130, 75, 135, "acc"))

@@ -659,7 +659,15 @@ impl Gemm {
             let one = |x: &Mem, rows: i64, ld_x: &mut i64, bs_x: &mut i64, at: Option<usize>| {
                 let Some(at) = at else { return Ok(*x) };
                 let eb = x.dtype.bytes() as u64;
-                if tma_addressable(x.ptr, *ld_x, *bs_x, p.batch, eb) && (p.batch == 1 || *bs_x != 0)
+                // In place where rows, batches and start are on the grid the plan staged for
+                // (16 bytes for TMA, 32 for the sector grid).
+                let g = crate::plan::gemm::stage_grid(p);
+                let on_grid = x.ptr % g == 0
+                    && (*ld_x as u64 * eb) % g == 0
+                    && (p.batch == 1 || (*bs_x as u64 * eb) % g == 0);
+                if tma_addressable(x.ptr, *ld_x, *bs_x, p.batch, eb)
+                    && on_grid
+                    && (p.batch == 1 || *bs_x != 0)
                 {
                     return Ok(*x);
                 }

@@ -14,7 +14,7 @@ use crate::epilogue::{describe, flag_epilogue_for, parse_epilogue, EpilogueTree}
 use crate::error::{KernelError, Result};
 use crate::plan::problem::{DType, Epilogue, GemmProblem, Major};
 use crate::plan::sm90::{ClusterShare, PathOptions, Schedule, Sm90Options, Sm90Plan};
-use crate::plan::{plan_path, GemmPath, GemmPlan};
+use crate::plan::{plan_path, policy, GemmPath, GemmPlan};
 
 /// A GEMM with a fused epilogue: `D[b] = epilogue(A[b] B[b])` for `b < batch`, A `M x K`, B
 /// `K x N`, D `M x N`, each in the storage order given, 16-bit inputs, fp32 accumulation.
@@ -368,8 +368,26 @@ fn k_rows_unaligned(problem: &GemmProblem) -> bool {
     (problem.k * problem.input.bytes()) % 16 != 0
 }
 
-/// Elements per staged row of A and B for a K that makes rows TMA cannot address: K rounded
-/// up to 128 bytes, the row of one k-tile the kernel loads, so that every such load is one
+/// Whether K makes rows of A and B that TMA addresses but that start off the 32-byte sector
+/// grid (a multiple of 16 bytes, not of 32).
+fn k_rows_off_sectors(problem: &GemmProblem) -> bool {
+    let row = problem.k * problem.input.bytes();
+    row % 16 == 0 && row % 32 != 0
+}
+
+/// The byte multiple an operand's rows (and batches, and start) must be on for the Hopper
+/// kernel to read it in place when the plan stages A and B: 16 where K makes rows TMA cannot
+/// address, 32 where they are staged for being off the sector grid.
+pub(crate) fn stage_grid(problem: &GemmProblem) -> u64 {
+    if k_rows_unaligned(problem) {
+        16
+    } else {
+        32
+    }
+}
+
+/// Elements per staged row of A and B for a K that makes rows TMA cannot address, or rows
+/// off the 32-byte sector grid: K rounded up to 128 bytes, the row of one k-tile the kernel loads, so that every such load is one
 /// aligned 128-byte segment.
 fn staged_row(problem: &GemmProblem) -> i64 {
     let per = 128 / problem.input.bytes();
@@ -399,11 +417,28 @@ fn choose_path(
     // and B with padded rows: the copy reads and writes each operand once more, while the
     // sm80-class path (which reads such rows in place) runs at a fraction of the Hopper
     // kernel's rate (docs/design/013-staged-operands.md).
-    path.stage_k = hopper_ok && !path.force_sm80 && k_rows_unaligned(problem);
+    // Rows TMA addresses but off the 32-byte sector grid are staged too where the copy
+    // costs less than the slower loads (policy::stage_off_sector_rows).
+    // (Not an im2col plan: its A is x, read by taps, not rows to copy.)
+    let off_sectors =
+        (hopper_ok && !path.force_sm80 && spec.im2col.is_none() && k_rows_off_sectors(problem))
+            .then(|| policy::stage_off_sector_rows(problem));
+    let off_sectors_staged = off_sectors.as_ref().is_some_and(|d| d.value);
+    path.stage_k =
+        hopper_ok && !path.force_sm80 && (k_rows_unaligned(problem) || off_sectors_staged);
     let why_path = if path.force_sm80 {
         "sm80: forced (Options::sm80)".to_string()
     } else {
         match &refusal {
+            None if off_sectors_staged => format!(
+                "sm90, A and B staged: {}; the launch first copies them into the workspace with rows of {} elements",
+                off_sectors.as_ref().map_or("", |d| d.why.as_str()),
+                staged_row(problem)
+            ),
+            None if off_sectors.is_some() => format!(
+                "sm90, A and B in place: {}",
+                off_sectors.as_ref().map_or("", |d| d.why.as_str())
+            ),
             None if path.stage_k => format!(
                 "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
                 problem.k,
@@ -695,17 +730,23 @@ impl Plan {
 
     /// The row length (elements) of the copies of A and B a launch stages into the workspace
     /// before the Hopper kernel reads them, where K makes rows TMA cannot address (a multiple
-    /// of 16 bytes); `None` when the kernel reads A and B in place.
+    /// of 16 bytes), or rows off the 32-byte sector grid where the copy costs less than the
+    /// slower loads ([`crate::plan::policy::stage_off_sector_rows`]); `None` when the kernel
+    /// reads A and B in place.
     ///
-    /// An operand the caller already gives with rows and batches on 16-byte multiples and a
-    /// 16-byte-aligned start is read in place even then.
+    /// An operand the caller already gives with rows and batches on multiples of 16 bytes (32
+    /// where staged for the sector grid) and a start aligned as much is read in place even
+    /// then.
     ///
     /// ```
     /// use tessera_kernels::{Arch, GemmSpec};
-    /// let plan = |k| GemmSpec::linear(4096, 4096, k).plan(Arch::Sm90a, 132).unwrap();
-    /// assert_eq!(plan(4095).staged_k(), Some(4096));
-    /// assert_eq!(plan(4095).path(), "sm90");
-    /// assert_eq!(plan(4096).staged_k(), None);
+    /// let plan = |m, k| GemmSpec::linear(m, 4096, k).plan(Arch::Sm90a, 132).unwrap();
+    /// assert_eq!(plan(4096, 4095).staged_k(), Some(4096));
+    /// assert_eq!(plan(4096, 4095).path(), "sm90");
+    /// assert_eq!(plan(4096, 4096).staged_k(), None);
+    /// // 8208-byte rows, off the sector grid: staged where the GEMM is long enough to pay.
+    /// assert_eq!(plan(4096, 4104).staged_k(), Some(4160));
+    /// assert_eq!(plan(16, 4104).staged_k(), None);
     /// ```
     pub fn staged_k(&self) -> Option<i64> {
         (self.path.stage_k && self.sm90().is_some()).then(|| staged_row(&self.problem))

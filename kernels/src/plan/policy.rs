@@ -101,6 +101,35 @@ pub fn intensity(p: &GemmProblem) -> f64 {
     2.0 * m * n * k / bytes
 }
 
+/// How much longer a compute-bound Hopper GEMM runs when the rows of A and B start off the
+/// 32-byte sector grid (K of 16-bit elements an odd multiple of 8): every 128-byte k-tile
+/// row the kernel loads spans five sectors instead of four, and K = 4104 measured 0.55-0.58
+/// of the rate at K = 4096 or 4112 (H100, 2026-11-27, design 013).
+pub const OFF_SECTOR_SLOWDOWN: f64 = 0.75;
+
+/// Whether a GEMM whose K-major rows of A and B are 16-byte but not 32-byte multiples copies
+/// them first into rows of whole 128-byte k-tiles (as rows TMA cannot address are,
+/// [`crate::plan::gemm::Plan::staged_k`]): where the copy, a read and a write of A and B at
+/// [`COPY_ROOFLINE_BYTES_PER_S`], takes less time than [`OFF_SECTOR_SLOWDOWN`] of the GEMM
+/// at the sustained 700 TFLOP/s. Memory-bound problems never pay: the copy moves twice the
+/// bytes the GEMM reads.
+pub fn stage_off_sector_rows(p: &GemmProblem) -> Decision<bool> {
+    let (m, n, k, b) = (p.m as f64, p.n as f64, p.k as f64, p.batch as f64);
+    let copy = 2.0 * (m + n) * k * b * p.input.bytes() as f64 / COPY_ROOFLINE_BYTES_PER_S;
+    let gemm = 2.0 * m * n * k * b / (RIDGE_FLOP_PER_BYTE * COPY_ROOFLINE_BYTES_PER_S);
+    let row = p.k * p.input.bytes();
+    let pays = copy < OFF_SECTOR_SLOWDOWN * gemm;
+    Decision::new(
+        pays,
+        format!(
+            "rows of {row} bytes are off the 32-byte sector grid (each 128-byte load spans 5 sectors): copying A and B takes ~{:.1} us, {} {OFF_SECTOR_SLOWDOWN} of the GEMM's ~{:.1} us",
+            copy * 1e6,
+            if pays { "under" } else { "not under" },
+            gemm * 1e6
+        ),
+    )
+}
+
 /// Whether `p` is bound by memory traffic on an H100 ([`RIDGE_FLOP_PER_BYTE`]).
 pub fn memory_bound(p: &GemmProblem) -> bool {
     intensity(p) < RIDGE_FLOP_PER_BYTE
