@@ -846,7 +846,14 @@ impl Plan {
                 v.push(match o.tile {
                     Some(_) => forced(&t, "tile"),
                     None if pingpong => format!("{t}: the ping-pong tile (a warpgroup holds its whole 128 x BN tile, BN <= 128)"),
-                    None => format!("{t}: {}", policy::hopper_tile(&kp).why),
+                    None => format!(
+                        "{t}: {}",
+                        policy::hopper_tile_whole(
+                            &kp,
+                            p.im2col.is_some() || o.stream_k == Some(false)
+                        )
+                        .why
+                    ),
                 });
                 let s = format!(
                     "schedule {}",

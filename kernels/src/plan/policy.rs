@@ -181,6 +181,13 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 /// The grid is counted on an H100 SXM's 132 SMs (the plan is made before the device is known;
 /// [`super::Sm90Plan::compiled_for`] fits stream-K to the device).
 pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
+    hopper_tile_whole(p, false)
+}
+
+/// [`hopper_tile`] for a kernel that runs whole tiles only (`whole_only`: the implicit GEMM's
+/// im2col load, or stream-K forced off): no stream-K split to count on, so a wave of 128 x 256
+/// tiles that quantizes badly is weighed against 128 x 128 whatever K is.
+pub fn hopper_tile_whole(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
     let sms = H100_SMS;
     if p.m <= 64 {
         let bn = if p.n <= 64 { 64 } else { 128 };
@@ -212,7 +219,8 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
         let fill = |t: i64| 100.0 * t as f64 / (waves(t) * sms) as f64;
         let k_tiles = ceil_div(p.k, BK);
         // Whole tiles, or a split in a whole number of parts a tile ([`single_wave_grid`]).
-        let whole = stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true).value == 0
+        let whole = whole_only
+            || stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true).value == 0
             || 2 * rows64 <= sms;
         if memory_bound(p) && whole && rows64 * waves(small) > small * waves(rows64) {
             return Decision::new(
@@ -229,7 +237,8 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
         // fix-up reads back a tile's other partial sums, twice the bytes of 128 x 128's and
         // twice as many parts: only where 128 x 256 tiles are over a third of the SMs (fewer
         // than three parts a tile), and N fills them as fully as 128-wide ones.
-        let split = stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+        let split = !whole_only
+            && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
         let no_padding = 2 * ceil_div(p.n, 256) == ceil_div(p.n, 128);
         if !memory_bound(p) && split && 3 * big > sms && no_padding {
             return Decision::new(
@@ -246,7 +255,8 @@ pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
     }
     let k_tiles = ceil_div(p.k, BK);
     let (w_big, w_small) = (waves(big), waves(small));
-    let split = stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+    let split =
+        !whole_only && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
     let cost_big = 2.0 * w_big as f64;
     let cost_small = TILE_128X128_COST * w_small as f64;
     if !split && cost_small < cost_big {

@@ -1125,7 +1125,7 @@ fn tile_and_schedule(
         Some(t) => t,
         // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
         None if opts.schedule == Some(Schedule::PingPong) || auto_pingpong => (128, 128),
-        None => policy::hopper_tile(problem).value,
+        None => policy::hopper_tile_whole(problem, whole_tiles_only(opts)).value,
     };
     if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
         return Err(KernelError::invalid(
@@ -1154,6 +1154,12 @@ fn tile_and_schedule(
         },
     };
     Ok((bm, bn, schedule, consumers, m_halves))
+}
+
+/// Whether the kernel of `opts` runs whole tiles only (no stream-K split the tile rule could
+/// count on): the im2col load, or stream-K forced off.
+pub(crate) fn whole_tiles_only(opts: &Sm90Options) -> bool {
+    opts.im2col.is_some() || opts.stream_k == Some(false)
 }
 
 /// The cluster size and the operand its two CTAs share (multicast), if any; the shared

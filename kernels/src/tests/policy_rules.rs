@@ -93,6 +93,14 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(4096, 65, 4096)).value,
         (64, 128)
     );
+    // Whole tiles only (the im2col load): 196 tiles of 128 x 256 in two waves, 74% full,
+    // against 392 of 128 x 128 in three, 99% full; with stream-K the last wave is split.
+    let c5a = GemmProblem::new(256 * 49, 512, 4608);
+    assert_eq!(
+        crate::plan::policy::hopper_tile_whole(&c5a, true).value,
+        (128, 128)
+    );
+    assert_eq!(hopper_tile(&c5a).value, (128, 256));
     // N = 128: 128 x 256 computes half zeros.
     let mut batched = GemmProblem::new(2048, 128, 2048);
     batched.batch = 32;
