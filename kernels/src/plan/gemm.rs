@@ -848,7 +848,7 @@ impl Plan {
                     None if pingpong => format!("{t}: the ping-pong tile (a warpgroup holds its whole 128 x BN tile, BN <= 128)"),
                     None => format!(
                         "{t}: {}",
-                        policy::hopper_tile_whole(
+                        policy::hopper_tile(
                             &kp,
                             p.im2col.is_some() || o.stream_k == Some(false)
                         )

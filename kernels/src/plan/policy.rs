@@ -180,14 +180,11 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 ///
 /// The grid is counted on an H100 SXM's 132 SMs (the plan is made before the device is known;
 /// [`super::Sm90Plan::compiled_for`] fits stream-K to the device).
-pub fn hopper_tile(p: &GemmProblem) -> Decision<(i64, i64)> {
-    hopper_tile_whole(p, false)
-}
-
-/// [`hopper_tile`] for a kernel that runs whole tiles only (`whole_only`: the implicit GEMM's
-/// im2col load, or stream-K forced off): no stream-K split to count on, so a wave of 128 x 256
-/// tiles that quantizes badly is weighed against 128 x 128 whatever K is.
-pub fn hopper_tile_whole(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
+///
+/// `whole_only`: the kernel runs whole tiles only (the implicit GEMM's im2col load, or
+/// stream-K forced off), so no stream-K split is counted on and a wave of 128 x 256 tiles that
+/// quantizes badly is weighed against 128 x 128 whatever K is.
+pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
     let sms = H100_SMS;
     if p.m <= 64 {
         let bn = if p.n <= 64 { 64 } else { 128 };
@@ -555,7 +552,7 @@ mod tests {
             // Compute-bound.
             ((1000, 1000, 1000), (128, 128)),
         ] {
-            let d = hopper_tile(&GemmProblem::new(m, n, k));
+            let d = hopper_tile(&GemmProblem::new(m, n, k), false);
             assert_eq!(d.value, want, "{m}x{n}x{k}: {}", d.why);
         }
     }

@@ -1125,7 +1125,7 @@ fn tile_and_schedule(
         Some(t) => t,
         // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
         None if opts.schedule == Some(Schedule::PingPong) || auto_pingpong => (128, 128),
-        None => policy::hopper_tile_whole(problem, whole_tiles_only(opts)).value,
+        None => policy::hopper_tile(problem, whole_tiles_only(opts)).value,
     };
     if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
         return Err(KernelError::invalid(

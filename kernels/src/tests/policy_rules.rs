@@ -42,69 +42,72 @@ fn hopper_tile_rule() {
     use crate::plan::policy::hopper_tile;
     use crate::plan::GemmProblem;
     assert_eq!(
-        hopper_tile(&GemmProblem::new(16, 4096, 4096)).value,
+        hopper_tile(&GemmProblem::new(16, 4096, 4096), false).value,
         (64, 128)
     );
     assert_eq!(
-        hopper_tile(&GemmProblem::new(1024, 1024, 1024)).value,
+        hopper_tile(&GemmProblem::new(1024, 1024, 1024), false).value,
         (128, 128)
     );
     assert_eq!(
-        hopper_tile(&GemmProblem::new(8192, 8192, 8192)).value,
+        hopper_tile(&GemmProblem::new(8192, 8192, 8192), false).value,
         (128, 256)
     );
     // 144 tiles of 128 x 256 are two waves, the second nearly empty, and 8 k-tiles are too
     // few to split it: 288 tiles of 128 x 128 in three waves take less time.
     assert_eq!(
-        hopper_tile(&GemmProblem::new(2048, 2304, 512)).value,
+        hopper_tile(&GemmProblem::new(2048, 2304, 512), false).value,
         (128, 128)
     );
     // Long K against a small D: 72 tiles of 128 x 256 split along K, fewer than 3 parts a tile.
     assert_eq!(
-        hopper_tile(&GemmProblem::new(768, 3072, 8192)).value,
+        hopper_tile(&GemmProblem::new(768, 3072, 8192), false).value,
         (128, 256)
     );
     // ... but 32 (four parts a tile) keep 128 x 128 ...
     assert_eq!(
-        hopper_tile(&GemmProblem::new(1024, 1024, 65536)).value,
+        hopper_tile(&GemmProblem::new(1024, 1024, 65536), false).value,
         (128, 128)
     );
     // ... as does N = 2688, which pads a 256-wide tile's columns (11 x 256 against 21 x 128).
     assert_eq!(
-        hopper_tile(&GemmProblem::new(256, 2688, 65536)).value,
+        hopper_tile(&GemmProblem::new(256, 2688, 65536), false).value,
         (128, 128)
     );
     // N <= 64: the 64-wide tile, as many tiles, no columns of zeros.
     assert_eq!(
-        hopper_tile(&GemmProblem::new(401408, 64, 576)).value,
+        hopper_tile(&GemmProblem::new(401408, 64, 576), false).value,
         (128, 64)
     );
     assert_eq!(
-        hopper_tile(&GemmProblem::new(4096, 40, 4096)).value,
+        hopper_tile(&GemmProblem::new(4096, 40, 4096), false).value,
         (128, 64)
     );
-    assert_eq!(hopper_tile(&GemmProblem::new(48, 64, 4096)).value, (64, 64));
     assert_eq!(
-        hopper_tile(&GemmProblem::new(48, 65, 4096)).value,
+        hopper_tile(&GemmProblem::new(48, 64, 4096), false).value,
+        (64, 64)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(48, 65, 4096), false).value,
         (64, 128)
     );
     // (Memory-bound: 64 tiles of 64 x 128, split in two parts each, against 32 of 128 x 128.)
     assert_eq!(
-        hopper_tile(&GemmProblem::new(4096, 65, 4096)).value,
+        hopper_tile(&GemmProblem::new(4096, 65, 4096), false).value,
         (64, 128)
     );
     // Whole tiles only (the im2col load): 196 tiles of 128 x 256 in two waves, 74% full,
     // against 392 of 128 x 128 in three, 99% full; with stream-K the last wave is split.
     let c5a = GemmProblem::new(256 * 49, 512, 4608);
     assert_eq!(
-        crate::plan::policy::hopper_tile_whole(&c5a, true).value,
+        crate::plan::policy::hopper_tile(&c5a, true).value,
         (128, 128)
     );
-    assert_eq!(hopper_tile(&c5a).value, (128, 256));
+    assert_eq!(hopper_tile(&c5a, false).value, (128, 256));
     // N = 128: 128 x 256 computes half zeros.
     let mut batched = GemmProblem::new(2048, 128, 2048);
     batched.batch = 32;
-    assert_eq!(hopper_tile(&batched).value, (128, 128));
+    assert_eq!(hopper_tile(&batched, false).value, (128, 128));
 }
 
 /// What [`crate::plan::policy::hopper_pingpong`] decides, on the values its documentation states.
