@@ -267,7 +267,7 @@ fn the_sweep_is_planned_and_the_decisions_explained() {
     assert!(out.lines().count() > 40, "{out}");
     assert!(!out.contains("ERROR"), "{out}");
     assert!(
-        out.contains("16x4096x4096  bf16  sm90 coop 64x128 s6 sk 32/32 on 132"),
+        out.contains("16x4096x4096  bf16  sm90 coop 64x128 s6 sk 32/32 on 128"),
         "{out}"
     );
     let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
@@ -283,7 +283,7 @@ fn the_sweep_is_planned_and_the_decisions_explained() {
     for line in [
         "decisions    tile 64x128x64: M = 16 <= 64",
         "schedule cooperative:",
-        "stream-K on 132 SMs, 32 tiles on 132 CTAs: 32 tiles split",
+        "stream-K on 132 SMs, 32 tiles on 128 CTAs: 32 tiles split",
         "stages 6:",
         "raster groups of 8 tile rows:",
         "cluster 1:",

@@ -761,7 +761,8 @@ impl Plan {
     /// use tessera_kernels::{Arch, GemmSpec};
     /// let plan = |m, n, k| GemmSpec::linear(m, n, k).plan(Arch::Sm90a, 132).unwrap().summary();
     /// assert_eq!(plan(8192, 8192, 8192), "coop 128x256 s4 sk 68/2048 on 132");
-    /// assert_eq!(plan(16, 4096, 4096), "coop 64x128 s6 sk 32/32 on 132");
+    /// // One wave of 32 tiles split in four parts each, over 128 CTAs.
+    /// assert_eq!(plan(16, 4096, 4096), "coop 64x128 s6 sk 32/32 on 128");
     /// // K = 4095: A and B staged into rows TMA can address.
     /// assert_eq!(plan(4095, 4095, 4095), "coop 128x256 s4 staged");
     /// ```

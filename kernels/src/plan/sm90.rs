@@ -1047,9 +1047,9 @@ impl Sm90Plan {
     /// // 4096^3: 512 tiles, the last wave 116 / 132 full, 7.8 k-tiles a CTA idle: whole.
     /// let square = Sm90Plan::with_options(&GemmProblem::new(4096, 4096, 4096), coop).unwrap();
     /// assert_eq!(square.stream_k_tiles(132, 132), 0);
-    /// // 128 x 4096 x 4096: one wave of 32 tiles of 128 x 128 on 132 CTAs, all split.
+    /// // 128 x 4096 x 4096: one wave of 64 tiles of 64 x 128 on 132 CTAs, all split.
     /// let decode = Sm90Plan::new(&GemmProblem::new(128, 4096, 4096)).unwrap();
-    /// assert_eq!(decode.stream_k_tiles(132, 132), 32);
+    /// assert_eq!(decode.stream_k_tiles(132, 132), 64);
     /// ```
     pub fn stream_k_tiles(&self, grid: i64, sms: i64) -> i64 {
         if !self.stream_k {
