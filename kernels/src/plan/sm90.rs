@@ -968,8 +968,9 @@ impl Sm90Plan {
     /// `max_clusters` clusters resident at once (the device's SM count and what it holds by
     /// default): one per tile (one pair per cluster tile), at most the caps, whole clusters, at
     /// least one cluster; except that a stream-K plan whose tiles are one partial wave that
-    /// [`policy::stream_k_split`] splits takes `max_ctas` CTAs, every tile split along K over
-    /// them ([`policy::single_wave_grid`]).
+    /// [`policy::stream_k_split`] splits takes up to `max_ctas` CTAs (a whole number of parts
+    /// a tile where that leaves at least two), every tile split along K over them
+    /// ([`policy::single_wave_grid`]).
     ///
     /// ```
     /// use tessera_kernels::plan::{GemmProblem, Sm90Options, Sm90Plan};
@@ -982,9 +983,9 @@ impl Sm90Plan {
     /// assert_eq!(pair.persistent_ctas(132, Some(60)), 120); // 60 pairs fit at once
     /// assert_eq!(pair.persistent_ctas(7, None), 6);
     /// assert_eq!(pair.persistent_ctas(1, None), 2);
-    /// // 16 x 4096 x 4096: 32 tiles of 64 x 128, each split over about four CTAs.
+    /// // 16 x 4096 x 4096: 32 tiles of 64 x 128, each split over four CTAs.
     /// let decode = Sm90Plan::new(&GemmProblem::new(16, 4096, 4096)).unwrap();
-    /// assert_eq!((decode.total_tiles(), decode.persistent_ctas(132, None)), (32, 132));
+    /// assert_eq!((decode.total_tiles(), decode.persistent_ctas(132, None)), (32, 128));
     /// ```
     pub fn persistent_ctas(&self, max_ctas: i64, max_clusters: Option<i64>) -> i64 {
         let c = self.cluster.max(1);
