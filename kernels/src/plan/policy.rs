@@ -79,6 +79,18 @@ pub const GROUP_M: i64 = 8;
 /// (docs/design/012-planner-rules.md).
 pub const TILE_128X128_COST: f64 = 1.10;
 
+/// The most stream-K parts a tile for which [`hopper_tile`] keeps 128 x 256 on a long-K
+/// single wave: 1024 x 1024 x 65536 (32 tiles in 4 parts) ran 661-685 TF/s against 540-617
+/// for 128 x 128 in 2 (H100), 512 x 512 x 131072 (8 tiles in 16) 410 against 444 and 768 x
+/// 768 x 16384 (9 in 14) 434 against 492 (H200), 2026-11-27 (design 012).
+pub const LONG_K_MAX_PARTS: i64 = 4;
+
+/// The fewest k-tiles a stream-K part of a 128 x 256 tile must have for [`hopper_tile`] to
+/// keep that tile on a long-K single wave: a part's fix-up reads back the tile's other
+/// partial sums (128 KB each, a few k-tiles' time), which stays under about a tenth of a part
+/// this long. An estimate from the per-SM L2 read rate, not fitted.
+pub const LONG_K_MIN_PART: i64 = 64;
+
 /// Bytes per second the H100's HBM3 moves in a device-to-device copy (about 3.0 TB/s of the
 /// 3.35 TB/s peak): the roofline of a GEMM bound by reading its operands.
 pub const COPY_ROOFLINE_BYTES_PER_S: f64 = 3.0e12;
@@ -159,12 +171,13 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 /// - N <= 64: 128 x 64, the same tiles as any wider BN, whose columns past N the MMAs would
 ///   compute and the epilogue walk for nothing (a convolution with 64 output channels, a
 ///   projection to a few classes);
-/// - fewer 128 x 256 tiles than SMs but more than a third of them, compute-bound, stream-K
-///   splitting them along K (long K against a small D), and N filling 256-wide tiles as
-///   fully as 128-wide ones: 128 x 256, since the split fills the SMs with either tile and
-///   the wider one reads three quarters of the bytes a flop; with fewer tiles, each split in
-///   three parts or more, the fix-up of 128 x 256's larger partial sums measured slower.
-///   Fitted on five long-K shapes (H200, 2026-11-27; design 012);
+/// - fewer 128 x 256 tiles than SMs, compute-bound, stream-K splitting each in 2 to
+///   [`LONG_K_MAX_PARTS`] whole parts ([`single_wave_grid`]) of at least
+///   [`LONG_K_MIN_PART`] k-tiles (long K against a small D), and
+///   N filling 256-wide tiles as fully as 128-wide ones: 128 x 256, since the split fills the
+///   SMs with either tile and the wider one reads three quarters of the bytes a flop; with
+///   more parts the fix-up of its larger partial sums, and with parts cut across tiles (over
+///   half the SMs' tiles) the lost L2 sharing, measured slower;
 /// - fewer 128 x 256 tiles than SMs otherwise: 128 x 128, twice the CTAs at work, or, where the
 ///   problem is memory-bound ([`memory_bound`]), 64 x 128 where its waves are fuller (its
 ///   tiles fill a larger share of their waves' CTA slots; a tie keeps the larger tile) and
@@ -230,18 +243,26 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
             );
         }
         // Long K: stream-K splits the wave along K whichever tile runs, so both fill the SMs,
-        // and the wider tile reads three quarters of the operand bytes a flop. Its parts'
-        // fix-up reads back a tile's other partial sums, twice the bytes of 128 x 128's and
-        // twice as many parts: only where 128 x 256 tiles are over a third of the SMs (fewer
-        // than three parts a tile), and N fills them as fully as 128-wide ones.
+        // and the wider tile reads three quarters of the operand bytes a flop. Only where its
+        // split is in whole parts a tile (A and B shared in L2, single_wave_grid) and at most
+        // 4 of them (each part's fix-up reads back the tile's other partial sums, 128 KB
+        // each), and where N fills 256-wide tiles as fully as 128-wide ones.
         let split = !whole_only
             && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
         let no_padding = 2 * ceil_div(p.n, 256) == ceil_div(p.n, 128);
-        if !memory_bound(p) && split && 3 * big > sms && no_padding {
+        let parts = sms / big;
+        let long = parts > 0 && k_tiles / parts.max(1) >= LONG_K_MIN_PART;
+        if !memory_bound(p)
+            && split
+            && long
+            && (2..=LONG_K_MAX_PARTS).contains(&parts)
+            && no_padding
+        {
             return Decision::new(
                 (128, 256),
                 format!(
-                    "{big} tiles of 128x256 are fewer than the {sms} SMs but over a third of them, and stream-K splits them along K: the wider tile reads 3/4 the bytes a flop of 128x128, its parts few"
+                    "{big} tiles of 128x256 are fewer than the {sms} SMs, and stream-K splits each in {parts} parts of {} k-tiles along K: the wider tile reads 3/4 the bytes a flop of 128x128",
+                    k_tiles / parts
                 ),
             );
         }

@@ -59,19 +59,28 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(2048, 2304, 512), false).value,
         (128, 128)
     );
-    // Long K against a small D: 72 tiles of 128 x 256 split along K, fewer than 3 parts a tile.
-    assert_eq!(
-        hopper_tile(&GemmProblem::new(768, 3072, 8192), false).value,
-        (128, 256)
-    );
-    // ... but 32 (four parts a tile) keep 128 x 128 ...
+    // Long K against a small D: 32 tiles of 128 x 256 split in 4 whole parts each.
     assert_eq!(
         hopper_tile(&GemmProblem::new(1024, 1024, 65536), false).value,
+        (128, 256)
+    );
+    // ... but 72 (cut across tiles) and 8 (16 parts) keep 128 x 128 ...
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(768, 3072, 8192), false).value,
         (128, 128)
     );
-    // ... as does N = 2688, which pads a 256-wide tile's columns (11 x 256 against 21 x 128).
     assert_eq!(
-        hopper_tile(&GemmProblem::new(256, 2688, 65536), false).value,
+        hopper_tile(&GemmProblem::new(512, 512, 131072), false).value,
+        (128, 128)
+    );
+    // ... as do N = 640, which pads a 256-wide tile's columns (3 x 256 against 5 x 128), and
+    // K = 4096, whose 4 parts a tile would have 16 k-tiles each.
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1536, 640, 65536), false).value,
+        (128, 128)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1024, 1024, 4096), false).value,
         (128, 128)
     );
     // N <= 64: the 64-wide tile, as many tiles, no columns of zeros.
