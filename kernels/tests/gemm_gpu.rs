@@ -345,7 +345,8 @@ fn small_m_splits_every_tile_along_k() {
 
 /// A single wave of compute-bound tiles split along K in a whole number of parts a tile (the
 /// grid a multiple of the tiles): many parts (512 x 512 x 8192: 16 tiles in 8), a partial
-/// last k-tile, both tile widths, the fusions whose sums and masks cross the parts.
+/// last k-tile, both tile widths (1536 x 1024 x 8192: 128 x 256 in 2 parts), the fusions
+/// whose sums and masks cross the parts.
 #[test]
 fn long_k_waves_split_in_whole_parts_a_tile() {
     let test = "long_k_waves_split_in_whole_parts_a_tile";
@@ -354,13 +355,20 @@ fn long_k_waves_split_in_whole_parts_a_tile() {
         .map(|e| Case::new(spec(512, 512, 8192, e)))
         .collect();
     cases.push(Case::new(spec(768, 768, 8200, "drelu_bgrad")));
+    // 48 tiles of 128 x 256 in 2 parts of 64 k-tiles.
+    cases.push(Case::new(spec(1536, 1024, 8192, "relu_aux_bias")));
     cases.push(Case::new(spec(768, 3072, 4100, "bias")));
     cases.push(Case {
         repeat: 3,
         ..Case::new(spec(1000, 520, 6000, "acc"))
     });
     if let Some(ctx) = hopper(test) {
-        for c in &cases[..5] {
+        let wide = cases[5]
+            .spec
+            .plan(ctx.arch(), ctx.sm_count())
+            .expect("plan");
+        assert_eq!(wide.cta_tile(), (128, 256, 64), "{}", wide.summary());
+        for c in &cases[..6] {
             let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");
             let summary = plan.summary();
             // "... sk T/T on G": every tile split, G a multiple of T of at least 2 T.
