@@ -307,7 +307,7 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         ctx.sm_count(),
         a.rounds
     );
-    println!("TF/s = 2·N·P·Q·K·C·R·S / time; GB/s = (x + w + y) bytes / time (the 1x1 layers' measure; copy roofline ~3000 GB/s); ratio = cuDNN time / ours");
+    println!("TF/s = 2·N·P·Q·K·C·R·S / time; GB/s = (x as read + w + y) bytes / time, x as read = N·P·Q·C for a 1x1 layer (the 1x1 layers' measure; copy roofline ~3000 GB/s); ratio = cuDNN time / ours");
     let header = format!(
         "{:>7} {:>4} {:>18} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>9}  {}",
         "layer",

@@ -97,7 +97,8 @@ pub struct ConvBenchRow {
     pub path: String,
     /// `2·N·P·Q·K·C·R·S`.
     pub flops: f64,
-    /// Bytes a convolution must move at least: x, w and y once (and z for the fused call).
+    /// Bytes a convolution must move at least: x (the pixels its taps read: for a strided
+    /// 1x1 layer, one in stride²), w and y once.
     pub bytes: f64,
     /// Our milliseconds per call (median).
     pub ours_ms: f64,
@@ -425,7 +426,14 @@ pub fn run_conv_bench(
             let [_, c, _, _] = spec.input_dims();
             let rs2 = layer.rs * layer.rs;
             let flops = 2.0 * t.y_len as f64 * (c * rs2) as f64;
-            let bytes = (t.x_elems + (layer.k * c * rs2) as usize + t.y_len) as f64 * 2.0;
+            // x as much as the taps read: a 1x1 layer of stride s reads one pixel in s x s
+            // (N·P·Q·C elements), not all of x.
+            let x_read = if layer.rs == 1 {
+                t.y_len / layer.k as usize * c as usize
+            } else {
+                t.x_elems
+            };
+            let bytes = (x_read + (layer.k * c * rs2) as usize + t.y_len) as f64 * 2.0;
             let conv = Conv2d::new(ctx, &spec)?;
             let y_probe = Dev::poisoned(&stream, DType::Bf16, t.y_len);
             let cd = plan_cudnn(&stream, &spec, &t, &y_probe, ws);
