@@ -19,7 +19,7 @@ use crate::error::{KernelError, Result};
 use crate::launch::mem::{LaunchCtx, Mem};
 use crate::launch::operand::{Bound, Elem, Operands, Tensor, TensorMut};
 use crate::launch::runtime::{driver_err, CompileStats, Runtime};
-use crate::launch::sm90::tma_addressable;
+use crate::launch::sm90::on_byte_grid;
 use crate::launch::stage::{StageCopy, StageRows};
 use crate::launch::tree::{EpBuffers, OperandSum, TreeKernel};
 use crate::plan::gemm::{GemmSpec, Plan};
@@ -660,14 +660,9 @@ impl Gemm {
                 let Some(at) = at else { return Ok(*x) };
                 let eb = x.dtype.bytes() as u64;
                 // In place where rows, batches and start are on the grid the plan staged for
-                // (16 bytes for TMA, 32 for the sector grid).
+                // (16 bytes, what TMA addresses, or 32, the sector grid; both multiples of 16).
                 let g = crate::plan::gemm::stage_grid(p);
-                let on_grid = x.ptr % g == 0
-                    && (*ld_x as u64 * eb) % g == 0
-                    && (p.batch == 1 || (*bs_x as u64 * eb) % g == 0);
-                if tma_addressable(x.ptr, *ld_x, *bs_x, p.batch, eb)
-                    && on_grid
-                    && (p.batch == 1 || *bs_x != 0)
+                if on_byte_grid(x.ptr, *ld_x, *bs_x, p.batch, eb, g) && (p.batch == 1 || *bs_x != 0)
                 {
                     return Ok(*x);
                 }

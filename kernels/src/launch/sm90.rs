@@ -54,9 +54,21 @@ pub(crate) fn tma_addressable(
     batch: i64,
     elem_bytes: u64,
 ) -> bool {
-    ptr % 16 == 0
-        && (ld as u64 * elem_bytes) % 16 == 0
-        && (batch == 1 || (batch_stride as u64 * elem_bytes) % 16 == 0)
+    on_byte_grid(ptr, ld, batch_stride, batch, elem_bytes, 16)
+}
+
+/// Whether such a tensor's start, rows and batches are all on multiples of `grid` bytes.
+pub(crate) fn on_byte_grid(
+    ptr: u64,
+    ld: i64,
+    batch_stride: i64,
+    batch: i64,
+    elem_bytes: u64,
+    grid: u64,
+) -> bool {
+    ptr % grid == 0
+        && (ld as u64 * elem_bytes) % grid == 0
+        && (batch == 1 || (batch_stride as u64 * elem_bytes) % grid == 0)
 }
 
 /// Encodes the 3-D tensor map `{k, rows, batch}` that loads `bx` boxes of `o`.

@@ -102,11 +102,22 @@ impl AtomChoice {
         same_function(self.synthesized, self.hand_picked)
     }
 
-    /// Gives the synthesized swizzle up for the hand-picked one, because of `why` (a check of
-    /// the kernel's that the tile with the synthesized swizzle fails).
-    pub(crate) fn keep_hand_picked(&mut self, why: String) {
-        self.used = self.hand_picked;
-        self.kept = Some(why);
+    /// The planner's tile built by `build` with this choice; where `build` refuses the
+    /// synthesized swizzle (a check of the kernel's that the tile fails), the synthesized one
+    /// is given up for the hand-picked one, with that error as the reason, and the tile built
+    /// again. Returns the tile and the choice it was built with.
+    pub(crate) fn build<T>(
+        mut self,
+        build: impl Fn(&AtomChoice) -> crate::error::Result<T>,
+    ) -> crate::error::Result<(T, AtomChoice)> {
+        match build(&self) {
+            Err(e) if self.used != self.hand_picked => {
+                self.used = self.hand_picked;
+                self.kept = Some(e.to_string());
+                Ok((build(&self)?, self))
+            }
+            built => Ok((built?, self)),
+        }
     }
 }
 
@@ -176,7 +187,7 @@ fn measure(
 /// strictly fewer wavefronts and keeps every vector width; otherwise the hand-picked one,
 /// with the reason. A tie keeps the hand-picked swizzle: another swizzle of the same cost
 /// would change the generated kernel for nothing. The planner then builds the tile with the
-/// swizzle used, and gives a synthesized one up ([`AtomChoice::keep_hand_picked`]) when its
+/// swizzle used, and gives a synthesized one up ([`AtomChoice::build`]) when its
 /// own checks (the kernel's constraints) refuse it.
 ///
 /// Errors: those of the synthesis and of the counts (an access outside the tile, a tile that

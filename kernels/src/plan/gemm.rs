@@ -378,6 +378,7 @@ fn k_rows_off_sectors(problem: &GemmProblem) -> bool {
 /// The byte multiple an operand's rows (and batches, and start) must be on for the Hopper
 /// kernel to read it in place when the plan stages A and B: 16 where K makes rows TMA cannot
 /// address, 32 where they are staged for being off the sector grid.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn stage_grid(problem: &GemmProblem) -> u64 {
     if k_rows_unaligned(problem) {
         16
@@ -429,26 +430,23 @@ fn choose_path(
     let why_path = if path.force_sm80 {
         "sm80: forced (Options::sm80)".to_string()
     } else {
-        match &refusal {
-            None if off_sectors_staged => format!(
+        match (&refusal, &off_sectors) {
+            (None, Some(d)) if d.value => format!(
                 "sm90, A and B staged: {}; the launch first copies them into the workspace with rows of {} elements",
-                off_sectors.as_ref().map_or("", |d| d.why.as_str()),
+                d.why,
                 staged_row(problem)
             ),
-            None if off_sectors.is_some() => format!(
-                "sm90, A and B in place: {}",
-                off_sectors.as_ref().map_or("", |d| d.why.as_str())
-            ),
-            None if path.stage_k => format!(
+            (None, Some(d)) => format!("sm90, A and B in place: {}", d.why),
+            (None, None) if path.stage_k => format!(
                 "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
                 problem.k,
                 problem.k * problem.input.bytes(),
                 staged_row(problem)
             ),
-            None => {
+            (None, None) => {
                 "sm90: sm_90a, K-major 16-bit operands whose rows TMA can address".to_string()
             }
-            Some(r) => format!("sm80: {r}"),
+            (Some(r), _) => format!("sm80: {r}"),
         }
     };
     if let (true, Some((_, _, bk))) = (hopper_ok && !path.force_sm80, spec.options.tile) {
@@ -851,7 +849,7 @@ impl Plan {
                         "{t}: {}",
                         policy::hopper_tile(
                             &kp,
-                            p.im2col.is_some() || o.stream_k == Some(false)
+                            crate::plan::sm90::whole_tiles_only(p.im2col.is_some(), o.stream_k)
                         )
                         .why
                     ),

@@ -80,9 +80,9 @@ pub const GROUP_M: i64 = 8;
 pub const TILE_128X128_COST: f64 = 1.10;
 
 /// The most stream-K parts a tile for which [`hopper_tile`] keeps 128 x 256 on a long-K
-/// single wave: 1024 x 1024 x 65536 (32 tiles in 4 parts) ran 661-685 TF/s against 540-617
-/// for 128 x 128 in 2 (H100), 512 x 512 x 131072 (8 tiles in 16) 410 against 444 and 768 x
-/// 768 x 16384 (9 in 14) 434 against 492 (H200), 2026-11-27 (design 012).
+/// single wave: past it, the fix-up of the wider tile's partial sums costs more than its
+/// fewer bytes a flop save. Fitted on four long-K shapes, H100 and H200 (design 012, "The
+/// long-K tile").
 pub const LONG_K_MAX_PARTS: i64 = 4;
 
 /// The fewest k-tiles a stream-K part of a 128 x 256 tile must have for [`hopper_tile`] to
@@ -97,7 +97,10 @@ pub const COPY_ROOFLINE_BYTES_PER_S: f64 = 3.0e12;
 
 /// FLOPs per byte above which an H100 GEMM is compute-bound: the sustained tensor rate
 /// (about 700 TFLOP/s under the power limit, perf.md) over [`COPY_ROOFLINE_BYTES_PER_S`].
-pub const RIDGE_FLOP_PER_BYTE: f64 = 700e12 / COPY_ROOFLINE_BYTES_PER_S;
+pub const RIDGE_FLOP_PER_BYTE: f64 = SUSTAINED_FLOP_PER_S / COPY_ROOFLINE_BYTES_PER_S;
+
+/// FLOPs per second a compute-bound H100 GEMM sustains under the power limit (perf.md).
+pub const SUSTAINED_FLOP_PER_S: f64 = 700e12;
 
 /// A memory-bound single wave is split along K when it keeps at most this fraction of the
 /// SMs busy: fewer busy SMs than about this cannot read the operands at the device's rate.
@@ -115,8 +118,8 @@ pub fn intensity(p: &GemmProblem) -> f64 {
 
 /// How much longer a compute-bound Hopper GEMM runs when the rows of A and B start off the
 /// 32-byte sector grid (K of 16-bit elements an odd multiple of 8): every 128-byte k-tile
-/// row the kernel loads spans five sectors instead of four, and K = 4104 measured 0.55-0.58
-/// of the rate at K = 4096 or 4112 (H100, 2026-11-27, design 013).
+/// row the kernel loads spans five sectors instead of four. Fitted on K = 4104 against 4096
+/// and 4112 (H100, design 013, "Rows off the sector grid").
 pub const OFF_SECTOR_SLOWDOWN: f64 = 0.75;
 
 /// Whether a GEMM whose K-major rows of A and B are 16-byte but not 32-byte multiples copies
@@ -128,7 +131,7 @@ pub const OFF_SECTOR_SLOWDOWN: f64 = 0.75;
 pub fn stage_off_sector_rows(p: &GemmProblem) -> Decision<bool> {
     let (m, n, k, b) = (p.m as f64, p.n as f64, p.k as f64, p.batch as f64);
     let copy = 2.0 * (m + n) * k * b * p.input.bytes() as f64 / COPY_ROOFLINE_BYTES_PER_S;
-    let gemm = 2.0 * m * n * k * b / (RIDGE_FLOP_PER_BYTE * COPY_ROOFLINE_BYTES_PER_S);
+    let gemm = 2.0 * m * n * k * b / SUSTAINED_FLOP_PER_S;
     let row = p.k * p.input.bytes();
     let pays = copy < OFF_SECTOR_SLOWDOWN * gemm;
     Decision::new(
@@ -250,12 +253,12 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         let split = !whole_only
             && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
         let no_padding = 2 * ceil_div(p.n, 256) == ceil_div(p.n, 128);
+        // (big < sms here, so at least one part a tile.)
         let parts = sms / big;
-        let long = parts > 0 && k_tiles / parts.max(1) >= LONG_K_MIN_PART;
         if !memory_bound(p)
             && split
-            && long
             && (2..=LONG_K_MAX_PARTS).contains(&parts)
+            && k_tiles / parts >= LONG_K_MIN_PART
             && no_padding
         {
             return Decision::new(
@@ -478,9 +481,9 @@ pub fn stream_k_split(
 /// [`STREAM_K_MIN_SHARE`] k-tiles, at most `max_ctas`, rounded down to a multiple of the
 /// tiles where that leaves at least two parts a tile (part j of every tile then covers the
 /// same k-tiles, the CTAs running at once share A and B in L2, and no CTA runs two parts;
-/// cuts across tiles measured 0.56-0.90 of the aligned split's rate on four long-K and four
-/// small-M shapes, H200, 2026-11-27, design 012); `None` when the wave is not split (one CTA
-/// a tile up to the cap), with the reason.
+/// cuts across tiles measured slower on every long-K and small-M shape tried, design 012,
+/// "Aligned parts"); `None` when the wave is not split (one CTA a tile up to the cap), with
+/// the reason.
 pub fn single_wave_grid(
     total: i64,
     max_ctas: i64,

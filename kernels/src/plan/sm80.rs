@@ -432,7 +432,7 @@ fn operand_plan(name: &'static str, s: OperandShape) -> Result<OperandPlan> {
         check_ldsm_xor(&o, s.warps_along, s.warp_tile, 16, s.bk)?;
         Ok(o)
     };
-    let mut choice = choose_swizzle(
+    let choice = choose_swizzle(
         op,
         &accesses,
         &tile,
@@ -441,13 +441,7 @@ fn operand_plan(name: &'static str, s: OperandShape) -> Result<OperandPlan> {
         hand.swizzle,
     )?;
     // A synthesized swizzle the planner's own checks refuse gives way to the hand-picked one.
-    match build(choice.clone()) {
-        Err(e) if choice.used != choice.hand_picked => {
-            choice.keep_hand_picked(e.to_string());
-            build(choice)
-        }
-        built => built,
-    }
+    choice.build(|c| build(c.clone())).map(|(o, _)| o)
 }
 
 fn t2(a: i64, b: i64) -> IntTuple {

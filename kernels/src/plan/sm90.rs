@@ -187,7 +187,7 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
         .parse()
         .map_err(lerr(op))?;
     // Hand-picked: the 64-byte mode, whose span is one row of EPI_COLS 16-bit outputs.
-    let mut choice = choose_swizzle(
+    let choice = choose_swizzle(
         op,
         &accesses,
         &inner,
@@ -212,13 +212,7 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
         let warp_tma = warp_box(&smem)?;
         Ok((smem, tma, warp_tma, conflicts))
     };
-    let (smem, tma, warp_tma, conflicts) = match build(choice.used) {
-        Err(e) if choice.used != choice.hand_picked => {
-            choice.keep_hand_picked(e.to_string());
-            build(choice.used)?
-        }
-        built => built?,
-    };
+    let ((smem, tma, warp_tma, conflicts), choice) = choice.build(|c| build(c.used))?;
     Ok(Sm90Store {
         smem,
         tma,
@@ -671,7 +665,7 @@ fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Oper
     ];
     let inner = lay(format!("({tile_mn},{BK}):({BK},1)"))?;
     // Hand-picked: the 128-byte mode, whose span is one row of BK 16-bit elements.
-    let mut choice = choose_swizzle(
+    let choice = choose_swizzle(
         op,
         &accesses,
         &inner,
@@ -685,13 +679,7 @@ fn operand(name: &'static str, tile_mn: i64, elem_bytes: i64) -> Result<Sm90Oper
         let desc = wgmma_desc_for(&smem, elem_bytes)?;
         Ok((smem, tma, desc))
     };
-    let (smem, tma, desc) = match build(choice.used) {
-        Err(e) if choice.used != choice.hand_picked => {
-            choice.keep_hand_picked(e.to_string());
-            build(choice.used)?
-        }
-        built => built?,
-    };
+    let ((smem, tma, desc), choice) = choice.build(|c| build(c.used))?;
     Ok(Sm90Operand {
         name,
         tile_mn,
@@ -1126,7 +1114,13 @@ fn tile_and_schedule(
         Some(t) => t,
         // Ping-pong's consumers each hold a whole 128 x BN tile: at most 128 columns.
         None if opts.schedule == Some(Schedule::PingPong) || auto_pingpong => (128, 128),
-        None => policy::hopper_tile(problem, whole_tiles_only(opts)).value,
+        None => {
+            policy::hopper_tile(
+                problem,
+                whole_tiles_only(opts.im2col.is_some(), opts.stream_k),
+            )
+            .value
+        }
     };
     if !(bm == 64 || bm == 128) || bn % EPI_COLS != 0 || !(EPI_COLS..=256).contains(&bn) {
         return Err(KernelError::invalid(
@@ -1157,10 +1151,10 @@ fn tile_and_schedule(
     Ok((bm, bn, schedule, consumers, m_halves))
 }
 
-/// Whether the kernel of `opts` runs whole tiles only (no stream-K split the tile rule could
-/// count on): the im2col load, or stream-K forced off.
-pub(crate) fn whole_tiles_only(opts: &Sm90Options) -> bool {
-    opts.im2col.is_some() || opts.stream_k == Some(false)
+/// Whether a Hopper kernel runs whole tiles only (no stream-K split the tile rule could count
+/// on): with the im2col load, or with stream-K forced off.
+pub(crate) fn whole_tiles_only(im2col: bool, stream_k: Option<bool>) -> bool {
+    im2col || stream_k == Some(false)
 }
 
 /// The cluster size and the operand its two CTAs share (multicast), if any; the shared
