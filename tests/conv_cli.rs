@@ -52,6 +52,12 @@ const C8: [&str; 16] = [
     "--pad", "1",
 ];
 
+#[rustfmt::skip]
+const C9: [&str; 16] = [
+    "--n", "128", "--h", "56", "--w", "56", "--c", "9", "--k", "64", "--r", "3", "--s", "3",
+    "--pad", "1",
+];
+
 #[test]
 fn a_3x3_layer_of_96_channels_pads_them_and_says_so() {
     let o = plan(&C96);
@@ -69,15 +75,30 @@ fn a_3x3_layer_of_96_channels_pads_them_and_says_so() {
 }
 
 #[test]
-fn a_3x3_layer_of_8_channels_takes_the_gather_and_says_so() {
+fn a_3x3_layer_of_8_channels_takes_the_window_load_and_says_so() {
     let o = plan(&C8);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for needle in [
+        "path         window gemm: C = 8 <= 8 channels",
+        "a k-tile is 2 filter row(s) of 3 taps",
+        "7168 batches of M = Q = 56 by K = 64·2 = 128",
+        "workspace    7356416 bytes",
+    ] {
+        assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
+    }
+}
+
+#[test]
+fn a_3x3_layer_of_9_channels_takes_the_gather_and_says_so() {
+    let o = plan(&C9);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     for needle in [
         "path         im2col + gemm: taps read the zero padding",
         "this path pays that copy",
-        "the implicit GEMM could take it with padded channels, but: C = 8",
-        "workspace    57802752 bytes",
+        "the implicit GEMM could take it with padded channels, but: C = 9",
+        "workspace    102760448 bytes",
     ] {
         assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
     }
@@ -121,17 +142,27 @@ fn the_sources_are_the_gather_then_the_gemm() {
         "{out}"
     );
     assert!(out.contains("// ==== NVRTC program 2 of 2: tessera_gemm"));
-    let mut args = C8.to_vec();
+    let mut args = C9.to_vec();
     args.push("--emit-cuda-only");
     let o = plan(&args);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(
-        out.starts_with("// ==== NVRTC program 1 of 2: tessera_conv_im2col ===="),
+        out.starts_with("// ==== NVRTC program 1 of 3: tessera_conv_im2col ===="),
         "{out}"
     );
-    assert!(out.contains("tessera_conv_im2col_taps8"));
-    assert!(out.contains("// ==== NVRTC program 2 of 2: tessera_gemm"));
+    assert!(out.contains("tessera_conv_im2col_rows8"));
+    assert!(out.contains("// ==== NVRTC program 3 of 3: tessera_gemm"));
+    // The window load: its staging kernels, then the GEMM.
+    let mut args = C8.to_vec();
+    args.push("--emit-cuda-only");
+    let out = text(&plan(&args).stdout);
+    assert!(
+        out.starts_with("// ==== NVRTC program 1 of 2: tessera_conv_window ===="),
+        "{out}"
+    );
+    assert!(out.contains("tessera_conv_window_x"));
+    assert!(out.contains("#define TESSERA_SM90_WINDOW 1"));
     // A direct convolution compiles the GEMM alone, with no separator.
     let o = plan(&[
         "--n",

@@ -312,13 +312,24 @@ __device__ __forceinline__ void tessera_sm90_mma_ktile(float (&acc)[kMHalves][kB
                                                        unsigned a_addr, unsigned b_addr,
                                                        bool accumulate) {
   tessera_wgmma_fence();
+#ifdef TESSERA_SM90_WINDOW
+  // The window load: step kk's two k-chunks are strips kWinHi[kk]'s LBO apart from
+  // kWinOff[kk] (rows 16 bytes apart); the filter holds zeros past the k-tile's taps, so the
+  // steps after the last tap are not issued.
+  constexpr int kSteps = kWinSteps;
+#else
+  constexpr int kSteps = kKSteps;
+#endif
 #pragma unroll
-  for (int kk = 0; kk < kKSteps; ++kk) {
+  for (int kk = 0; kk < kSteps; ++kk) {
 #pragma unroll
     for (int h = 0; h < kMHalves; ++h) {
-      tessera_wgmma(acc[h],
-                    tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA),
-                    tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
+#ifdef TESSERA_SM90_WINDOW
+      const unsigned long long da = tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kWinOff[kk], kWinHi[kk]);
+#else
+      const unsigned long long da = tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA);
+#endif
+      tessera_wgmma(acc[h], da, tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
                     (accumulate || kk > 0) ? 1 : 0);
     }
   }
@@ -448,6 +459,22 @@ __device__ __forceinline__ void tessera_sm90_load_a(unsigned dst, const TesseraT
   (void)b;
   tessera_tma_load_im2col_4d(dst, map, bar, cb * kBK, q * kConvSw - kConvPl, p * kConvSh - kConvPt,
                              n, (unsigned short)(s * kConvDw), (unsigned short)(r * kConvDh));
+#elif defined(TESSERA_SM90_WINDOW)
+  static_assert(kCluster == 1 && !kStreamK, "the window load: one CTA a tile, whole tiles");
+  // Batch b is the output row (n, p); the tile's rows are its pixels from q0 = tm kBM. Per
+  // filter row of the k-tile and phase plane, the strip of chunks q0 .. q0 + kWinStripRows
+  // of input row h (the map's rows are 8 chunks: q0 / 8); a filter row past R, and the zero strip, load from h = -1 (outside x:
+  // zeros), so their k-chunks are finite against the filter's zeros.
+  const int p = b % kConvP, n = b / kConvP;
+#pragma unroll
+  for (int j = 0; j < kWinRows; ++j) {
+    const int r = kt * kWinRows + j;
+    const int h = r < kConvR ? p * kConvSh - kConvPt + r * kConvDh : -1;
+#pragma unroll
+    for (int ph = 0; ph < kWinPlanes; ++ph)
+      tessera_tma_load_5d(dst + (j * kWinPlanes + ph) * kWinStripBytes, map, bar, 0, tm * kBM / 8, ph, h, n);
+  }
+  if (kWinZero) tessera_tma_load_5d(dst + kWinRows * kWinPlanes * kWinStripBytes, map, bar, 0, 0, 0, -1, 0);
 #else
   tessera_tma_load_3d(dst, map, bar, kt * kBK, tm * kBM, b);
 #endif
@@ -485,9 +512,18 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
       TESSERA_TL(kt == 0, 0, local, 0);
       tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
       TESSERA_TL(kt == 0, 0, local, 1);
-      tessera_mbar_arrive_expect_tx(full, kStageBytesA + kStageBytesB);
+#ifdef TESSERA_SM90_WINDOW
+      // Every batch (output row) multiplies the one filter, at batch 0; where the stages are
+      // a whole number of k-tiles it stays in the stages after the first kStages loads.
+      const bool load_b = !kWinResidentB || local * k_tiles + kt < kStages;
+      tessera_mbar_arrive_expect_tx(full, kLoadBytesA + (load_b ? kStageBytesB : 0u));
+      tessera_sm90_load_a(smem_a + stage * kStageBytesA, &tma_a, full, kt, tm, b);
+      if (load_b) tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, 0);
+#else
+      tessera_mbar_arrive_expect_tx(full, kLoadBytesA + kStageBytesB);
       tessera_sm90_load_a(smem_a + stage * kStageBytesA, &tma_a, full, kt, tm, b);
       tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+#endif
       TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
       if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
       if (++stage == kStages) {

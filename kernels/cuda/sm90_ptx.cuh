@@ -61,6 +61,20 @@ __device__ __forceinline__ void tessera_tma_load_3d(unsigned dst, const TesseraT
       : "memory");
 }
 
+// One box of a 5-D tiled tensor map (the window load's phase-staged x, {chunk channels,
+// chunk, plane, h, n}); a box wholly or partly outside the tensor is written with zeros
+// there and counted whole.
+__device__ __forceinline__ void tessera_tma_load_5d(unsigned dst, const TesseraTmaMap* map,
+                                                    unsigned bar, int c0, int c1, int c2, int c3,
+                                                    int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2),
+      "r"(c3), "r"(c4)
+      : "memory");
+}
+
 // One TMA box of a 4-D im2col tensor map over a channels-last x, coordinates innermost first
 // {c, w, h, n}: the channels from c of the pixels the map walks from the window corner (w, h)
 // of image n, each at the filter tap's offset (off_w, off_h) from its corner. Taps in the

@@ -219,6 +219,53 @@ fn named_cases_on_both_paths() {
     }
 }
 
+/// The window load (C <= 8: x staged in phase planes, each tap a shifted run of 16-byte
+/// chunks; the GEMM batched over the output rows) over what it must get right: the stem,
+/// C of 1, 4, 6 and 8, strides (2,2), (1,3), (2,1), dilation (3,3) and (2,3), asymmetric
+/// padding, an odd count of taps (the zero strip) and an even one, two filter rows a k-tile
+/// (S <= 4) and one, Q above and below 64 (128- and 64-row tiles), both residual orders, the
+/// pre-activation saved in fp32 from fp16, alpha and beta with C.
+#[test]
+fn the_window_load_over_strides_dilation_and_few_channels() {
+    let Some(ctx) = gpu("the_window_load_over_strides_dilation_and_few_channels") else {
+        return;
+    };
+    let c = |x: [i64; 4], f: [i64; 4]| ConvSpec::new(x, f);
+    let cases = [
+        c([1, 3, 224, 224], [64, 3, 7, 7])
+            .stride(2, 2)
+            .padding(3, 3, 3, 3)
+            .bias_residual_relu(),
+        c([3, 1, 40, 150], [40, 1, 3, 3]).padding(1, 1, 1, 1),
+        c([2, 4, 30, 200], [72, 4, 5, 8])
+            .stride(2, 2)
+            .padding(2, 1, 3, 4)
+            .bias_relu_residual(),
+        c([2, 8, 33, 260], [64, 8, 3, 3])
+            .stride(1, 3)
+            .dilation(3, 3)
+            .padding(3, 3, 3, 3)
+            .dtype(DType::F16)
+            .out_dtype(DType::F32)
+            .epilogue("gelu(aux(acc + bias_col))")
+            .unwrap(),
+        c([3, 6, 23, 300], [24, 6, 2, 2])
+            .stride(2, 1)
+            .dilation(2, 3)
+            .padding(1, 2, 1, 2)
+            .epilogue("alpha * acc + beta * c")
+            .unwrap()
+            .alpha(0.75)
+            .beta(0.5),
+        c([2, 3, 56, 56], [32, 3, 3, 3]).padding(1, 1, 1, 1),
+    ];
+    for spec in cases {
+        let conv = Conv2d::new(&ctx, &spec).expect("conv");
+        assert_eq!(conv.path(), "window gemm", "{spec}");
+        run(&ctx, "window gemm", &ConvCase::new(spec));
+    }
+}
+
 /// The implicit GEMM (A loaded from x by TMA's im2col mode, C a multiple of 64) over the
 /// geometry it must get right: strides (2,2) and (2,3), asymmetric padding, dilation, R != S,
 /// a window wider than the padded input's edge, P or Q of 1, M and N off the tiles, both

@@ -10,6 +10,7 @@ use crate::plan::problem::DType;
 use crate::plan::sm90::{
     ClusterShare, Sm90Plan, CONSUMER_REGS, EPI_COLS, EPI_PITCH, PRODUCER_REGS,
 };
+use crate::plan::window::WindowTma;
 
 /// The sm_90a PTX helpers (mbarrier, TMA, wgmma brackets, setmaxnreg).
 pub const SM90_PTX_CUH: &str = include_str!("../../cuda/sm90_ptx.cuh");
@@ -125,6 +126,19 @@ pub fn preamble(plan: &Sm90Plan) -> String {
             "constexpr int kConvSh = {sh}, kConvSw = {sw}, kConvPt = {pt}, kConvPl = {pl}, kConvDh = {dh}, kConvDw = {dw}; // stride, padding, dilation"
         );
     }
+    if let Some(wd) = &plan.window {
+        write_window(&mut s, wd, bm);
+        let _ = writeln!(
+            s,
+            "constexpr bool kWinResidentB = {}; // B loaded with the first kStages k-tiles only: stage s always holds k-tile s mod k_tiles",
+            plan.window_resident_b()
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "constexpr unsigned kLoadBytesA = kStageBytesA; // the bytes of a stage's A loads"
+        );
+    }
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
     let _ = writeln!(
         s,
@@ -182,7 +196,12 @@ fn write_operands(s: &mut String, plan: &Sm90Plan) {
             let _ = writeln!(s, "//    multicast {m}");
         }
         let _ = writeln!(s, "//    wgmma {}", o.desc);
-        let _ = writeln!(s, "constexpr unsigned kStageBytes{x} = {};", o.tma.bytes);
+        let bytes = if x == "A" {
+            plan.a_stage_bytes()
+        } else {
+            o.tma.bytes
+        };
+        let _ = writeln!(s, "constexpr unsigned kStageBytes{x} = {bytes};");
         let _ = writeln!(
             s,
             "constexpr unsigned kKStepBytes{x} = {};",
@@ -196,11 +215,12 @@ fn write_operands(s: &mut String, plan: &Sm90Plan) {
     }
     // A consumer's 64 rows start 64 row pitches into the A stage (8 swizzle atoms: the
     // swizzle pattern is the same there, so the descriptor needs no base offset).
-    let _ = writeln!(
-        s,
-        "constexpr unsigned kConsumerBytesA = {};",
-        8 * plan.a.desc.sbo_bytes
-    );
+    // (The window load's A rows are 16 bytes apart: a consumer's 64 rows, 1024 bytes.)
+    let consumer_a = match plan.window {
+        Some(_) => 64 * crate::plan::window::CHUNK_BYTES,
+        None => 8 * plan.a.desc.sbo_bytes,
+    };
+    let _ = writeln!(s, "constexpr unsigned kConsumerBytesA = {consumer_a};");
     // The cluster: CTAs per cluster, the shared operand, and per operand the rows and bytes of
     // the part one CTA loads (the whole tile unless shared: then rank r loads rows
     // [r kPartRows, (r + 1) kPartRows) of the tile to byte r kPartBytes of the stage).
@@ -223,6 +243,57 @@ fn write_operands(s: &mut String, plan: &Sm90Plan) {
             x = o.name
         );
     }
+}
+
+/// The window load's constants ([`WindowTma`]): the geometry the producer walks, the stage's
+/// strips, and per k16 step of a k-tile the start offset and the descriptor's constant part
+/// (the consumers read A through these instead of `kKStepBytesA` and `kDescHiA`).
+fn write_window(s: &mut String, wd: &WindowTma, bm: i64) {
+    let (r, _) = wd.rs;
+    let (p, _) = wd.pq;
+    let (sh, sw) = wd.stride;
+    let (pt, _, _, _) = wd.pad;
+    let (dh, _) = wd.dil;
+    let _ = writeln!(s, "#define TESSERA_SM90_WINDOW 1");
+    let _ = writeln!(
+        s,
+        "constexpr int kConvR = {r}, kConvP = {p}, kConvSh = {sh}, kConvPt = {pt}, kConvDh = {dh}; // filter rows, output rows, stride, top padding, dilation along H"
+    );
+    let _ = writeln!(
+        s,
+        "constexpr int kWinPlanes = {sw}, kWinRows = {}, kWinStripRows = {}; constexpr unsigned kWinStripBytes = {}; constexpr bool kWinZero = {}; // phase planes, filter rows a k-tile, a strip's chunks and bytes, the zero strip",
+        wd.rows_per_ktile(),
+        wd.strip_rows(bm),
+        wd.strip_bytes(bm),
+        wd.zero_strip()
+    );
+    let _ = writeln!(
+        s,
+        "constexpr unsigned kLoadBytesA = {}; // the bytes of a stage's A loads (every strip's box)",
+        wd.load_bytes(bm)
+    );
+    let steps = wd.k_steps(bm);
+    let _ = writeln!(s, "// A's k-tile: chunks {:?}", wd.slots(bm));
+    let _ = writeln!(
+        s,
+        "// A's (row, k-chunk j of step i) at byte kWinOff[i] + 16 row + j LBO(i) of the stage"
+    );
+    let _ = writeln!(s, "constexpr int kWinSteps = {};", steps.len());
+    let offs: Vec<String> = steps.iter().map(|(o, _)| format!("{o}u")).collect();
+    let his: Vec<String> = steps
+        .iter()
+        .map(|(_, d)| format!("{:#018x}ull", d.hi_bits()))
+        .collect();
+    let _ = writeln!(
+        s,
+        "constexpr unsigned kWinOff[kWinSteps] = {{{}}};",
+        offs.join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "constexpr unsigned long long kWinHi[kWinSteps] = {{{}}};",
+        his.join(", ")
+    );
 }
 
 /// The TMA-store epilogue's constants and `tessera_store_off`, or their stand-ins without it.

@@ -204,6 +204,9 @@ impl Im2col {
 /// workspace is the im2col copy alone).
 pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<GemmSpec> {
     let gs = spec.gemm()?;
+    if let Some(w) = window_spec(spec, &gs, arch, sms)? {
+        return Ok(w);
+    }
     if let Some(t) = implicit_tma(spec, arch)? {
         // The implicit GEMM: the Hopper kernel loads A from x by TMA's im2col mode, whole
         // tiles, one CTA a tile; K counts every tap's channels rounded up to whole k-tiles.
@@ -239,6 +242,35 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
 /// operand sums over K, no cluster or forced path, and where C is not a multiple of 64, a
 /// roofline estimate that favours it: [`ChannelPadding`]), else `None`: then the gather
 /// path.
+/// The window path's GEMM (`N·P` batches of `Q x K` by `64·k_tiles`, B shared, A the staged
+/// planes: [`crate::plan::WindowTma`]) where the window load can take the layer and its
+/// roofline estimate beats the other paths' (see [`crate::conv::window::preferred`]).
+fn window_spec(spec: &ConvSpec, gs: &GemmSpec, arch: Arch, sms: i64) -> Result<Option<GemmSpec>> {
+    let Some(wd) = crate::conv::window::candidate(spec, arch)? else {
+        return Ok(None);
+    };
+    let g = spec.geometry()?;
+    let eb = spec.input().bytes();
+    let implicit = match im2col_candidate(spec, arch)? {
+        Some((_, pad)) if !pad.pads() => return Ok(None),
+        Some((_, pad)) => Some(pad.est_pad),
+        None => None,
+    };
+    if !crate::conv::window::preferred(&g, &wd, eb, implicit) {
+        return Ok(None);
+    }
+    let mut o = spec.options;
+    o.stream_k = Some(false);
+    let mut w = gs.clone().options(o).batch(g.n * g.p);
+    w.m = g.q;
+    w.k = wd.gemm_k();
+    w.window = Some(wd);
+    Ok(match w.plan(arch, sms) {
+        Ok(p) if p.problem_window().is_some() => Some(w),
+        _ => None,
+    })
+}
+
 pub(crate) fn implicit_tma(spec: &ConvSpec, arch: Arch) -> Result<Option<Im2colTma>> {
     Ok(match im2col_candidate(spec, arch)? {
         Some((t, pad)) if !pad.pads() || pad.chosen() => Some(t),
@@ -308,8 +340,20 @@ pub(crate) fn padded_workspace(
 /// The dense 16-bit tensor-core rate the Hopper GEMM reaches on large problems (about 660
 /// TF/s on an H100 SXM) and the memory's copy bandwidth (about 3.0 TB/s): the two rates of
 /// the roofline estimate in [`ChannelPadding`]. Only their ratio decides anything.
-const EST_FLOPS: f64 = 660e12;
-const EST_BYTES: f64 = 3.0e12;
+pub(crate) const EST_FLOPS: f64 = 660e12;
+pub(crate) const EST_BYTES: f64 = 3.0e12;
+
+/// The gather path's estimate in seconds: the MMA work over K rounded up to whole k-tiles
+/// (N rounded up to 128-wide tiles), plus x read once and the gathered A written and read
+/// back.
+pub(crate) fn est_gather(g: &Geometry, eb: i64) -> f64 {
+    let f = |v: i64| v as f64;
+    let (m, n) = (f(g.gemm_m()), f((g.k + 127) / 128 * 128));
+    let x = f(g.n) * f(g.h) * f(g.w) * f(g.c) * f(eb);
+    let kg = gathered_row(g.gemm_k(), eb);
+    2.0 * m * n * f((g.gemm_k() + 63) / 64 * 64) / EST_FLOPS
+        + (x + 2.0 * m * f(kg) * f(eb)) / EST_BYTES
+}
 
 /// How the implicit GEMM takes a layer whose C is not a multiple of 64, and whether it
 /// should.
@@ -361,9 +405,7 @@ impl ChannelPadding {
         let staged_w = 2.0 * f(g.k) * f(g.r) * f(g.s) * f(c_pad) * f(eb);
         let est_pad =
             2.0 * m * n * f(t.gemm_k()) / EST_FLOPS + (x + staged_x + staged_w) / EST_BYTES;
-        let kg = gathered_row(g.gemm_k(), eb);
-        let est_gather = 2.0 * m * n * f((g.gemm_k() + 63) / 64 * 64) / EST_FLOPS
-            + (x + 2.0 * m * f(kg) * f(eb)) / EST_BYTES;
+        let est_gather = est_gather(g, eb);
         ChannelPadding {
             c: g.c,
             c_pad,
@@ -518,7 +560,12 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
         "  D            y as an M x N row-major matrix ({m},{n}):({n},1); the epilogue's M x N tensors likewise"
     );
     explain_path(w, spec, arch, sms, &a, &plan)?;
-    if plan.problem_im2col().is_some() && spec.options.stream_k.is_none() {
+    if plan.problem_window().is_some() && spec.options.stream_k.is_none() {
+        let _ = writeln!(
+            w,
+            "  stream-K     off: the window load runs whole tiles, one CTA a tile"
+        );
+    } else if plan.problem_im2col().is_some() && spec.options.stream_k.is_none() {
         let _ = writeln!(
             w,
             "  stream-K     off: the im2col load runs whole tiles, one CTA a tile"
@@ -534,6 +581,86 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
     Ok(s)
 }
 
+/// [`explain_path`] for the window path.
+fn explain_window(
+    w: &mut String,
+    spec: &ConvSpec,
+    arch: Arch,
+    sms: i64,
+    a: &Im2col,
+    plan: &Plan,
+    wd: &crate::plan::WindowTma,
+) -> Result<()> {
+    let g = &a.g;
+    let eb = spec.input().bytes();
+    let bm = plan.sm90().map_or(128, |p| p.cta_tile.0);
+    let (sw, pl, dw) = (g.stride.1, g.pad.2, g.dil.1);
+    let _ = writeln!(
+        w,
+        "  path         window gemm: C = {} <= 8 channels, so a tap is one 16-byte chunk; 64 channels a tap (TMA's im2col load) would be {:.0}% zeros",
+        g.c,
+        100.0 * (1.0 - g.c as f64 / 64.0)
+    );
+    let _ = writeln!(
+        w,
+        "               x is staged into {sw} phase plane(s) of {} chunks a row: chunk u of plane φ is pixel {sw}·u + φ − {pl} (zeros outside x and past channel C); tap s of output pixel q is chunk q + ⌊s·{dw}/{sw}⌋ of plane s·{dw} mod {sw}",
+        wd.chunks()
+    );
+    let slots: Vec<String> = wd
+        .slots(bm)
+        .iter()
+        .map(|sl| match sl.tap {
+            Some((rl, s)) => format!("(r+{rl}, s={s}) @{}", sl.at),
+            None => format!("zeros @{}", sl.at),
+        })
+        .collect();
+    let _ = writeln!(
+        w,
+        "               a k-tile is {} filter row(s) of {} taps, chunks in K order {}; per filter row and plane one TMA box of {} chunks (a strip, {} bytes apart in the stage){}",
+        wd.rows_per_ktile(),
+        g.s,
+        slots.join(", "),
+        wd.strip_rows(bm),
+        wd.strip_bytes(bm),
+        if wd.zero_strip() {
+            ", and a strip of zeros for the odd tap's pair"
+        } else {
+            ""
+        }
+    );
+    let steps: Vec<String> = wd
+        .k_steps(bm)
+        .iter()
+        .map(|(o, d)| format!("+{o} LBO {}", d.lbo_bytes))
+        .collect();
+    let _ = writeln!(
+        w,
+        "               A's stage as wgmma reads it: (row, k-chunk j of step i) at byte 16·row + start(i) + j·LBO(i), no swizzle, SBO 128: steps {}",
+        steps.join(", ")
+    );
+    let _ = writeln!(
+        w,
+        "               the GEMM runs batched over the output rows (n, p): {} batches of M = Q = {} by K = 64·{} = {}, the filter (staged in that K order) shared by every batch",
+        g.n * g.p,
+        g.q,
+        wd.k_tiles(),
+        wd.gemm_k()
+    );
+    let _ = writeln!(
+        w,
+        "               roofline estimate (660 TF/s, 3.0 TB/s): {} window, {} gathered",
+        micros(crate::conv::window::estimate(g, wd, eb)),
+        micros(est_gather(g, eb))
+    );
+    let bytes = spec.workspace_bytes(arch, sms)?;
+    let _ = writeln!(
+        w,
+        "  workspace    {bytes} bytes ({}): the staged filter and x; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
+        mib(bytes as f64)
+    );
+    Ok(())
+}
+
 /// The path part of [`explain`]: which path, why, and its workspace.
 fn explain_path(
     w: &mut String,
@@ -544,6 +671,9 @@ fn explain_path(
     plan: &Plan,
 ) -> Result<()> {
     let (m, k) = (a.g.gemm_m(), a.g.gemm_k());
+    if let Some(wd) = plan.problem_window() {
+        return explain_window(w, spec, arch, sms, a, plan, &wd);
+    }
     let (path, why) = a.decide();
     match path {
         ConvPath::Direct { .. } => {

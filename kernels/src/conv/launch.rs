@@ -17,6 +17,7 @@ use crate::conv::im2col::{
 use crate::conv::kernel::{Gather, GatherArgs};
 use crate::conv::spec::ConvSpec;
 use crate::conv::tensors::{self, check_channels_last, Role};
+use crate::conv::window::{WindowArgs, WindowStage};
 use crate::epilogue::tree::Leaf;
 use crate::error::{KernelError, Result};
 use crate::launch::gemm::{Context, Gemm, OwnWorkspace};
@@ -70,6 +71,9 @@ pub struct Conv2d {
     implicit: bool,
     /// The implicit GEMM's staged copies where C is not a multiple of 64.
     padded: Option<Padded>,
+    /// The window path's staging kernels and their argument, and where the staged x starts
+    /// in the workspace (C <= 8: [`crate::plan::WindowTma`]).
+    window: Option<(WindowStage, WindowArgs, u64)>,
 }
 
 /// The copies the implicit GEMM runs on where C is not a multiple of 64
@@ -254,6 +258,15 @@ fn no_output_overlaps(spans: &[Span]) -> Result<()> {
     Ok(())
 }
 
+/// `(rows, cols, batch)` with the given strides.
+fn mat3(rows: i64, cols: i64, batch: i64, (sr, sc, sb): (i64, i64, i64)) -> Layout {
+    Layout::new(
+        tessera_layout::IntTuple::flat([rows, cols, batch]),
+        tessera_layout::IntTuple::flat([sr, sc, sb]),
+    )
+    .expect("a flat rank-3 layout")
+}
+
 fn mat(rows: i64, cols: i64, sr: i64, sc: i64) -> Layout {
     format!("({rows},{cols}):({sr},{sc})")
         .parse()
@@ -301,8 +314,16 @@ impl Conv2d {
             }
             None => None,
         };
+        let window = match gemm.plan().problem_window() {
+            Some(wd) => {
+                let bm = gemm.plan().sm90().map_or(128, |p| p.cta_tile.0);
+                let x_at = crate::conv::window::workspace(&g, &wd, eb)?.1 as u64;
+                Some((WindowStage::new(rt)?, WindowArgs::new(&g, &wd, bm), x_at))
+            }
+            None => None,
+        };
         let gather = match path {
-            _ if implicit => None,
+            _ if implicit || window.is_some() => None,
             ConvPath::Gather => {
                 let lda = gathered_row(g.gemm_k(), spec.input().bytes());
                 Some((Gather::new(rt)?, GatherArgs::new(&im2col, lda)))
@@ -329,6 +350,7 @@ impl Conv2d {
             own,
             implicit,
             padded,
+            window,
         })
     }
 
@@ -343,9 +365,13 @@ impl Conv2d {
     }
 
     /// `"gemm"` (the GEMM reads x directly as a matrix), `"implicit gemm"` (the GEMM loads
-    /// A from x by TMA's im2col mode) or `"im2col+gemm"` (a gather into the workspace, then
+    /// A from x by TMA's im2col mode), `"window gemm"` (C <= 8: the GEMM loads A from x
+    /// staged in phase planes, batched over the output rows) or `"im2col+gemm"` (a gather into the workspace, then
     /// the GEMM).
     pub fn path(&self) -> &'static str {
+        if self.window.is_some() {
+            return "window gemm";
+        }
         if self.implicit {
             return "implicit gemm";
         }
@@ -412,6 +438,12 @@ impl Conv2d {
         let (w2, y2) = self.gemm_view(w, y, &mut ops);
         let own = self.own.as_ref().filter(|_| !caller_ws);
         let r = match (self.path, ws_ptr) {
+            // The window path: x and the filter staged, then the batched GEMM on them.
+            _ if self.window.is_some() => {
+                let ws = ws_ptr.expect("workspace_ptr gives the window path a workspace");
+                self.launch_window(stream, (x_ptr, wb.ptr), ws, own, y2, ops)
+                    .map_err(|e| in_conv_terms(e, true))
+            }
             // The implicit GEMM on padded channels: on the staged filter (and x).
             _ if self.implicit && self.padded.is_some() => {
                 let ws = ws_ptr.expect("workspace_ptr gives the padded implicit GEMM a workspace");
@@ -544,6 +576,9 @@ impl Conv2d {
 
     /// What the workspace holds, in words.
     fn copies(&self) -> &'static str {
+        if self.window.is_some() {
+            return "the filter and x staged for the window load";
+        }
         match &self.padded {
             Some(p) if p.x.is_some() => "the filter and x staged with padded channels",
             Some(_) => "the filter staged with padded channels",
@@ -609,7 +644,12 @@ impl Conv2d {
     ) -> (Tensor<'t>, TensorMut<'t>) {
         let g = &self.im2col.g;
         let (m, n, k) = (g.gemm_m(), g.k, g.gemm_k());
-        let mn = mat(m, n, n, 1);
+        // The window path's GEMM is batched over the output rows (n, p): Q x K each, Q·K
+        // elements apart (y's channels-last order unchanged).
+        let mn = match self.window {
+            Some(_) => mat3(g.q, n, g.n * g.p, (n, 1, g.q * n)),
+            None => mat(m, n, n, 1),
+        };
         let (bits_in, bits_out) = self.bit_masks();
         ops.residual = ops.residual.take().map(|t| t.with_layout(mn.clone()));
         ops.c = ops.c.take().map(|t| t.with_layout(mn.clone()));
@@ -620,6 +660,56 @@ impl Conv2d {
             ops.aux = ops.aux.take().map(|t| t.with_layout(mn.clone()));
         }
         (w.with_layout(mat(k, n, 1, k)), y.with_layout(mn))
+    }
+
+    /// The window path: the filter and x staged into the workspace at `ws`, queued after the
+    /// GEMM's checks (ordered after the previous user of our own workspace), then the batched
+    /// GEMM on the copies, the staged filter shared by every batch.
+    fn launch_window<'t>(
+        &self,
+        stream: &CudaStream,
+        (x_ptr, w_ptr): (u64, u64),
+        ws: u64,
+        own: Option<&OwnWorkspace>,
+        y: TensorMut<'t>,
+        ops: Operands<'t>,
+    ) -> Result<()> {
+        let (stage, args, x_at) = self.window.as_ref().expect("the window path's copies");
+        let wd = self
+            .gemm
+            .plan()
+            .problem_window()
+            .expect("the window path's plan");
+        let g = &self.im2col.g;
+        let input = self.spec.input();
+        let kk = wd.gemm_k();
+        let xs_elems = wd.staged_elems().expect("checked when planned");
+        // SAFETY: the workspace holds the staged filter (K·kk elements) at its start and the
+        // staged x at x_at (sized by window::workspace, checked against a caller's), and
+        // outlives the launch: the caller's is borrowed for 't, ours lives with self.
+        let b = unsafe { Tensor::from_raw(ws, Some(input), (g.k * kk) as usize) }
+            .with_layout(mat3(kk, g.k, g.n * g.p, (1, kk, 0)));
+        let a = unsafe { Tensor::from_raw(ws + x_at, Some(input), xs_elems as usize) };
+        let sms = self.ctx.sm_count();
+        let mut guard = None;
+        let mut prologue = || -> Result<()> {
+            if let Some(own) = own {
+                guard = Some(own.claim(stream)?);
+            }
+            // SAFETY: x and w are checked (channels-last, N·H·W·C and K·R·S·C elements,
+            // 16-byte aligned) and bound on this stream; the workspace regions hold the
+            // copies' elements, 256-byte aligned.
+            unsafe { stage.launch(stream, args, (x_ptr, w_ptr), (ws + x_at, ws), sms) }
+        };
+        let r = self
+            .gemm
+            .launch_with_prologue(stream, a, b, y, ops, &mut prologue);
+        if let (Some(own), Some(_held)) = (own, &guard) {
+            own.done
+                .record(stream)
+                .map_err(driver_err("cuEventRecord (conv workspace)"))?;
+        }
+        r
     }
 
     /// The implicit GEMM on padded channels: the filter (and x) staged into the workspace at

@@ -20,6 +20,7 @@
 pub(crate) mod im2col;
 pub(crate) mod spec;
 pub(crate) mod tensors;
+pub(crate) mod window;
 
 #[cfg(feature = "cuda")]
 pub(crate) mod kernel;

@@ -470,7 +470,8 @@ impl ConvSpec {
     /// Bytes of device workspace a launch on `arch` with `sms` SMs needs: on the gather path
     /// the im2col copy of A (`M x K` elements of the input type); on the implicit GEMM, where
     /// C is not a multiple of 64, the filter staged with its channels padded (and x, where its
-    /// pixels are not on 16 bytes); else 0.
+    /// pixels are not on 16 bytes); on the window path (C <= 8), the filter in the k-tiles'
+    /// order and x in phase planes; else 0.
     pub fn workspace_bytes(&self, arch: Arch, sms: i64) -> Result<usize> {
         self.workspace_of(&self.plan(arch, sms)?)
     }
@@ -479,6 +480,11 @@ impl ConvSpec {
     pub(crate) fn workspace_of(&self, plan: &Plan) -> Result<usize> {
         let g = self.geometry()?;
         let eb = self.dtype.bytes();
+        if let Some(wd) = plan.problem_window() {
+            let total = crate::conv::window::workspace(&g, &wd, eb)?.2;
+            return usize::try_from(total)
+                .map_err(|_| KernelError::invalid(OP, format!("a workspace of {total} bytes")));
+        }
         let bytes = match plan.problem_im2col() {
             Some(t) => {
                 let pad = crate::conv::im2col::ChannelPadding::new(&g, &t, eb);
@@ -512,14 +518,20 @@ impl ConvSpec {
     }
 
     /// The complete CUDA sources the convolution compiles on `arch`, each exactly as NVRTC
-    /// compiles it, with the kernel's name: the im2col gather (gather path) or the staging
-    /// copy (the implicit GEMM on padded channels), then the GEMM's ([`crate::Plan::sources`]:
+    /// compiles it, with the kernel's name: the im2col gather (gather path), the staging
+    /// copy (the implicit GEMM on padded channels) or the window path's staging kernels, then the GEMM's ([`crate::Plan::sources`]:
     /// its staging copy, if any, and its kernel).
     pub fn sources(&self, arch: Arch, sms: i64) -> Result<Vec<(String, String)>> {
         let g = self.geometry()?;
         let mut out = Vec::new();
-        let im2col = crate::conv::im2col::gemm_plan(self, arch, sms)?.problem_im2col();
-        if Im2col::new(&g)?.path() == ConvPath::Gather && im2col.is_none() {
+        let plan = crate::conv::im2col::gemm_plan(self, arch, sms)?;
+        let im2col = plan.problem_im2col();
+        if plan.problem_window().is_some() {
+            out.push((
+                crate::conv::window::WINDOW_KERNEL.to_string(),
+                crate::conv::window::window_source(),
+            ));
+        } else if Im2col::new(&g)?.path() == ConvPath::Gather && im2col.is_none() {
             out.push((
                 crate::conv::im2col::GATHER_KERNEL.to_string(),
                 crate::conv::im2col::gather_source(),

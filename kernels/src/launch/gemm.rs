@@ -590,11 +590,18 @@ impl Gemm {
 
         let (am, bm, dm) = (spec.a, spec.b, spec.d);
         let want = |name, output, elem| Want { name, elem, output };
-        let (a_ck, _ag) = match &plan.problem_im2col() {
+        let (a_ck, _ag) = match (&plan.problem_im2col(), &plan.problem_window()) {
             // A is the convolution's x (its layout checked by the convolution): the kernel
             // reads its N·H·W·C elements through the im2col tensor map.
-            Some(g) => bind_im2col_x(stream, a, want("A", false, input), g, k)?,
-            None => bind_matrix(stream, a, want("A", false, input), (m, k, batch), am, false)?,
+            (Some(g), _) => bind_conv_x(stream, a, want("A", false, input), g.extent(), k)?,
+            // A is the phase-staged copy of x the convolution wrote.
+            (_, Some(wd)) => {
+                let need = wd.staged_elems().ok_or_else(|| {
+                    KernelError::invalid(OP, "the window load's staged x overflows 64 bits")
+                })?;
+                bind_conv_x(stream, a, want("A", false, input), need, k)?
+            }
+            _ => bind_matrix(stream, a, want("A", false, input), (m, k, batch), am, false)?,
         };
         let (b_ck, _bg) =
             bind_matrix(stream, b, want("B", false, input), (k, n, batch), bm, false)?;
@@ -1109,19 +1116,20 @@ fn launch_binding(plan: &Plan, ck: &Checks, view: &KernelView) -> Binding {
     bind
 }
 
-/// A of an im2col plan: the convolution's x (or its staged copy), channels-last, checked for
-/// its type, alignment and extent ([`crate::plan::Im2colTma::extent`]); the strides the kernel's checks read say a tight
-/// `M x K` matrix, which the im2col tensor map does not use.
-fn bind_im2col_x<'s>(
+/// A of an im2col or window plan: the convolution's x (or its staged copy), checked for its
+/// type, alignment and extent (`need` elements: [`crate::plan::Im2colTma::extent`],
+/// [`crate::plan::WindowTma::staged_elems`]); the strides the kernel's checks read say a
+/// tight `M x K` matrix, which the convolution's tensor maps do not use.
+fn bind_conv_x<'s>(
     stream: &'s CudaStream,
     t: &'s Tensor<'_>,
     w: Want,
-    g: &crate::plan::Im2colTma,
+    need: i64,
     k: i64,
 ) -> Result<(Checked, Bound<'s>)> {
     let b = t.bind(stream);
     let st = Strides { ld: k, batch: 0 };
-    let ck = check_bound(w, &b, Some(g.extent()), st)?;
+    let ck = check_bound(w, &b, Some(need), st)?;
     Ok((ck, b))
 }
 

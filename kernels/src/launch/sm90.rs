@@ -234,6 +234,92 @@ pub(crate) fn encode_tma_im2col(
     Ok(TmaMap(unsafe { map.assume_init() }))
 }
 
+/// Encodes the 5-D tiled tensor map `{64, chunks / 8, planes, H, N}` of the window load's
+/// phase-staged x at `ptr` ([`crate::plan::WindowTma`]): boxes of one strip, `strip_rows(bm)`
+/// chunks of one plane of one input row as rows of 8 chunks (128 bytes), unswizzled (rows 16 bytes apart, as
+/// the window's wgmma descriptors read them). Coordinates outside (rows in the padding, a
+/// filter row past R, the zero strip) load zeros.
+pub(crate) fn encode_tma_window(
+    ptr: u64,
+    dtype: DType,
+    wd: &crate::plan::WindowTma,
+    bm: i64,
+) -> Result<TmaMap> {
+    let op = "encode_tma_window";
+    if let Some(why) = wd.refusal(bm) {
+        return Err(KernelError::invalid(op, why));
+    }
+    if ptr % 16 != 0 {
+        return Err(KernelError::Misaligned {
+            op,
+            operand: "x",
+            msg: format!("staged address {ptr:#x} is not 16-byte aligned (TMA)"),
+        });
+    }
+    let dt = match dtype {
+        DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        DType::F32 => {
+            return Err(KernelError::invalid(
+                op,
+                "the Hopper path loads 16-bit operands",
+            ))
+        }
+    };
+    let [n, _, h, _] = wd.x;
+    let (planes, chunks) = (wd.planes(), wd.chunks());
+    let cb = crate::plan::window::CHUNK_BYTES as u64;
+    // A box row is 8 chunks (128 bytes): chunks() and strip_rows() are whole box rows.
+    let per = crate::plan::window::BOX_CHUNKS;
+    let dims: [u64; 5] = [
+        (per * crate::plan::window::CHUNK_CHANNELS) as u64,
+        (chunks / per) as u64,
+        planes as u64,
+        h as u64,
+        n as u64,
+    ];
+    let row = chunks as u64 * cb;
+    let strides: [u64; 4] = [
+        per as u64 * cb,
+        row,
+        row * planes as u64,
+        row * (planes * h) as u64,
+    ];
+    let boxd: [u32; 5] = [
+        (per * crate::plan::window::CHUNK_CHANNELS) as u32,
+        (wd.strip_rows(bm) / per) as u32,
+        1,
+        1,
+        1,
+    ];
+    let elem_strides: [u32; 5] = [1; 5];
+    let mut map = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
+    // SAFETY: every pointer is to a live array of the rank the call is told; the map is
+    // written by the driver.
+    let r = unsafe {
+        cu::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            dt,
+            5,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxd.as_ptr(),
+            elem_strides.as_ptr(),
+            cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    r.result().map_err(|e| KernelError::Driver {
+        op: "cuTensorMapEncodeTiled",
+        msg: format!("staged x: {e:?} (dims {dims:?}, strides {strides:?} B, box {boxd:?})"),
+    })?;
+    // SAFETY: the driver wrote the map (the call succeeded).
+    Ok(TmaMap(unsafe { map.assume_init() }))
+}
+
 /// The kernel's parameter block; mirrors `TesseraSm90Params` in `kernels/cuda/sm90_gemm.cuh`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -450,9 +536,10 @@ impl Sm90Kernel {
         check_ld(op, "ldb", s.ldb, p.k)?;
         check_ld(op, "ldd", s.ldd, p.n)?;
         // A is an M x K matrix, or (im2col) the convolution's x itself, N·H·W·C elements.
-        let a_need = match &self.plan.im2col {
-            Some(g) => g.extent(),
-            None => GemmStrides::extent(p.batch, s.batch_a, p.m, s.lda, p.k),
+        let a_need = match (&self.plan.im2col, &self.plan.window) {
+            (Some(g), _) => g.extent(),
+            (_, Some(wd)) => wd.staged_elems().unwrap_or(i64::MAX),
+            _ => GemmStrides::extent(p.batch, s.batch_a, p.m, s.lda, p.k),
         };
         need(op, "A", &args.a, p.input, a_need)?;
         need(
@@ -575,9 +662,12 @@ impl Sm90Kernel {
         let p = &self.plan.kernel_problem();
         let s = &args.strides;
         let e = p.epilogue;
-        let tma_a = match &self.plan.im2col {
-            Some(g) => encode_tma_im2col(args.a.ptr, p.input, g, self.plan.a.load_box().outer)?,
-            None => encode_tma(
+        let tma_a = match (&self.plan.im2col, &self.plan.window) {
+            (Some(g), _) => {
+                encode_tma_im2col(args.a.ptr, p.input, g, self.plan.a.load_box().outer)?
+            }
+            (_, Some(wd)) => encode_tma_window(args.a.ptr, p.input, wd, self.plan.cta_tile.0)?,
+            _ => encode_tma(
                 "A",
                 &TmaOperand {
                     ptr: args.a.ptr,
@@ -599,7 +689,12 @@ impl Sm90Kernel {
                 k: p.k,
                 rows: p.n,
                 ld: s.ldb,
-                batch: p.batch,
+                // The window kernel loads B at batch 0 for every batch (one filter).
+                batch: if self.plan.window.is_some() {
+                    1
+                } else {
+                    p.batch
+                },
                 batch_stride: s.batch_b,
             },
             &self.plan.b.load_box(),

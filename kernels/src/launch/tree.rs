@@ -778,8 +778,9 @@ impl TreeSm90 {
             ("B", b, binding.n, s.ldb, s.batch_b),
         ] {
             // A is an M x K matrix, or (im2col) the convolution's x, N·H·W·C elements.
-            let need = match (&plan.im2col, name) {
-                (Some(g), "A") => g.extent(),
+            let need = match (&plan.im2col, &plan.window, name) {
+                (Some(g), _, "A") => g.extent(),
+                (_, Some(wd), "A") => wd.staged_elems().unwrap_or(i64::MAX),
                 _ => extent(p.batch, bs, rows, ld, p.k).unwrap_or(i64::MAX),
             };
             if ld < p.k || bs < 0 || buf.dtype != p.input || (buf.len as i64) < need {
@@ -794,6 +795,12 @@ impl TreeSm90 {
         }
         let eb = p.input.bytes() as u64;
         let tma = |name: &'static str, ptr: u64, rows: i64, ld: i64, bs: i64, bx| {
+            // The window kernel loads B at batch 0 for every batch (one filter).
+            let batch = if name == "B" && plan.window.is_some() {
+                1
+            } else {
+                p.batch
+            };
             encode_tma(
                 name,
                 &TmaOperand {
@@ -802,7 +809,7 @@ impl TreeSm90 {
                     k: p.k,
                     rows,
                     ld,
-                    batch: p.batch,
+                    batch,
                     batch_stride: bs,
                 },
                 bx,
@@ -823,6 +830,17 @@ impl TreeSm90 {
                     "an im2col load of A runs the whole product in one launch",
                 ))
             }
+            None if plan.window.is_some() => match (&plan.window, rows.start) {
+                (Some(wd), 0) => {
+                    crate::launch::sm90::encode_tma_window(a.ptr, p.input, wd, plan.cta_tile.0)?
+                }
+                _ => {
+                    return Err(KernelError::invalid(
+                        OP,
+                        "a window load of A runs the whole product in one launch",
+                    ))
+                }
+            },
             None => tma(
                 "A",
                 a.ptr + (rows.start * s.lda) as u64 * eb,

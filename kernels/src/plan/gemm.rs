@@ -49,6 +49,9 @@ pub struct GemmSpec {
     /// A is a convolution's im2col matrix loaded from its input by TMA (set by the
     /// convolution, crate-internal): the Hopper plan's [`crate::plan::Im2colTma`].
     pub(crate) im2col: Option<crate::plan::Im2colTma>,
+    /// A is a convolution's im2col matrix loaded by the window load from its phase-staged
+    /// input (set by the convolution): the Hopper plan's [`crate::plan::WindowTma`].
+    pub(crate) window: Option<crate::plan::WindowTma>,
 }
 
 /// Choices the planner would otherwise make itself, for tuning and for comparing paths.
@@ -103,6 +106,7 @@ impl Options {
                 epilogue_inputs: None,
                 epilogue_vectors: (false, false),
                 im2col: None,
+                window: None,
             },
             generated_epilogue: self.generated_epilogue,
             // Decided by the planner from the problem (see `Plan::staged_k`).
@@ -140,6 +144,7 @@ impl GemmSpec {
             beta: 0.0,
             options: Options::default(),
             im2col: None,
+            window: None,
         }
     }
 
@@ -412,6 +417,7 @@ fn choose_path(
     }
     let mut path = spec.options.path_options();
     path.sm90.im2col = spec.im2col;
+    path.sm90.window = spec.window;
     let refusal = hopper_refusal(problem, arch);
     let hopper_ok = refusal.is_none();
     // Where K makes rows TMA cannot address, the Hopper path still runs, on copies of A
@@ -421,9 +427,12 @@ fn choose_path(
     // Rows TMA addresses but off the 32-byte sector grid are staged too where the copy
     // costs less than the slower loads (policy::stage_off_sector_rows).
     // (Not an im2col plan: its A is x, read by taps, not rows to copy.)
-    let off_sectors =
-        (hopper_ok && !path.force_sm80 && spec.im2col.is_none() && k_rows_off_sectors(problem))
-            .then(|| policy::stage_off_sector_rows(problem));
+    let off_sectors = (hopper_ok
+        && !path.force_sm80
+        && spec.im2col.is_none()
+        && spec.window.is_none()
+        && k_rows_off_sectors(problem))
+    .then(|| policy::stage_off_sector_rows(problem));
     let off_sectors_staged = off_sectors.as_ref().is_some_and(|d| d.value);
     path.stage_k =
         hopper_ok && !path.force_sm80 && (k_rows_unaligned(problem) || off_sectors_staged);
@@ -608,6 +617,12 @@ impl Plan {
     /// The im2col geometry of A where the Hopper kernel loads it from a convolution's input.
     pub(crate) fn problem_im2col(&self) -> Option<crate::plan::Im2colTma> {
         self.sm90().and_then(|p| p.im2col)
+    }
+
+    /// The window load's geometry where the Hopper kernel loads A from a convolution's
+    /// phase-staged input.
+    pub(crate) fn problem_window(&self) -> Option<crate::plan::WindowTma> {
+        self.sm90().and_then(|p| p.window)
     }
 
     /// The spec planned.
@@ -849,7 +864,10 @@ impl Plan {
                         "{t}: {}",
                         policy::hopper_tile(
                             &kp,
-                            crate::plan::sm90::whole_tiles_only(p.im2col.is_some(), o.stream_k)
+                            crate::plan::sm90::whole_tiles_only(
+                                p.im2col.is_some() || p.window.is_some(),
+                                o.stream_k
+                            )
                         )
                         .why
                     ),
@@ -915,6 +933,9 @@ impl Plan {
                 let s = format!("stages {}", p.stages);
                 v.push(match o.stages {
                     Some(_) => forced(&s, "stages"),
+                    None if p.window_resident_b() => format!(
+                        "{s}: a whole number of the window GEMM's k-tiles, so each stage keeps its k-tile of the filter (B is loaded once, with the first tile)"
+                    ),
                     None => format!("{s}: {}", policy::hopper_stages(p.stages).why),
                 });
                 let g = format!("raster groups of {} tile rows", p.group_m);

@@ -11,6 +11,7 @@ pub(crate) mod problem;
 pub(crate) mod sm80;
 pub(crate) mod sm90;
 pub(crate) mod sm90_layouts;
+pub(crate) mod window;
 
 pub use atom_choice::{AtomChoice, TileAccess};
 pub use gemm::{GemmSpec, Options, Plan};
@@ -22,6 +23,7 @@ pub use sm90::{
 pub use sm90_layouts::{
     tma_box_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, TmaSwizzle, WgmmaDesc,
 };
+pub use window::{WindowSlot, WindowTma};
 
 #[cfg(any(test, feature = "cuda"))]
 pub(crate) use problem::GemmStrides;

@@ -9,6 +9,7 @@ use crate::arch::Arch;
 use crate::error::{KernelError, Result};
 use crate::plan::atom_choice::{choose_swizzle, AtomChoice, Candidates, TileAccess};
 use crate::plan::problem::{BiasMode, DType, GemmProblem, Major};
+use crate::plan::window::WindowTma;
 use crate::plan::{SmemLayout, SwizzleBits};
 use tessera_layout::composition;
 use tessera_swizzle::algebra::composition as sw_composition;
@@ -506,6 +507,10 @@ pub struct Sm90Options {
     /// Load A with TMA's im2col mode from a convolution's input (the implicit GEMM):
     /// cooperative or ping-pong, no cluster, no stream-K.
     pub im2col: Option<Im2colTma>,
+    /// Load A with the window load from a convolution's phase-staged input
+    /// ([`WindowTma`]): a batched GEMM (batch `N·P`, `M = Q`), B shared by every batch, no
+    /// cluster, no stream-K.
+    pub window: Option<WindowTma>,
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -628,6 +633,8 @@ pub struct Sm90Plan {
     /// A loaded from a convolution's input by TMA's im2col mode ([`Im2colTma`]), or `None`
     /// for a tiled load of an `M x K` matrix.
     pub im2col: Option<Im2colTma>,
+    /// A loaded by the window load ([`WindowTma`]), or `None`.
+    pub window: Option<WindowTma>,
     /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
     /// [`STREAM_K_MIN_IDLE`] by default, 0 (any) when stream-K was asked for.
     pub stream_k_min_idle: i64,
@@ -740,7 +747,8 @@ impl Sm90Plan {
         let mut a = operand("A", bm, e)?;
         let mut b = operand("B", bn, e)?;
         let (cluster, share) = cluster_share(&opts, schedule, (&mut a, &mut b), e)?;
-        let stage = a.tma.bytes + b.tma.bytes;
+        let a_stage = a_stage_bytes(&a, opts.window.as_ref(), bm);
+        let stage = a_stage + b.tma.bytes;
         let budget = Arch::Sm90a.smem_per_block_optin();
         let barriers = 64 * 16 + 16;
         let bias_stage_bytes = match problem.epilogue.bias {
@@ -788,7 +796,19 @@ impl Sm90Plan {
         };
         let vector_stage_bytes = consumers * 2 * (vector_stage.0 + vector_stage.1) * 4;
         let room = budget - 1024 - barriers - bias_stage_bytes - vector_stage_bytes;
-        let (stages, buffers) = fit_stages(opts.stages, stage, room, budget, scratch_bytes)?;
+        // The window load: as many stages as a whole number of the GEMM's k-tiles fits (if
+        // any), so that stage s always holds k-tile s mod k_tiles and B, the same filter for
+        // every tile, is loaded into each stage once and stays (kWinResidentB).
+        let forced_stages = match (&opts.window, opts.stages) {
+            (Some(wd), None) => {
+                let kt = wd.k_tiles();
+                let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
+                let most = fit.min(policy::HOPPER_MAX_STAGES.max(kt));
+                (kt <= most && kt * (most / kt) >= 2).then(|| kt * (most / kt))
+            }
+            _ => opts.stages,
+        };
+        let (stages, buffers) = fit_stages(forced_stages, stage, room, budget, scratch_bytes)?;
         let epilogue_scratch_bytes = scratch_bytes(buffers);
         let store = store.map(|st| Sm90Store { buffers, ..st });
         let stream_k = match opts.stream_k {
@@ -828,6 +848,16 @@ impl Sm90Plan {
                 ));
             }
         }
+        if let Some(wd) = &opts.window {
+            // The window producer loads whole tiles of one CTA, every batch against the one B.
+            if stream_k || cluster != 1 || opts.im2col.is_some() {
+                return Err(KernelError::invalid(
+                    op,
+                    "the window load of A takes one CTA a tile (no cluster), whole tiles (no stream-K), and no im2col load beside it",
+                ));
+            }
+            wd.check(bm, problem.batch, problem.m, problem.k)?;
+        }
         let group_m = opts
             .group_m
             .unwrap_or_else(|| policy::hopper_group_m().value);
@@ -859,6 +889,7 @@ impl Sm90Plan {
             vector_stage,
             stream_k,
             im2col: opts.im2col,
+            window: opts.window,
             stream_k_min_idle: if opts.stream_k == Some(true) {
                 0
             } else {
@@ -882,6 +913,21 @@ impl Sm90Plan {
         self.problem.row_major_d()
     }
 
+    /// Bytes of one A stage of the ring ([`Sm90Plan::a`]'s box, or the window load's
+    /// strips).
+    pub fn a_stage_bytes(&self) -> i64 {
+        a_stage_bytes(&self.a, self.window.as_ref(), self.cta_tile.0)
+    }
+
+    /// With the window load, whether B stays in shared memory: the stages are a whole number
+    /// of the GEMM's k-tiles, so each stage always holds the same k-tile of the one filter,
+    /// loaded with the first tile's k-tiles only.
+    pub fn window_resident_b(&self) -> bool {
+        self.window
+            .as_ref()
+            .is_some_and(|wd| self.stages % wd.k_tiles() == 0)
+    }
+
     /// A short name identifying the generated source.
     pub fn kernel_name(&self) -> String {
         let (bm, bn, bk) = self.cta_tile;
@@ -898,6 +944,8 @@ impl Sm90Plan {
         let ts = if self.store.is_some() { "_ts" } else { "" };
         let ts = if self.im2col.is_some() {
             format!("{ts}_im2col")
+        } else if self.window.is_some() {
+            format!("{ts}_window")
         } else {
             ts.to_string()
         };
@@ -1117,7 +1165,10 @@ fn tile_and_schedule(
         None => {
             policy::hopper_tile(
                 problem,
-                whole_tiles_only(opts.im2col.is_some(), opts.stream_k),
+                whole_tiles_only(
+                    opts.im2col.is_some() || opts.window.is_some(),
+                    opts.stream_k,
+                ),
             )
             .value
         }
@@ -1151,8 +1202,17 @@ fn tile_and_schedule(
     Ok((bm, bn, schedule, consumers, m_halves))
 }
 
+/// Bytes of one A stage: the tile's box, or with the window load its strips (each a TMA
+/// box's rows, 128-byte aligned), rounded up to the 1024 bytes every stage starts on.
+fn a_stage_bytes(a: &Sm90Operand, window: Option<&WindowTma>, bm: i64) -> i64 {
+    match window {
+        Some(wd) => (wd.strips() * wd.strip_bytes(bm) + 1023) / 1024 * 1024,
+        None => a.tma.bytes,
+    }
+}
+
 /// Whether a Hopper kernel runs whole tiles only (no stream-K split the tile rule could count
-/// on): with the im2col load, or with stream-K forced off.
+/// on): with the im2col or window load, or with stream-K forced off.
 pub(crate) fn whole_tiles_only(im2col: bool, stream_k: Option<bool>) -> bool {
     im2col || stream_k == Some(false)
 }
@@ -1424,7 +1484,7 @@ impl fmt::Display for Sm90Plan {
             f,
             "  pipeline     {} stages x {} B, full/empty mbarrier pairs; smem {} B",
             self.stages,
-            self.a.tma.bytes + self.b.tma.bytes,
+            self.a_stage_bytes() + self.b.tma.bytes,
             self.smem_bytes
         )?;
         Ok(())

@@ -198,19 +198,30 @@ fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so
         .explain(Arch::Sm90a, 132)
         .unwrap()
         .contains("x is read in place"));
-    // The stem (C = 3): 64 channels a tap would be 21 times the MMA work; the roofline keeps
-    // the gather, and the plan says why.
+    // The stem (C = 3): 64 channels a tap would be 21 times the MMA work; the window load
+    // takes it (a tap is one 16-byte chunk), and the plan says why.
     let stem = ConvSpec::new([32, 3, 224, 224], [64, 3, 7, 7])
         .stride(2, 2)
         .padding(3, 3, 3, 3);
-    assert!(stem
-        .plan(Arch::Sm90a, 132)
-        .unwrap()
-        .problem_im2col()
-        .is_none());
+    let plan = stem.plan(Arch::Sm90a, 132).unwrap();
+    assert!(plan.problem_im2col().is_none());
+    assert!(plan.problem_window().is_some());
     let text = stem.explain(Arch::Sm90a, 132).unwrap();
     assert!(
-        text.contains("the implicit GEMM could take it with padded channels, but: C = 3"),
+        text.contains("path         window gemm: C = 3 <= 8"),
+        "{text}"
+    );
+    assert!(
+        text.contains("3584 batches of M = Q = 112 by K = 64·7 = 448"),
+        "{text}"
+    );
+    // With 9 channels, the gather, and the plan says why not the padded channels.
+    let c9 = ConvSpec::new([32, 9, 224, 224], [64, 9, 7, 7])
+        .stride(2, 2)
+        .padding(3, 3, 3, 3);
+    let text = c9.explain(Arch::Sm90a, 132).unwrap();
+    assert!(
+        text.contains("the implicit GEMM could take it with padded channels, but: C = 9"),
         "{text}"
     );
     // sm_80 has no TMA: the gather.
@@ -280,22 +291,23 @@ fn the_gemm_is_k_major_and_takes_the_hopper_path_where_c_r_s_allows() {
         .bias_residual_relu();
     let plan = spec.plan(Arch::Sm90a, 132).unwrap();
     assert_eq!(plan.path(), "sm90");
-    // The stem: C·R·S = 147 elements per row, not a multiple of 16 bytes: the gather writes
-    // rows of 192 and the GEMM stages only w, on the Hopper path.
-    let stem = ConvSpec::new([32, 3, 224, 224], [64, 3, 7, 7])
+    // A stem of 9 channels (more than the window load's 8): C·R·S = 441 elements per row,
+    // not a multiple of 16 bytes: the gather writes rows of 448 and the GEMM stages only w,
+    // on the Hopper path.
+    let stem = ConvSpec::new([32, 9, 224, 224], [64, 9, 7, 7])
         .stride(2, 2)
         .padding(3, 3, 3, 3);
     let plan = stem.plan(Arch::Sm90a, 132).unwrap();
-    assert_eq!((plan.path(), plan.staged_k()), ("sm90", Some(192)));
+    assert_eq!((plan.path(), plan.staged_k()), ("sm90", Some(448)));
     assert_eq!(
         stem.workspace_bytes(Arch::Sm90a, 132).unwrap(),
-        32 * 112 * 112 * 192 * 2
+        32 * 112 * 112 * 448 * 2
     );
     let text = stem.explain(Arch::Sm90a, 132).unwrap();
     for needle in [
-        "L = ((112,112,32),(3,7,7)):((6,1344,150528),(1,3,672))",
-        "offset -2025",
-        "(C,S) is one contiguous run of C·S = 21 elements",
+        "L = ((112,112,32),(9,7,7)):((18,4032,451584),(1,9,2016))",
+        "offset -6075",
+        "(C,S) is one contiguous run of C·S = 63 elements",
         "path         im2col + gemm: taps read the zero padding",
         "this path pays that copy",
         "A(0,0) reads row -3, column -3: 0 (padding)",
@@ -489,12 +501,15 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
     let skewed = src.replace("== 168", "== 176");
     assert_ne!(skewed, src);
     assert!(compile(&skewed, "tessera_conv_im2col", Arch::Sm80, false).is_err());
-    // And the sources of a gather-path convolution (C = 8: padded to 64 channels a tap, the
-    // MMA work would be 8 times as much) are the gather, then the GEMM.
-    let spec = ConvSpec::new([128, 8, 56, 56], [64, 8, 3, 3]).padding(1, 1, 1, 1);
+    // And the sources of a gather-path convolution (C = 9: padded to 64 channels a tap, the
+    // MMA work would be 7 times as much; more than the window load's 8) are the gather,
+    // then the GEMM.
+    let spec = ConvSpec::new([128, 9, 56, 56], [64, 9, 3, 3]).padding(1, 1, 1, 1);
     let srcs = spec.sources(Arch::Sm90a, 132).unwrap();
-    assert_eq!(srcs.len(), 2);
+    // (The GEMM's own staging of w first: rows of 81 elements are off TMA's 16 bytes.)
+    assert_eq!(srcs.len(), 3);
     assert_eq!(srcs[0], ("tessera_conv_im2col".to_string(), src));
+    assert_eq!(srcs[1].0, "tessera_stage_rows");
     // With C = 64 the implicit GEMM: its one program loads A by TMA's im2col mode, and
     // compiles (the flag-driven and the generated epilogue). With C = 124, two k-tiles a tap
     // and the staging copy first.
@@ -524,4 +539,57 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
         .sources(Arch::Sm90a, 132)
         .unwrap();
     assert_eq!(one.len(), 1);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn the_window_paths_kernels_compile_with_nvrtc() {
+    use crate::launch::runtime::{compile, nvrtc_version};
+    if let Err(e) = nvrtc_version() {
+        if std::env::var("TESSERA_REQUIRE_NVRTC").as_deref() == Ok("1") {
+            panic!("TESSERA_REQUIRE_NVRTC=1 but {e}");
+        }
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let src = crate::conv::window::window_source();
+    let c =
+        compile(&src, "tessera_conv_window", Arch::Sm90a, true).unwrap_or_else(|e| panic!("{e}"));
+    for entry in ["x", "w"] {
+        assert!(
+            c.log.contains(&format!("tessera_conv_window_{entry}")),
+            "{}",
+            c.log
+        );
+    }
+    // The size assert is live.
+    let skewed = src.replace("== 160", "== 168");
+    assert_ne!(skewed, src);
+    assert!(compile(&skewed, "tessera_conv_window", Arch::Sm90a, false).is_err());
+    // The stem, a 3x3 stride-1 layer of 8 channels (two filter rows a k-tile), a dilated
+    // stride-3 one, fp16, with and without the residual block: the staging kernels, then a
+    // GEMM whose A is the window load; each compiles.
+    let stem = ConvSpec::new([32, 3, 224, 224], [64, 3, 7, 7])
+        .stride(2, 2)
+        .padding(3, 3, 3, 3);
+    for s in [
+        stem.clone(),
+        stem.clone().bias_residual_relu(),
+        ConvSpec::new([8, 8, 56, 56], [32, 8, 3, 3]).padding(1, 1, 1, 1),
+        ConvSpec::new([4, 8, 60, 361], [48, 8, 5, 3])
+            .stride(1, 3)
+            .dilation(2, 2)
+            .padding(1, 2, 0, 3)
+            .dtype(crate::DType::F16)
+            .bias_relu_residual(),
+    ] {
+        let srcs = s.sources(Arch::Sm90a, 132).unwrap();
+        assert_eq!(srcs.len(), 2, "{s}");
+        assert_eq!(srcs[0], ("tessera_conv_window".to_string(), src.clone()));
+        assert!(srcs[1].0.contains("_window"), "{}", srcs[1].0);
+        assert!(srcs[1].1.contains("#define TESSERA_SM90_WINDOW 1"));
+        let c =
+            compile(&srcs[1].1, &srcs[1].0, Arch::Sm90a, true).unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.cubin.len() > 1000);
+    }
 }
