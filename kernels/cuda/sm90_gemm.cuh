@@ -83,6 +83,8 @@ constexpr bool kEpiCoarse = kEpiOut == 0;
 // The plan stages a tile's bias exactly when the epilogue has one (tree kernels: neither).
 constexpr bool kStageBias = kBiasStage > 0;
 static_assert(kStageBias == (kEpiBias != 0), "a bias stage for a bias, none without");
+static_assert(!kBPanel || (!kStreamK && !kPingPong && kCluster == 1),
+              "the B panel: whole tiles, cooperative (both consumers see the first tile), no cluster");
 #if TESSERA_SM90_CLUSTER > 1
 #define TESSERA_SM90_CLUSTER_DIMS __cluster_dims__(TESSERA_SM90_CLUSTER, 1, 1)
 #else
@@ -512,18 +514,20 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
       TESSERA_TL(kt == 0, 0, local, 0);
       tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
       TESSERA_TL(kt == 0, 0, local, 1);
-#ifdef TESSERA_SM90_WINDOW
-      // Every batch (output row) multiplies the one filter, at batch 0; where the stages are
-      // a whole number of k-tiles it stays in the stages after the first kStages loads.
-      const bool load_b = !kWinResidentB || local * k_tiles + kt < kStages;
+      // The B panel (kBPanel: one tile column, cooperative): k-tile kt of B into slot kt
+      // with the CTA's first tile only, on the same barrier as its A; both consumers wait for
+      // those stages before they read the panel. Otherwise B rides the ring with A.
+      const bool load_b = !kBPanel || local == 0;
       tessera_mbar_arrive_expect_tx(full, kLoadBytesA + (load_b ? kStageBytesB : 0u));
       tessera_sm90_load_a(smem_a + stage * kStageBytesA, &tma_a, full, kt, tm, b);
-      if (load_b) tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, 0);
+#ifdef TESSERA_SM90_WINDOW
+      // Every batch (output row) multiplies the one filter, at batch 0.
+      const int bb = 0;
 #else
-      tessera_mbar_arrive_expect_tx(full, kLoadBytesA + kStageBytesB);
-      tessera_sm90_load_a(smem_a + stage * kStageBytesA, &tma_a, full, kt, tm, b);
-      tessera_tma_load_3d(smem_b + stage * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, b);
+      const int bb = b;
 #endif
+      if (load_b)
+        tessera_tma_load_3d(smem_b + (kBPanel ? kt : stage) * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, bb);
       TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
       if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
       if (++stage == kStages) {
@@ -1444,7 +1448,7 @@ __device__ __forceinline__ TesseraSm90Smem tessera_sm90_smem() {
   const unsigned base = (raw + 1023u) & ~1023u;
   const unsigned smem_a = base;
   const unsigned smem_b = smem_a + kStages * kStageBytesA;
-  const unsigned bars = smem_b + kStages * kStageBytesB;
+  const unsigned bars = smem_b + kBRegionBytes;
   // full[s] at bars + 8 s, empty[s] at bars + 8 (kStages + s), the ping-pong turns at
   // bars + 16 kStages + 8 w; then the epilogue scratch, kConsumers x 64 x kEpiPitch floats.
   const unsigned turns = bars + 16 * kStages;
@@ -1495,7 +1499,7 @@ __device__ __forceinline__ int tessera_sm90_mainloop(float (&acc)[kMHalves][kBN 
 
     if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
     const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
-    const unsigned b_addr = smem_b + stage * kStageBytesB;
+    const unsigned b_addr = smem_b + (kBPanel ? kt : stage) * kStageBytesB;
     tessera_sm90_mma_ktile(acc, a_addr, b_addr, kt > w.kb);
     after_issue(kt);
     if (kt > w.kb) {

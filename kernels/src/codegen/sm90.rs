@@ -128,17 +128,23 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     }
     if let Some(wd) = &plan.window {
         write_window(&mut s, wd, bm);
-        let _ = writeln!(
-            s,
-            "constexpr bool kWinResidentB = {}; // B loaded with the first kStages k-tiles only: stage s always holds k-tile s mod k_tiles",
-            plan.window_resident_b()
-        );
     } else {
         let _ = writeln!(
             s,
             "constexpr unsigned kLoadBytesA = kStageBytesA; // the bytes of a stage's A loads"
         );
     }
+    // The B panel: slot kt holds k-tile kt of B for every tile; else B rides the ring.
+    let _ = writeln!(
+        s,
+        "constexpr bool kBPanel = {}; constexpr unsigned kBRegionBytes = {}; // B as a panel loaded with the CTA's first tile (slot = k-tile), or a ring stage each",
+        plan.b_panel,
+        if plan.b_panel {
+            plan.k_tiles() * plan.b.tma.bytes
+        } else {
+            plan.stages * plan.b.tma.bytes
+        }
+    );
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
     let _ = writeln!(
         s,

@@ -320,6 +320,38 @@ pub(crate) fn encode_tma_window(
     Ok(TmaMap(unsafe { map.assume_init() }))
 }
 
+/// The tensor map A's loads read, as the plan loads A: the convolution's x through TMA's
+/// im2col mode, its phase-staged copy through the window load's strips, or `a` (the operand
+/// of the launch's region: `a.ptr` at its first row) as tiled boxes. The convolution's maps
+/// address x from its first pixel, so they take the whole product in one region
+/// (`region_start` 0).
+pub(crate) fn encode_a(
+    plan: &Sm90Plan,
+    a: &TmaOperand,
+    region_start: i64,
+    op: &'static str,
+) -> Result<TmaMap> {
+    if (plan.im2col.is_some() || plan.window.is_some()) && region_start != 0 {
+        return Err(KernelError::invalid(
+            op,
+            "a convolution's load of A (im2col or window) runs the whole product in one launch",
+        ));
+    }
+    match (&plan.im2col, &plan.window) {
+        (Some(g), _) => encode_tma_im2col(a.ptr, a.dtype, g, plan.a.load_box().outer),
+        (_, Some(wd)) => encode_tma_window(a.ptr, a.dtype, wd, plan.cta_tile.0),
+        _ => encode_tma("A", a, &plan.a.load_box()),
+    }
+}
+
+/// The tensor map of B (`b` as the launch gives it): with the window load, one batch (the
+/// kernel loads the one filter at batch 0 for every batch, whose stride is 0).
+pub(crate) fn encode_b(plan: &Sm90Plan, b: &TmaOperand) -> Result<TmaMap> {
+    let one = TmaOperand { batch: 1, ..*b };
+    let b = if plan.window.is_some() { &one } else { b };
+    encode_tma("B", b, &plan.b.load_box())
+}
+
 /// The kernel's parameter block; mirrors `TesseraSm90Params` in `kernels/cuda/sm90_gemm.cuh`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -662,42 +694,31 @@ impl Sm90Kernel {
         let p = &self.plan.kernel_problem();
         let s = &args.strides;
         let e = p.epilogue;
-        let tma_a = match (&self.plan.im2col, &self.plan.window) {
-            (Some(g), _) => {
-                encode_tma_im2col(args.a.ptr, p.input, g, self.plan.a.load_box().outer)?
-            }
-            (_, Some(wd)) => encode_tma_window(args.a.ptr, p.input, wd, self.plan.cta_tile.0)?,
-            _ => encode_tma(
-                "A",
-                &TmaOperand {
-                    ptr: args.a.ptr,
-                    dtype: p.input,
-                    k: p.k,
-                    rows: p.m,
-                    ld: s.lda,
-                    batch: p.batch,
-                    batch_stride: s.batch_a,
-                },
-                &self.plan.a.load_box(),
-            )?,
-        };
-        let tma_b = encode_tma(
-            "B",
+        let tma_a = encode_a(
+            &self.plan,
+            &TmaOperand {
+                ptr: args.a.ptr,
+                dtype: p.input,
+                k: p.k,
+                rows: p.m,
+                ld: s.lda,
+                batch: p.batch,
+                batch_stride: s.batch_a,
+            },
+            0,
+            "sm90 gemm",
+        )?;
+        let tma_b = encode_b(
+            &self.plan,
             &TmaOperand {
                 ptr: args.b.ptr,
                 dtype: p.input,
                 k: p.k,
                 rows: p.n,
                 ld: s.ldb,
-                // The window kernel loads B at batch 0 for every batch (one filter).
-                batch: if self.plan.window.is_some() {
-                    1
-                } else {
-                    p.batch
-                },
+                batch: p.batch,
                 batch_stride: s.batch_b,
             },
-            &self.plan.b.load_box(),
         )?;
         let (tiles_m, tiles_n) = self.plan.grid_tiles();
         // The epilogue's terms are compiled into the kernel; only the alignment is run-time.

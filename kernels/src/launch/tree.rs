@@ -742,7 +742,7 @@ impl TreeSm90 {
         crate::launch::sm90::Sm90Params,
         EpArgs,
     )> {
-        use crate::launch::sm90::{encode_tma, Sm90Params, TmaOperand};
+        use crate::launch::sm90::{Sm90Params, TmaOperand};
         use crate::plan::problem::Major;
         const OP: &str = "tree gemm (sm90)";
         let plan = self.kernel.plan();
@@ -794,69 +794,36 @@ impl TreeSm90 {
             }
         }
         let eb = p.input.bytes() as u64;
-        let tma = |name: &'static str, ptr: u64, rows: i64, ld: i64, bs: i64, bx| {
-            // The window kernel loads B at batch 0 for every batch (one filter).
-            let batch = if name == "B" && plan.window.is_some() {
-                1
-            } else {
-                p.batch
-            };
-            encode_tma(
-                name,
-                &TmaOperand {
-                    ptr,
-                    dtype: p.input,
-                    k: p.k,
-                    rows,
-                    ld,
-                    batch,
-                    batch_stride: bs,
-                },
-                bx,
-            )
+        let operand = |ptr: u64, rows: i64, ld: i64, bs: i64| TmaOperand {
+            ptr,
+            dtype: p.input,
+            k: p.k,
+            rows,
+            ld,
+            batch: p.batch,
+            batch_stride: bs,
         };
         // The boxes one CTA loads (with a cluster, its part of the shared tile): the kernel's
-        // barriers expect exactly those bytes per CTA and stage.
-        let (box_a, box_b) = (plan.a.load_box(), plan.b.load_box());
-        let tma_a = match &plan.im2col {
-            // The im2col map's pixels start at the convolution's first: the whole product
-            // in one region.
-            Some(g) if rows.start == 0 => {
-                crate::launch::sm90::encode_tma_im2col(a.ptr, p.input, g, box_a.outer)?
-            }
-            Some(_) => {
-                return Err(KernelError::invalid(
-                    OP,
-                    "an im2col load of A runs the whole product in one launch",
-                ))
-            }
-            None if plan.window.is_some() => match (&plan.window, rows.start) {
-                (Some(wd), 0) => {
-                    crate::launch::sm90::encode_tma_window(a.ptr, p.input, wd, plan.cta_tile.0)?
-                }
-                _ => {
-                    return Err(KernelError::invalid(
-                        OP,
-                        "a window load of A runs the whole product in one launch",
-                    ))
-                }
-            },
-            None => tma(
-                "A",
+        // barriers expect exactly those bytes per CTA and stage (the plan's, in encode_a/b).
+        let tma_a = crate::launch::sm90::encode_a(
+            plan,
+            &operand(
                 a.ptr + (rows.start * s.lda) as u64 * eb,
                 rm,
                 s.lda,
                 s.batch_a,
-                &box_a,
-            )?,
-        };
-        let tma_b = tma(
-            "B",
-            b.ptr + (cols.start * s.ldb) as u64 * eb,
-            rn,
-            s.ldb,
-            s.batch_b,
-            &box_b,
+            ),
+            rows.start,
+            OP,
+        )?;
+        let tma_b = crate::launch::sm90::encode_b(
+            plan,
+            &operand(
+                b.ptr + (cols.start * s.ldb) as u64 * eb,
+                rn,
+                s.ldb,
+                s.batch_b,
+            ),
         )?;
         let (tiles_m, tiles_n) = plan.grid_tiles();
         // A's map stands in for the maps a launch does not use.

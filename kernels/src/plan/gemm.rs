@@ -933,9 +933,6 @@ impl Plan {
                 let s = format!("stages {}", p.stages);
                 v.push(match o.stages {
                     Some(_) => forced(&s, "stages"),
-                    None if p.window_resident_b() => format!(
-                        "{s}: a whole number of the window GEMM's k-tiles, so each stage keeps its k-tile of the filter (B is loaded once, with the first tile)"
-                    ),
                     None => format!("{s}: {}", policy::hopper_stages(p.stages).why),
                 });
                 let g = format!("raster groups of {} tile rows", p.group_m);

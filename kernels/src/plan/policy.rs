@@ -59,6 +59,11 @@ pub const PINGPONG_MAX_K_TILES: i64 = 64;
 /// traffic needs to cover the L2 latency (not tuned further; the 128 x 256 tile fits four).
 pub const HOPPER_MAX_STAGES: i64 = 6;
 
+/// The fewest stages of A the ring keeps beside a convolution's B panel
+/// ([`crate::plan::Sm90Plan::b_panel`]); with fewer the panel is not taken. (A judgement: four
+/// stages keep three loads in flight while the consumers read one.)
+pub const PANEL_MIN_STAGES: i64 = 4;
+
 /// The sm80-class plan's most stages: three 128 x 256 x 64 stages (144 KB) is what the 252
 /// registers of its 64 x 64 warp tiles leave room for at one CTA a SM (docs/perf.md, "The
 /// sm80-class path").

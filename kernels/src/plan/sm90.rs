@@ -635,6 +635,13 @@ pub struct Sm90Plan {
     pub im2col: Option<Im2colTma>,
     /// A loaded by the window load ([`WindowTma`]), or `None`.
     pub window: Option<WindowTma>,
+    /// B as a panel: a convolution's filter (one tile column: every tile of the CTA
+    /// multiplies the same B), all of its k-tiles in shared memory beside the ring, loaded
+    /// with the CTA's first tile and kept; the ring carries A only. Taken by convolution
+    /// plans (im2col or window load, whole tiles) on the cooperative schedule (both consumers
+    /// wait for the first tile's stages, which bring the panel) where the ring still holds
+    /// [`policy::PANEL_MIN_STAGES`] stages beside it.
+    pub b_panel: bool,
     /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
     /// [`STREAM_K_MIN_IDLE`] by default, 0 (any) when stream-K was asked for.
     pub stream_k_min_idle: i64,
@@ -748,7 +755,12 @@ impl Sm90Plan {
         let mut b = operand("B", bn, e)?;
         let (cluster, share) = cluster_share(&opts, schedule, (&mut a, &mut b), e)?;
         let a_stage = a_stage_bytes(&a, opts.window.as_ref(), bm);
-        let stage = a_stage + b.tma.bytes;
+        // The B panel: a convolution's filter, whole (one tile column), loaded once per CTA
+        // with its first tile and kept (see `Sm90Plan::b_panel`); the ring then carries A only.
+        let panel_k_tiles = (opts.im2col.is_some() || opts.window.is_some())
+            && schedule == Schedule::Cooperative
+            && (problem.n + bn - 1) / bn == 1;
+        let panel_bytes = (problem.k + BK - 1) / BK * b.tma.bytes;
         let budget = Arch::Sm90a.smem_per_block_optin();
         let barriers = 64 * 16 + 16;
         let bias_stage_bytes = match problem.epilogue.bias {
@@ -796,19 +808,16 @@ impl Sm90Plan {
         };
         let vector_stage_bytes = consumers * 2 * (vector_stage.0 + vector_stage.1) * 4;
         let room = budget - 1024 - barriers - bias_stage_bytes - vector_stage_bytes;
-        // The window load: as many stages as a whole number of the GEMM's k-tiles fits (if
-        // any), so that stage s always holds k-tile s mod k_tiles and B, the same filter for
-        // every tile, is loaded into each stage once and stays (kWinResidentB).
-        let forced_stages = match (&opts.window, opts.stages) {
-            (Some(wd), None) => {
-                let kt = wd.k_tiles();
-                let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
-                let most = fit.min(policy::HOPPER_MAX_STAGES.max(kt));
-                (kt <= most && kt * (most / kt) >= 2).then(|| kt * (most / kt))
-            }
-            _ => opts.stages,
+        // With the panel beside it, the ring must still hold PANEL_MIN_STAGES stages of A.
+        let b_panel = panel_k_tiles
+            && (room - panel_bytes - scratch_bytes(STORE_BUFFERS)) / a_stage
+                >= policy::PANEL_MIN_STAGES;
+        let (stage, room) = if b_panel {
+            (a_stage, room - panel_bytes)
+        } else {
+            (a_stage + b.tma.bytes, room)
         };
-        let (stages, buffers) = fit_stages(forced_stages, stage, room, budget, scratch_bytes)?;
+        let (stages, buffers) = fit_stages(opts.stages, stage, room, budget, scratch_bytes)?;
         let epilogue_scratch_bytes = scratch_bytes(buffers);
         let store = store.map(|st| Sm90Store { buffers, ..st });
         let stream_k = match opts.stream_k {
@@ -890,12 +899,14 @@ impl Sm90Plan {
             stream_k,
             im2col: opts.im2col,
             window: opts.window,
+            b_panel,
             stream_k_min_idle: if opts.stream_k == Some(true) {
                 0
             } else {
                 STREAM_K_MIN_IDLE
             },
             smem_bytes: stages * stage
+                + if b_panel { panel_bytes } else { 0 }
                 + 16 * stages
                 + 16
                 // The staged inputs' barriers: one per buffer, warp and consumer.
@@ -917,15 +928,6 @@ impl Sm90Plan {
     /// strips).
     pub fn a_stage_bytes(&self) -> i64 {
         a_stage_bytes(&self.a, self.window.as_ref(), self.cta_tile.0)
-    }
-
-    /// With the window load, whether B stays in shared memory: the stages are a whole number
-    /// of the GEMM's k-tiles, so each stage always holds the same k-tile of the one filter,
-    /// loaded with the first tile's k-tiles only.
-    pub fn window_resident_b(&self) -> bool {
-        self.window
-            .as_ref()
-            .is_some_and(|wd| self.stages % wd.k_tiles() == 0)
     }
 
     /// A short name identifying the generated source.
@@ -1408,6 +1410,28 @@ impl fmt::Display for Sm90Plan {
             }
         }
         for o in [&self.a, &self.b] {
+            if let (Some(wd), "A") = (&self.window, o.name) {
+                let bm = self.cta_tile.0;
+                let steps: Vec<String> = wd
+                    .k_steps(bm)
+                    .iter()
+                    .map(|(at, d)| format!("+{at} LBO {}", d.lbo_bytes))
+                    .collect();
+                writeln!(
+                    f,
+                    "  A tile       {bm}x{bk} by the window load: {} strips of {} 16-byte chunks ({} B apart, no swizzle) a stage, {} B loaded",
+                    wd.strips(),
+                    wd.strip_rows(bm),
+                    wd.strip_bytes(bm),
+                    wd.load_bytes(bm)
+                )?;
+                writeln!(
+                    f,
+                    "    wgmma desc (row, k-chunk j of step i) at 16 row + start(i) + j LBO(i), SBO 128 B, no swizzle: {}",
+                    steps.join(", ")
+                )?;
+                continue;
+            }
             writeln!(
                 f,
                 "  {} tile       {}x{bk} K-major, smem {} (atom {})",
@@ -1484,9 +1508,17 @@ impl fmt::Display for Sm90Plan {
             f,
             "  pipeline     {} stages x {} B, full/empty mbarrier pairs; smem {} B",
             self.stages,
-            self.a_stage_bytes() + self.b.tma.bytes,
+            self.a_stage_bytes() + if self.b_panel { 0 } else { self.b.tma.bytes },
             self.smem_bytes
         )?;
+        if self.b_panel {
+            writeln!(
+                f,
+                "  B panel      {} k-tiles x {} B beside the ring (A only): the filter, loaded with the CTA's first tile and kept",
+                self.k_tiles(),
+                self.b.tma.bytes
+            )?;
+        }
         Ok(())
     }
 }

@@ -593,3 +593,37 @@ fn the_window_paths_kernels_compile_with_nvrtc() {
         assert!(c.cubin.len() > 1000);
     }
 }
+
+#[test]
+fn the_filter_is_a_panel_where_it_is_one_tile_column_and_fits() {
+    let sm90 = |s: &ConvSpec| {
+        let p = s.plan(Arch::Sm90a, 132).unwrap();
+        let p = p.sm90().expect("the Hopper path").clone();
+        p
+    };
+    // c2a: 64 output channels, one 128 x 64 tile column, a 73 KB filter beside 6 stages of A.
+    let c2a = ConvSpec::new([256, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1);
+    let p = sm90(&c2a);
+    assert!(p.b_panel && p.stages >= crate::plan::policy::PANEL_MIN_STAGES);
+    assert!(
+        p.to_string().contains("B panel      9 k-tiles x 8192 B"),
+        "{p}"
+    );
+    assert!(sm90(&c2a.clone().bias_residual_relu()).b_panel);
+    // c3a: 128 channels, 18 k-tiles of 16 KB: the filter does not fit beside the ring.
+    let c3a = ConvSpec::new([256, 128, 28, 28], [128, 128, 3, 3]).padding(1, 1, 1, 1);
+    assert!(!sm90(&c3a).b_panel);
+    // The stem's window GEMM: 7 k-tiles of 8 KB.
+    let stem = ConvSpec::new([32, 3, 224, 224], [64, 3, 7, 7])
+        .stride(2, 2)
+        .padding(3, 3, 3, 3);
+    assert!(sm90(&stem).b_panel);
+    // Ping-pong (a consumer may never see the first tile's stages) and a plain GEMM: no panel.
+    let pp = c2a.options(crate::Options {
+        schedule: Some(crate::plan::Schedule::PingPong),
+        ..Default::default()
+    });
+    assert!(!sm90(&pp).b_panel);
+    let g = crate::plan::Sm90Plan::new(&crate::plan::GemmProblem::new(4096, 64, 576)).unwrap();
+    assert!(!g.b_panel);
+}
