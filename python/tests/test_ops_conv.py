@@ -67,6 +67,9 @@ CASES = [
     ((1, 127, 6, 7), (24, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # odd channels
     ((3, 32, 9, 9), (16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 1x1: x read in place
     ((2, 24, 13, 11), (8, 3, 5), (2, 3), (1, 2, 0, 1), (2, 1)),  # R != S, strides, asymmetric pad, dilation
+    # Few channels, wide rows: the window load (phase planes, batched over output rows).
+    ((1, 3, 48, 224), (64, 7, 7), (2, 2), (3, 3, 3, 3), (1, 1)),  # a stem, C = 3
+    ((2, 4, 30, 200), (24, 5, 4), (2, 2), (2, 1, 1, 2), (1, 2)),  # C = 4, dilation along W
 ]
 
 
