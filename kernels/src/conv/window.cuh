@@ -24,28 +24,41 @@ static_assert(sizeof(tessera_conv_window_args) == 160, "12 64-bit integers and 1
 
 struct alignas(16) tessera_window_chunk { unsigned short v[8]; };
 
-// One CTA per input row (n, h) at a time (grid-stride over the rows), its threads over the
-// row's planes·u chunks: no 64-bit division per chunk.
+// One CTA per input row (n, h) (grid-stride over the rows, kRowsAtOnce of them an iteration:
+// their loads in flight together), its threads over the row's planes·u chunks; no 64-bit
+// division per chunk.
+constexpr int kRowsAtOnce = 4;
+
 extern "C" __global__ void tessera_conv_window_x(const unsigned short* __restrict__ x,
                                                  tessera_window_chunk* __restrict__ xs,
                                                  const tessera_conv_window_args g) {
   const long long rows = g.n * g.h;
   // A row's chunks (planes · u) fit 32 bits (the host's TMA limits).
   const int row = (int)(g.planes * g.u), cu = (int)g.u;
-  for (long long rh = blockIdx.x; rh < rows; rh += gridDim.x) {
+  const long long step = (long long)gridDim.x;
+  for (long long r0 = blockIdx.x; r0 < rows; r0 += kRowsAtOnce * step) {
     for (int j = threadIdx.x; j < row; j += blockDim.x) {
       const int ph = j / cu, u = j - ph * cu;
       const long long w = (long long)g.planes * u + ph - g.pl;
-      tessera_window_chunk v;
+      const bool inside = w >= 0 && w < g.w;
+      tessera_window_chunk v[kRowsAtOnce];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) v.v[e] = 0;
-      if (w >= 0 && w < g.w) {
-        const unsigned short* px = x + (rh * g.w + w) * g.c;
+      for (int k = 0; k < kRowsAtOnce; ++k) {
+        const long long rh = r0 + k * step;
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (e < g.c) v.v[e] = px[e];
+        for (int e = 0; e < 8; ++e) v[k].v[e] = 0;
+        if (inside && rh < rows) {
+          const unsigned short* px = x + (rh * g.w + w) * g.c;
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            if (e < g.c) v[k].v[e] = px[e];
+        }
       }
-      xs[rh * row + j] = v;
+#pragma unroll
+      for (int k = 0; k < kRowsAtOnce; ++k) {
+        const long long rh = r0 + k * step;
+        if (rh < rows) xs[rh * row + j] = v[k];
+      }
     }
   }
 }

@@ -208,8 +208,8 @@ mod gpu {
         ) -> Result<()> {
             let grid = |chunks: i64| ((chunks + 255) / 256).clamp(1, (16 * sms).max(1)) as u32;
             let wchunks = args.k * args.k_tiles * 8;
-            // x: one CTA a row of chunks, at most 32 CTAs an SM at once.
-            let xrows = (args.n * args.h).clamp(1, (32 * sms).max(1)) as u32;
+            // x: one CTA a row of chunks (4 rows an iteration), at most 32 CTAs an SM.
+            let xrows = ((args.n * args.h + 3) / 4).clamp(1, (32 * sms).max(1)) as u32;
             let mut pw = [param(&w), param(&ws), param(args)];
             launch_kernel(
                 &self.w,
