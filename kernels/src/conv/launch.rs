@@ -691,15 +691,30 @@ impl Conv2d {
             .with_layout(mat3(kk, g.k, g.n * g.p, (1, kk, 0)));
         let a = unsafe { Tensor::from_raw(ws + x_at, Some(input), xs_elems as usize) };
         let sms = self.ctx.sm_count();
+        self.launch_staged(stream, own, (a, b, y, ops), || {
+            // SAFETY: x and w are checked (channels-last, N·H·W·C and K·R·S·C elements,
+            // 16-byte aligned) and bound on this stream; the workspace regions hold the
+            // copies' elements, 256-byte aligned.
+            unsafe { stage.launch(stream, args, (x_ptr, w_ptr), (ws + x_at, ws), sms) }
+        })
+    }
+
+    /// The GEMM on `operands` after `copies` (the staging or the gather into the workspace),
+    /// queued after the GEMM's checks: with our own workspace, `copies` first claims it
+    /// (ordered after its previous user) and the launch records its release.
+    fn launch_staged<'t>(
+        &self,
+        stream: &CudaStream,
+        own: Option<&OwnWorkspace>,
+        (a, b, y, ops): (Tensor<'t>, Tensor<'t>, TensorMut<'t>, Operands<'t>),
+        mut copies: impl FnMut() -> Result<()>,
+    ) -> Result<()> {
         let mut guard = None;
         let mut prologue = || -> Result<()> {
             if let Some(own) = own {
                 guard = Some(own.claim(stream)?);
             }
-            // SAFETY: x and w are checked (channels-last, N·H·W·C and K·R·S·C elements,
-            // 16-byte aligned) and bound on this stream; the workspace regions hold the
-            // copies' elements, 256-byte aligned.
-            unsafe { stage.launch(stream, args, (x_ptr, w_ptr), (ws + x_at, ws), sms) }
+            copies()
         };
         let r = self
             .gemm
@@ -746,11 +761,7 @@ impl Conv2d {
             None => x,
         };
         let sms = self.ctx.sm_count();
-        let mut guard = None;
-        let mut prologue = || -> Result<()> {
-            if let Some(own) = own {
-                guard = Some(own.claim(stream)?);
-            }
+        self.launch_staged(stream, own, (a, b, y, ops), || {
             // SAFETY: w and x are checked (channels-last, K·R·S·C and N·H·W·C elements,
             // 16-byte aligned) and bound on this stream; the workspace regions hold the
             // copies' K·R·S·c_pad and N·H·W·pitch elements, 256-byte aligned.
@@ -761,16 +772,7 @@ impl Conv2d {
                 }
             }
             Ok(())
-        };
-        let r = self
-            .gemm
-            .launch_with_prologue(stream, a, b, y, ops, &mut prologue);
-        if let (Some(own), Some(_held)) = (own, &guard) {
-            own.done
-                .record(stream)
-                .map_err(driver_err("cuEventRecord (conv workspace)"))?;
-        }
-        r
+        })
     }
 
     /// The gather path: the gather into the workspace at `a`, queued after the GEMM's checks
@@ -793,24 +795,11 @@ impl Conv2d {
         let at = unsafe { Tensor::from_raw(a, Some(self.spec.input()), (m * lda) as usize) }
             .with_layout(mat(m, k, lda, 1));
         let sms = self.ctx.sm_count();
-        let mut guard = None;
-        let mut prologue = || -> Result<()> {
-            if let Some(own) = own {
-                guard = Some(own.claim(stream)?);
-            }
+        self.launch_staged(stream, own, (at, w, y, ops), || {
             // SAFETY: x (checked: N·H·W·C elements, 16-byte aligned, bound on this stream)
             // and the workspace (M x K elements) are valid for the launch.
             unsafe { gather.launch(stream, args, x, a, sms) }
-        };
-        let r = self
-            .gemm
-            .launch_with_prologue(stream, at, w, y, ops, &mut prologue)
-            .map_err(|e| in_conv_terms(e, false));
-        if let (Some(own), Some(_held)) = (own, &guard) {
-            own.done
-                .record(stream)
-                .map_err(driver_err("cuEventRecord (conv workspace)"))?;
-        }
-        r
+        })
+        .map_err(|e| in_conv_terms(e, false))
     }
 }

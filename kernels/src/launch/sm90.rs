@@ -71,6 +71,30 @@ pub(crate) fn on_byte_grid(
         && (batch == 1 || (batch_stride as u64 * elem_bytes) % grid == 0)
 }
 
+/// TMA's element type for a 16-bit operand (the Hopper path loads no other).
+fn tma_dtype(op: &'static str, dtype: DType) -> Result<cu::CUtensorMapDataType> {
+    match dtype {
+        DType::Bf16 => Ok(cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16),
+        DType::F16 => Ok(cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16),
+        DType::F32 => Err(KernelError::invalid(
+            op,
+            "the Hopper path loads 16-bit operands",
+        )),
+    }
+}
+
+/// A tensor map's base address must be 16-byte aligned.
+fn check_base(op: &'static str, operand: &'static str, ptr: u64) -> Result<()> {
+    if ptr % 16 != 0 {
+        return Err(KernelError::Misaligned {
+            op,
+            operand,
+            msg: format!("address {ptr:#x} is not 16-byte aligned (TMA)"),
+        });
+    }
+    Ok(())
+}
+
 /// Encodes the 3-D tensor map `{k, rows, batch}` that loads `bx` boxes of `o`.
 ///
 /// Errors with [`KernelError::Misaligned`] when the address is not 16-byte aligned or a
@@ -78,13 +102,7 @@ pub(crate) fn on_byte_grid(
 pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<TmaMap> {
     let op = "encode_tma";
     let eb = o.dtype.bytes();
-    if o.ptr % 16 != 0 {
-        return Err(KernelError::Misaligned {
-            op,
-            operand: name,
-            msg: format!("address {:#x} is not 16-byte aligned (TMA)", o.ptr),
-        });
-    }
+    check_base(op, name, o.ptr)?;
     let row_bytes = o.ld * eb;
     let batch_bytes = if o.batch > 1 {
         o.batch_stride * eb
@@ -105,16 +123,7 @@ pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<Tma
             });
         }
     }
-    let dtype = match o.dtype {
-        DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        DType::F32 => {
-            return Err(KernelError::invalid(
-                op,
-                "the Hopper path loads 16-bit operands",
-            ))
-        }
-    };
+    let dtype = tma_dtype(op, o.dtype)?;
     let swizzle = match bx.swizzle {
         TmaSwizzle::None => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
         TmaSwizzle::B32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
@@ -170,23 +179,8 @@ pub(crate) fn encode_tma_im2col(
     if let Some(why) = g.refusal() {
         return Err(KernelError::invalid(op, why));
     }
-    if ptr % 16 != 0 {
-        return Err(KernelError::Misaligned {
-            op,
-            operand: "x",
-            msg: format!("address {ptr:#x} is not 16-byte aligned (TMA)"),
-        });
-    }
-    let dt = match dtype {
-        DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        DType::F32 => {
-            return Err(KernelError::invalid(
-                op,
-                "the Hopper path loads 16-bit operands",
-            ))
-        }
-    };
+    check_base(op, "x", ptr)?;
+    let dt = tma_dtype(op, dtype)?;
     let [n, c, h, w] = g.x;
     let eb = dtype.bytes() as u64;
     // Channels past C (the last k-tile of a tap where C is not a multiple of 64) are outside
@@ -249,23 +243,8 @@ pub(crate) fn encode_tma_window(
     if let Some(why) = wd.refusal(bm) {
         return Err(KernelError::invalid(op, why));
     }
-    if ptr % 16 != 0 {
-        return Err(KernelError::Misaligned {
-            op,
-            operand: "x",
-            msg: format!("staged address {ptr:#x} is not 16-byte aligned (TMA)"),
-        });
-    }
-    let dt = match dtype {
-        DType::Bf16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        DType::F16 => cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        DType::F32 => {
-            return Err(KernelError::invalid(
-                op,
-                "the Hopper path loads 16-bit operands",
-            ))
-        }
-    };
+    check_base(op, "x (staged)", ptr)?;
+    let dt = tma_dtype(op, dtype)?;
     let [n, _, h, _] = wd.x;
     let (planes, chunks) = (wd.planes(), wd.chunks());
     let cb = crate::plan::window::CHUNK_BYTES as u64;
