@@ -3,6 +3,8 @@
 
 use std::process::ExitCode;
 
+use super::fail;
+
 use tessera_kernels::{Arch, ConvSpec, DType, Options};
 
 /// A convolution, as given on the command line.
@@ -123,11 +125,6 @@ pub fn spec(a: &ConvArgs) -> Result<ConvSpec, String> {
     Ok(s.beta(beta))
 }
 
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(1)
-}
-
 /// `tessera plan conv`: the im2col layout, the path and why, and the GEMM's plan; or the CUDA
 /// sources.
 pub fn plan(a: &ConvArgs, arch: &str, emit_cuda: bool, emit_cuda_only: bool) -> ExitCode {
@@ -170,27 +167,15 @@ pub fn run(a: &ConvArgs, seed: Option<u64>, caller_workspace: bool) -> ExitCode 
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let ctx = match tessera_kernels::Context::new(0) {
+    let ctx = match super::open_device() {
         Ok(c) => c,
-        Err(e) => return fail(e),
+        Err(code) => return code,
     };
-    println!(
-        "device {} ({}, {} SMs)",
-        ctx.device_name(),
-        ctx.arch(),
-        ctx.sm_count()
-    );
     match s.explain(ctx.arch(), ctx.sm_count()) {
         Ok(t) => print!("{t}"),
         Err(e) => return fail(e),
     }
-    let seed = seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
-            ^ (u64::from(std::process::id()) << 32)
-    });
+    let seed = seed.unwrap_or_else(super::fresh_seed);
     let case = ConvCase {
         seed,
         caller_workspace,
@@ -198,12 +183,8 @@ pub fn run(a: &ConvArgs, seed: Option<u64>, caller_workspace: bool) -> ExitCode 
     };
     match run_conv_case(&ctx, &case) {
         Ok(r) => {
-            println!("{r}");
-            if r.passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(2)
-            }
+            let passed = r.passed();
+            super::report(r, passed)
         }
         Err(e) => fail(e),
     }

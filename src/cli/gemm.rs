@@ -4,6 +4,8 @@
 
 use std::process::ExitCode;
 
+use super::fail;
+
 use tessera_kernels::plan::{ClusterShare, Schedule};
 use tessera_kernels::{Arch, DType, GemmSpec, Major, Options, Plan};
 
@@ -244,11 +246,6 @@ fn planned(spec: &GemmSpec, k: &KernelArgs, arch: Arch, sms: i64) -> Result<Plan
     Ok(plan)
 }
 
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(1)
-}
-
 /// Prints NVRTC programs exactly as compiled; with more than one (a staging copy, then the
 /// GEMM) a comment line names each before it.
 pub(crate) fn print_sources(sources: &[(String, String)]) {
@@ -311,21 +308,15 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let ctx = match tessera_kernels::Context::new(0) {
+    let ctx = match super::open_device() {
         Ok(c) => c,
-        Err(e) => return fail(e),
+        Err(code) => return code,
     };
-    println!(
-        "device {} ({}, {} SMs)",
-        ctx.device_name(),
-        ctx.arch(),
-        ctx.sm_count()
-    );
     match planned(&s, &pa.kernel, ctx.arch(), ctx.sm_count()) {
         Ok(p) => print!("{p}"),
         Err(e) => return fail(e),
     }
-    let seed = seed.unwrap_or_else(fresh_seed);
+    let seed = seed.unwrap_or_else(super::fresh_seed);
     match run_case(
         &ctx,
         &Case {
@@ -334,25 +325,11 @@ pub fn run(cmd: RunCommand) -> ExitCode {
         },
     ) {
         Ok(r) => {
-            println!("{r}");
-            if r.passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(2)
-            }
+            let passed = r.passed();
+            super::report(r, passed)
         }
         Err(e) => fail(e),
     }
-}
-
-/// A seed from the clock, for a run that was given none (it is printed, to replay the run).
-#[cfg(feature = "cuda")]
-fn fresh_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    t ^ (u64::from(std::process::id()) << 32)
 }
 
 /// Runs `tessera run` (built without the `cuda` feature).
