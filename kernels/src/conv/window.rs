@@ -259,6 +259,33 @@ mod tests {
     }
 
     #[test]
+    fn epilogues_that_change_meaning_in_the_batched_view_keep_another_path() {
+        use crate::epilogue::parse::parse_epilogue;
+        let fits = |e: &str| tree_fits(&parse_epilogue(e).unwrap());
+        for e in [
+            "acc",
+            "relu(acc + bias_col + residual)",
+            "gelu(aux(acc + bias_col))",
+            "alpha * acc + beta * c",
+            "acc * aux_in",
+        ] {
+            assert!(fits(e), "{e}");
+        }
+        // Output coordinates (the batched view's row is q), a per-row vector, bit masks
+        // (packed along rows), sums (per batch).
+        for e in [
+            "select(row < 100, acc, 0.0)",
+            "select(batch < 1, acc, 0.0)",
+            "acc + bias_row",
+            "relu_aux(acc + bias_col)",
+            "acc * aux_in_bits",
+            "bgrad_col(acc)",
+        ] {
+            assert!(!fits(e), "{e}");
+        }
+    }
+
+    #[test]
     fn the_filter_slots_follow_the_k_order() {
         let spec = ConvSpec::new([1, 3, 20, 20], [4, 3, 7, 7])
             .stride(2, 2)
