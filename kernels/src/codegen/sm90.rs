@@ -110,11 +110,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     let _ = writeln!(s, "#define TESSERA_SM90_CLUSTER {}", plan.cluster);
     if let Some(g) = &plan.im2col {
         // A from a convolution's input by TMA's im2col mode (the producer's tessera_sm90_load_a).
-        let (r, s_) = g.rs;
-        let (p, q) = g.pq;
-        let (sh, sw) = g.stride;
-        let (pt, _, pl, _) = g.pad;
-        let (dh, dw) = g.dil;
+        let (r, s_) = g.conv.rs;
+        let (p, q) = g.conv.pq;
+        let (sh, sw) = g.conv.stride;
+        let (pt, _, pl, _) = g.conv.pad;
+        let (dh, dw) = g.conv.dil;
         let _ = writeln!(s, "#define TESSERA_SM90_IM2COL 1");
         let _ = writeln!(
             s,
@@ -255,11 +255,11 @@ fn write_operands(s: &mut String, plan: &Sm90Plan) {
 /// strips, and per k16 step of a k-tile the start offset and the descriptor's constant part
 /// (the consumers read A through these instead of `kKStepBytesA` and `kDescHiA`).
 fn write_window(s: &mut String, wd: &WindowTma, bm: i64) {
-    let (r, _) = wd.rs;
-    let (p, _) = wd.pq;
-    let (sh, sw) = wd.stride;
-    let (pt, _, _, _) = wd.pad;
-    let (dh, _) = wd.dil;
+    let (r, _) = wd.conv.rs;
+    let (p, _) = wd.conv.pq;
+    let (sh, sw) = wd.conv.stride;
+    let (pt, _, _, _) = wd.conv.pad;
+    let (dh, _) = wd.conv.dil;
     let _ = writeln!(s, "#define TESSERA_SM90_WINDOW 1");
     let _ = writeln!(
         s,

@@ -298,12 +298,7 @@ pub(crate) fn im2col_candidate(
     }
     let eb = spec.input().bytes();
     let t = Im2colTma {
-        x: [g.n, g.c, g.h, g.w],
-        rs: (g.r, g.s),
-        pq: (g.p, g.q),
-        stride: g.stride,
-        pad: g.pad,
-        dil: g.dil,
+        conv: g.loads(),
         pitch: ChannelPadding::pitch(g.c, eb),
     };
     if t.refusal().is_some() {
@@ -585,8 +580,6 @@ pub(crate) fn explain(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<String> {
 fn explain_window(
     w: &mut String,
     spec: &ConvSpec,
-    arch: Arch,
-    sms: i64,
     a: &Im2col,
     plan: &Plan,
     wd: &crate::plan::WindowTma,
@@ -628,15 +621,10 @@ fn explain_window(
             ""
         }
     );
-    let steps: Vec<String> = wd
-        .k_steps(bm)
-        .iter()
-        .map(|(o, d)| format!("+{o} LBO {}", d.lbo_bytes))
-        .collect();
     let _ = writeln!(
         w,
         "               A's stage as wgmma reads it: (row, k-chunk j of step i) at byte 16·row + start(i) + j·LBO(i), no swizzle, SBO 128: steps {}",
-        steps.join(", ")
+        wd.describe_steps(bm)
     );
     let _ = writeln!(
         w,
@@ -652,7 +640,7 @@ fn explain_window(
         micros(crate::conv::window::estimate(g, wd, eb)),
         micros(est_gather(g, eb))
     );
-    let bytes = spec.workspace_bytes(arch, sms)?;
+    let bytes = spec.workspace_of(plan)?;
     let _ = writeln!(
         w,
         "  workspace    {bytes} bytes ({}): the staged filter and x; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
@@ -672,7 +660,7 @@ fn explain_path(
 ) -> Result<()> {
     let (m, k) = (a.g.gemm_m(), a.g.gemm_k());
     if let Some(wd) = plan.problem_window() {
-        return explain_window(w, spec, arch, sms, a, plan, &wd);
+        return explain_window(w, spec, a, plan, &wd);
     }
     let (path, why) = a.decide();
     match path {

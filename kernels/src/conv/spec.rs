@@ -43,6 +43,18 @@ impl Geometry {
     pub fn gemm_k(&self) -> i64 {
         self.c * self.r * self.s
     }
+
+    /// The geometry the Hopper kernel's loads of A walk.
+    pub fn loads(&self) -> crate::plan::ConvGeometry {
+        crate::plan::ConvGeometry {
+            x: [self.n, self.c, self.h, self.w],
+            rs: (self.r, self.s),
+            pq: (self.p, self.q),
+            stride: self.stride,
+            pad: self.pad,
+            dil: self.dil,
+        }
+    }
 }
 
 /// A 2-D convolution with a fused epilogue: `y = epilogue(conv2d(x, w))`, cross-correlation
@@ -545,7 +557,7 @@ impl ConvSpec {
                 ));
             }
         }
-        out.extend(self.plan(arch, sms)?.sources()?);
+        out.extend(plan.sources()?);
         Ok(out)
     }
 }

@@ -59,14 +59,7 @@ pub(crate) fn candidate(spec: &ConvSpec, arch: Arch) -> Result<Option<WindowTma>
 
 /// The window geometry of a convolution.
 pub(crate) fn of(g: &Geometry) -> WindowTma {
-    WindowTma {
-        x: [g.n, g.c, g.h, g.w],
-        rs: (g.r, g.s),
-        pq: (g.p, g.q),
-        stride: g.stride,
-        pad: g.pad,
-        dil: g.dil,
-    }
+    WindowTma { conv: g.loads() }
 }
 
 /// The roofline estimate of the window path in seconds, as the other paths' (660 TF/s,

@@ -130,19 +130,35 @@ pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<Tma
         TmaSwizzle::B64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
         TmaSwizzle::B128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
     };
-    let dims: [u64; 3] = [o.k as u64, o.rows as u64, o.batch as u64];
-    let strides: [u64; 2] = [row_bytes as u64, batch_bytes as u64];
-    let boxd: [u32; 3] = [bx.inner as u32, bx.outer as u32, 1];
-    let elem_strides: [u32; 3] = [1, 1, 1];
+    let dims = [o.k as u64, o.rows as u64, o.batch as u64];
+    let strides = [row_bytes as u64, batch_bytes as u64];
+    let boxd = [bx.inner as u32, bx.outer as u32, 1];
+    encode_tiled(name, dtype, o.ptr, &dims, &strides, &boxd, swizzle)
+}
+
+/// `cuTensorMapEncodeTiled` over `dims` (innermost first), `strides` in bytes for every
+/// dimension but the first, boxes of `boxd` elements, every element of a box loaded, no
+/// interleave, zeros outside the tensor; `name` goes into the error.
+fn encode_tiled(
+    name: &str,
+    dtype: cu::CUtensorMapDataType,
+    ptr: u64,
+    dims: &[u64],
+    strides: &[u64],
+    boxd: &[u32],
+    swizzle: cu::CUtensorMapSwizzle,
+) -> Result<TmaMap> {
+    debug_assert!(strides.len() + 1 == dims.len() && boxd.len() == dims.len());
+    let elem_strides = vec![1u32; dims.len()];
     let mut map = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
-    // SAFETY: every pointer is to a live array of the rank the call is told; the map is
-    // written by the driver.
+    // SAFETY: every pointer is to a live slice of the rank the call is told (checked above);
+    // the map is written by the driver.
     let r = unsafe {
         cu::cuTensorMapEncodeTiled(
             map.as_mut_ptr(),
             dtype,
-            3,
-            o.ptr as *mut std::ffi::c_void,
+            dims.len() as u32,
+            ptr as *mut std::ffi::c_void,
             dims.as_ptr(),
             strides.as_ptr(),
             boxd.as_ptr(),
@@ -181,7 +197,7 @@ pub(crate) fn encode_tma_im2col(
     }
     check_base(op, "x", ptr)?;
     let dt = tma_dtype(op, dtype)?;
-    let [n, c, h, w] = g.x;
+    let [n, c, h, w] = g.conv.x;
     let eb = dtype.bytes() as u64;
     // Channels past C (the last k-tile of a tap where C is not a multiple of 64) are outside
     // the map: TMA fills them with zeros.
@@ -195,7 +211,7 @@ pub(crate) fn encode_tma_im2col(
     let (lo, hi) = g.corners();
     let lower: [i32; 2] = [lo[0] as i32, lo[1] as i32];
     let upper: [i32; 2] = [hi[0] as i32, hi[1] as i32];
-    let elem_strides: [u32; 4] = [1, g.stride.1 as u32, g.stride.0 as u32, 1];
+    let elem_strides: [u32; 4] = [1, g.conv.stride.1 as u32, g.conv.stride.0 as u32, 1];
     let mut map = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
     // SAFETY: every pointer is to a live array of the length the rank implies; the map is
     // written by the driver.
@@ -245,7 +261,7 @@ pub(crate) fn encode_tma_window(
     }
     check_base(op, "x (staged)", ptr)?;
     let dt = tma_dtype(op, dtype)?;
-    let [n, _, h, _] = wd.x;
+    let [n, _, h, _] = wd.conv.x;
     let (planes, chunks) = (wd.planes(), wd.chunks());
     let cb = crate::plan::window::CHUNK_BYTES as u64;
     // A box row is 8 chunks (128 bytes): chunks() and strip_rows() are whole box rows.
@@ -271,32 +287,15 @@ pub(crate) fn encode_tma_window(
         1,
         1,
     ];
-    let elem_strides: [u32; 5] = [1; 5];
-    let mut map = std::mem::MaybeUninit::<cu::CUtensorMap>::zeroed();
-    // SAFETY: every pointer is to a live array of the rank the call is told; the map is
-    // written by the driver.
-    let r = unsafe {
-        cu::cuTensorMapEncodeTiled(
-            map.as_mut_ptr(),
-            dt,
-            5,
-            ptr as *mut std::ffi::c_void,
-            dims.as_ptr(),
-            strides.as_ptr(),
-            boxd.as_ptr(),
-            elem_strides.as_ptr(),
-            cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
-            cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-        )
-    };
-    r.result().map_err(|e| KernelError::Driver {
-        op: "cuTensorMapEncodeTiled",
-        msg: format!("staged x: {e:?} (dims {dims:?}, strides {strides:?} B, box {boxd:?})"),
-    })?;
-    // SAFETY: the driver wrote the map (the call succeeded).
-    Ok(TmaMap(unsafe { map.assume_init() }))
+    encode_tiled(
+        "staged x",
+        dt,
+        ptr,
+        &dims,
+        &strides,
+        &boxd,
+        cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+    )
 }
 
 /// The tensor map A's loads read, as the plan loads A: the convolution's x through TMA's

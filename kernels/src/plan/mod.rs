@@ -18,7 +18,8 @@ pub use gemm::{GemmSpec, Options, Plan};
 pub use problem::{Activation, BiasMode, Epilogue, GemmProblem};
 pub use sm80::{GemmPlan, OperandPlan, PlanOptions, SmemLayout, StageLayout, SwizzleBits};
 pub use sm90::{
-    store_plan, ClusterShare, Im2colTma, Schedule, Sm90Operand, Sm90Options, Sm90Plan, Sm90Store,
+    store_plan, ClusterShare, ConvGeometry, Im2colTma, Schedule, Sm90Operand, Sm90Options,
+    Sm90Plan, Sm90Store,
 };
 pub use sm90_layouts::{
     tma_box_for, wgmma_acc_layout, wgmma_desc_for, TmaBox, TmaSplit, TmaSwizzle, WgmmaDesc,

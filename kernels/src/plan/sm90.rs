@@ -392,6 +392,17 @@ pub fn fragment_pass_form(acc: &Layout) -> Result<()> {
 /// offset `(s dw, r dh)` goes with each load; taps in the padding read zeros.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Im2colTma {
+    /// The convolution.
+    pub conv: ConvGeometry,
+    /// Elements from one pixel of x to the next: C when x is packed; more where the pixels
+    /// are padded onto TMA's 16-byte grid (a staged copy of x).
+    pub pitch: i64,
+}
+
+/// A convolution's geometry as the Hopper kernel's loads of A walk it (the im2col load,
+/// [`Im2colTma`], and the window load, [`crate::plan::WindowTma`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvGeometry {
     /// x's logical sizes `(N, C, H, W)`.
     pub x: [i64; 4],
     /// The filter's `(R, S)`.
@@ -404,34 +415,31 @@ pub struct Im2colTma {
     pub pad: (i64, i64, i64, i64),
     /// The dilation `(dh, dw)`.
     pub dil: (i64, i64),
-    /// Elements from one pixel of x to the next: C when x is packed; more where the pixels
-    /// are padded onto TMA's 16-byte grid (a staged copy of x).
-    pub pitch: i64,
 }
 
 impl Im2colTma {
     /// The tensor map's bounding box of window corners, `(lower, upper)` as `[W, H]` offsets
     /// from x's first and last pixel: `-pad` below, `pad_end - (taps - 1) dilation` above.
     pub fn corners(&self) -> ([i64; 2], [i64; 2]) {
-        let (pt, pb, pl, pr) = self.pad;
-        let (r, s) = self.rs;
-        let (dh, dw) = self.dil;
+        let (pt, pb, pl, pr) = self.conv.pad;
+        let (r, s) = self.conv.rs;
+        let (dh, dw) = self.conv.dil;
         ([-pl, -pt], [pr - (s - 1) * dw, pb - (r - 1) * dh])
     }
 
     /// The k-tiles of one tap: C channels rounded up to whole 64-channel loads.
     pub fn c_blocks(&self) -> i64 {
-        (self.x[1] + 63) / 64
+        (self.conv.x[1] + 63) / 64
     }
 
     /// The GEMM's K: every tap's channels rounded up to whole k-tiles, `R·S·64·c_blocks`.
     pub fn gemm_k(&self) -> i64 {
-        self.rs.0 * self.rs.1 * 64 * self.c_blocks()
+        self.conv.rs.0 * self.conv.rs.1 * 64 * self.c_blocks()
     }
 
     /// Elements of x the tensor map may read: up to the last pixel's channel C.
     pub fn extent(&self) -> i64 {
-        let [n, c, h, w] = self.x;
+        let [n, c, h, w] = self.conv.x;
         (n * h * w - 1) * self.pitch + c
     }
 
@@ -439,14 +447,14 @@ impl Im2colTma {
     /// or `None`: 16-bit pixels on the 16-byte grid (`pitch` a multiple of 8, at least C),
     /// strides at most 8, the corners within [-128, 127], the taps' offsets within 16 bits.
     pub fn refusal(&self) -> Option<String> {
-        let c = self.x[1];
+        let c = self.conv.x[1];
         if self.pitch < c || self.pitch % 8 != 0 {
             return Some(format!(
                 "a pixel pitch of {} elements for C = {c} channels: TMA steps from pixel to pixel in multiples of 16 bytes (8 16-bit elements), at least C",
                 self.pitch
             ));
         }
-        let (sh, sw) = self.stride;
+        let (sh, sw) = self.conv.stride;
         if !(1..=8).contains(&sh) || !(1..=8).contains(&sw) {
             return Some(format!(
                 "stride ({sh},{sw}): TMA's im2col traversal steps at most 8"
@@ -462,8 +470,8 @@ impl Im2colTma {
                 "window corners {lo:?} .. {hi:?} outside [-128, 127]"
             ));
         }
-        let (r, s) = self.rs;
-        let (dh, dw) = self.dil;
+        let (r, s) = self.conv.rs;
+        let (dh, dw) = self.conv.dil;
         if (r - 1) * dh > 0xffff || (s - 1) * dw > 0xffff {
             return Some("tap offsets beyond 16 bits".to_string());
         }
@@ -841,8 +849,8 @@ impl Sm90Plan {
             if let Some(why) = g.refusal() {
                 return Err(KernelError::invalid(op, format!("im2col load of A: {why}")));
             }
-            let [n, _, _, _] = g.x;
-            let (p, q) = g.pq;
+            let [n, _, _, _] = g.conv.x;
+            let (p, q) = g.conv.pq;
             if problem.k != g.gemm_k() || problem.m != n * p * q {
                 return Err(KernelError::invalid(
                     op,
@@ -1412,11 +1420,6 @@ impl fmt::Display for Sm90Plan {
         for o in [&self.a, &self.b] {
             if let (Some(wd), "A") = (&self.window, o.name) {
                 let bm = self.cta_tile.0;
-                let steps: Vec<String> = wd
-                    .k_steps(bm)
-                    .iter()
-                    .map(|(at, d)| format!("+{at} LBO {}", d.lbo_bytes))
-                    .collect();
                 writeln!(
                     f,
                     "  A tile       {bm}x{bk} by the window load: {} strips of {} 16-byte chunks ({} B apart, no swizzle) a stage, {} B loaded",
@@ -1428,7 +1431,7 @@ impl fmt::Display for Sm90Plan {
                 writeln!(
                     f,
                     "    wgmma desc (row, k-chunk j of step i) at 16 row + start(i) + j LBO(i), SBO 128 B, no swizzle: {}",
-                    steps.join(", ")
+                    wd.describe_steps(bm)
                 )?;
                 continue;
             }

@@ -21,6 +21,7 @@
 //! k order the strips give ([`WindowTma::slots`]).
 
 use crate::error::{KernelError, Result};
+use crate::plan::sm90::ConvGeometry;
 use crate::plan::sm90_layouts::{TmaSwizzle, WgmmaDesc};
 
 /// Bytes of one chunk: 8 16-bit channels of a pixel, one row of a wgmma core matrix.
@@ -40,18 +41,8 @@ const STRIP_ALIGN: i64 = 128;
 /// A convolution loaded by the window load (see the module's documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WindowTma {
-    /// x's logical sizes `(N, C, H, W)`.
-    pub x: [i64; 4],
-    /// The filter's `(R, S)`.
-    pub rs: (i64, i64),
-    /// The output's `(P, Q)`.
-    pub pq: (i64, i64),
-    /// The stride `(sh, sw)`.
-    pub stride: (i64, i64),
-    /// The padding `(top, bottom, left, right)`.
-    pub pad: (i64, i64, i64, i64),
-    /// The dilation `(dh, dw)`.
-    pub dil: (i64, i64),
+    /// The convolution.
+    pub conv: ConvGeometry,
 }
 
 /// One chunk of a k-tile: a tap `(filter row within the k-tile, s)` or the zero strip, and
@@ -67,30 +58,30 @@ pub struct WindowSlot {
 impl WindowTma {
     /// Phase planes: the horizontal stride.
     pub fn planes(&self) -> i64 {
-        self.stride.1
+        self.conv.stride.1
     }
 
     /// `(φ(s), off(s))`: tap s reads chunk `q + off` of plane `φ`.
     pub fn phase_off(&self, s: i64) -> (i64, i64) {
-        let sw = self.stride.1;
-        let d = s * self.dil.1;
+        let sw = self.conv.stride.1;
+        let d = s * self.conv.dil.1;
         (d % sw, d / sw)
     }
 
     /// The largest chunk offset of a tap, `off(S − 1)`.
     pub fn max_off(&self) -> i64 {
-        self.phase_off(self.rs.1 - 1).1
+        self.phase_off(self.conv.rs.1 - 1).1
     }
 
     /// Chunks of a plane row in the staged copy: the output's Q plus the largest offset,
     /// rounded up to whole box rows (the staged zeros past the last pixel).
     pub fn chunks(&self) -> i64 {
-        (self.pq.1 + self.max_off() + BOX_CHUNKS - 1) / BOX_CHUNKS * BOX_CHUNKS
+        (self.conv.pq.1 + self.max_off() + BOX_CHUNKS - 1) / BOX_CHUNKS * BOX_CHUNKS
     }
 
     /// Elements of the staged copy, `N·H·planes·chunks·8`.
     pub fn staged_elems(&self) -> Option<i64> {
-        let [n, _, h, _] = self.x;
+        let [n, _, h, _] = self.conv.x;
         [n, h, self.planes(), self.chunks(), CHUNK_CHANNELS]
             .iter()
             .try_fold(1i64, |a, &v| a.checked_mul(v))
@@ -112,7 +103,7 @@ impl WindowTma {
     /// stage fit a 128-row one (each strip grows by 1024 bytes, the stage by 8192, and at
     /// most 8 strips of at least 1024 bytes fit the smaller stage).
     pub fn rows_per_ktile(&self) -> i64 {
-        let (_, s) = self.rs;
+        let (_, s) = self.conv.rs;
         if !(1..=KTILE_CHUNKS).contains(&s) {
             return 0;
         }
@@ -130,7 +121,7 @@ impl WindowTma {
     /// The k-tiles: R filter rows, [`WindowTma::rows_per_ktile`] at a time.
     pub fn k_tiles(&self) -> i64 {
         let rows = self.rows_per_ktile().max(1);
-        (self.rs.0 + rows - 1) / rows
+        (self.conv.rs.0 + rows - 1) / rows
     }
 
     /// The GEMM's K: 64 elements a k-tile.
@@ -141,7 +132,7 @@ impl WindowTma {
     /// Whether a k-tile's taps are odd in number: the last k16 step pairs its last tap with
     /// a strip of zeros (loaded from outside x).
     pub fn zero_strip(&self) -> bool {
-        self.rows_per_ktile() * self.rs.1 % 2 == 1
+        self.rows_per_ktile() * self.conv.rs.1 % 2 == 1
     }
 
     /// Strips a stage loads: one per filter row of the k-tile and plane, then the zero strip.
@@ -158,7 +149,7 @@ impl WindowTma {
     /// increase, and every k16 step's second chunk lies after its first: LBO > 0), then the
     /// zero strip. The filter is staged in this order.
     pub fn slots(&self, bm: i64) -> Vec<WindowSlot> {
-        let (_, s_taps) = self.rs;
+        let (_, s_taps) = self.conv.rs;
         let sb = self.strip_bytes(bm);
         let mut v = Vec::new();
         for rl in 0..self.rows_per_ktile() {
@@ -203,10 +194,20 @@ impl WindowTma {
             .collect()
     }
 
+    /// [`WindowTma::k_steps`] in words: each step's start and LBO in bytes.
+    pub fn describe_steps(&self, bm: i64) -> String {
+        let steps: Vec<String> = self
+            .k_steps(bm)
+            .iter()
+            .map(|(at, d)| format!("+{at} LBO {}", d.lbo_bytes))
+            .collect();
+        steps.join(", ")
+    }
+
     /// Why the window load cannot take this convolution with BM-row tiles, or `None`.
     pub fn refusal(&self, bm: i64) -> Option<String> {
-        let [_, c, _, _] = self.x;
-        let (_, s) = self.rs;
+        let [_, c, _, _] = self.conv.x;
+        let (_, s) = self.conv.rs;
         if !(1..=CHUNK_CHANNELS).contains(&c) {
             return Some(format!(
                 "C = {c}: a tap is one 16-byte chunk of 8 channels (C <= 8)"
@@ -235,7 +236,7 @@ impl WindowTma {
         if last >= (1 << 14) * CHUNK_BYTES {
             return Some("strip offsets beyond the descriptor's 14-bit LBO".to_string());
         }
-        let [n, _, h, _] = self.x;
+        let [n, _, h, _] = self.conv.x;
         if [n, h, self.chunks() * self.planes()]
             .iter()
             .any(|&v| v > i32::MAX as i64)
@@ -252,8 +253,8 @@ impl WindowTma {
         if let Some(why) = self.refusal(bm) {
             return Err(KernelError::invalid(op, format!("window load of A: {why}")));
         }
-        let [n, _, _, _] = self.x;
-        let (p, q) = self.pq;
+        let [n, _, _, _] = self.conv.x;
+        let (p, q) = self.conv.pq;
         if batch != n * p || m != q || k != self.gemm_k() {
             return Err(KernelError::invalid(
                 op,
@@ -274,12 +275,14 @@ mod tests {
 
     fn stem() -> WindowTma {
         WindowTma {
-            x: [2, 3, 224, 224],
-            rs: (7, 7),
-            pq: (112, 112),
-            stride: (2, 2),
-            pad: (3, 3, 3, 3),
-            dil: (1, 1),
+            conv: ConvGeometry {
+                x: [2, 3, 224, 224],
+                rs: (7, 7),
+                pq: (112, 112),
+                stride: (2, 2),
+                pad: (3, 3, 3, 3),
+                dil: (1, 1),
+            },
         }
     }
 
@@ -292,7 +295,7 @@ mod tests {
         let slots = t.slots(bm);
         let steps = t.k_steps(bm);
         assert_eq!(steps.len() as i64, (slots.len() as i64 + 1) / 2);
-        let (sw, pl, dw) = (t.stride.1, t.pad.2, t.dil.1);
+        let (sw, pl, dw) = (t.conv.stride.1, t.conv.pad.2, t.conv.dil.1);
         for (i, (start, d)) in steps.iter().enumerate() {
             assert!(d.lbo_bytes > 0 && d.lbo_bytes % 16 == 0, "{t:?} step {i}");
             for half in 0..2 {
@@ -343,12 +346,14 @@ mod tests {
             ((4, 5), (2, 4), (1, 1), 7),
         ] {
             let t = WindowTma {
-                x: [1, c, 40, 40],
-                rs,
-                pq: (20, 20),
-                stride,
-                pad: (1, 2, 1, 2),
-                dil,
+                conv: ConvGeometry {
+                    x: [1, c, 40, 40],
+                    rs,
+                    pq: (20, 20),
+                    stride,
+                    pad: (1, 2, 1, 2),
+                    dil,
+                },
             };
             for bm in [64, 128] {
                 if t.refusal(bm).is_none() {
@@ -361,13 +366,13 @@ mod tests {
     #[test]
     fn refusals_name_the_rule() {
         let mut t = stem();
-        t.x[1] = 9;
+        t.conv.x[1] = 9;
         assert!(t.refusal(128).unwrap().contains("C = 9"));
         let mut t = stem();
-        t.rs.1 = 9;
+        t.conv.rs.1 = 9;
         assert!(t.refusal(128).unwrap().contains("S = 9"));
         let mut t = stem();
-        t.dil.1 = 2000;
+        t.conv.dil.1 = 2000;
         assert!(t.refusal(128).unwrap().contains("TMA boxes"));
         assert!(stem().check(128, 2 * 112, 112, 448).is_ok());
         assert!(stem().check(128, 2 * 112, 112, 147).is_err());
