@@ -66,6 +66,11 @@ constexpr int kSm90FlagStorePair = 1;
 // the tensor maps).
 constexpr int kSm90FlagTmaStore = 2;
 
+// With kSm90FlagTmaStore: D (and aux) leave as whole rows by bulk copies instead of tensor
+// stores (tessera_sm90_row_pass; the launch sets it where D's rows are off TMA's 16-byte grid
+// but contiguous and within one tile column, in kernels compiled with kRowStore).
+constexpr int kSm90FlagRowStore = 4;
+
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(!kStreamK || (!kPingPong && kCluster == 1), "stream-K: cooperative schedule, no cluster");
 // Stream-K: float4 loads of another CTA's partial sums in flight at once per thread.
@@ -703,6 +708,78 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
     }
   }
   TESSERA_TLP(seq, 3);
+}
+
+// The row store (kSm90FlagRowStore). Where one tile holds all of D's n columns and D's rows
+// follow one another in memory (ld = n), a warp's kWarpRows rows of an m64 half are one run
+// of kWarpRows n elements, and it starts on 16 bytes whatever n is (the launch checked the
+// base and the batch stride; kWarpRows n 2 bytes is a multiple of 32). So a D whose rows are
+// off TMA's 16-byte grid (n not a multiple of 8) still leaves through shared memory without a
+// tensor map: the warp packs its rows pass by pass into its run of the store buffers (row
+// pitch n elements, D's run at kWarpRows n 2 w bytes into the consumer's buffers, aux's 64 n 2
+// bytes after D's: the launch checked they fit), and after the half's last pass its first
+// lane copies each run out with one bulk copy of its length rounded down to 16 bytes; the
+// lanes store the rest (fewer than 8 elements) themselves. The half's first pass waits until
+// the copies of the warp's previous half have read the run. `run_of()`: the warp's first row
+// in global memory and how many of its rows are inside D (computed where the copy needs it:
+// kept through the passes, its pointers spilled beside the larger trees).
+struct TesseraSm90Run {
+  char* d;
+  char* aux;
+  int rows;
+};
+template <bool kAux, typename RunOf, typename Freed>
+__device__ __forceinline__ void tessera_sm90_row_pass(unsigned bufs, int j, int n, int t,
+                                                      const unsigned (&dpk)[kEpiRegs / 2],
+                                                      const unsigned (&apk)[kEpiRegs / 2],
+                                                      RunOf run_of, Freed freed) {
+  constexpr int kPassesN = kBN / kEpiCols;
+  const int w = t / 32;
+  const int lane = t % 32;
+  const unsigned pitch = 2u * (unsigned)n;
+  const unsigned dbuf = bufs + (unsigned)(kWarpRows * w) * pitch;
+  const unsigned abuf = dbuf + 64u * pitch;
+  if (j == 0 && lane == 0) tessera_bulk_wait_read<0>();
+  // (The warp's own named barrier, as in tessera_sm90_store_pass.)
+  tessera_bar_sync(1 + kConsumers + (int)(threadIdx.x / 32) - 4, 32);
+  freed();
+#pragma unroll
+  for (int k = 0; k < kEpiRegs; k += 2) {
+    const int col = j * kEpiCols + tessera_acc_col(t, k);
+    if (col < n) {
+      const unsigned off = (unsigned)(tessera_acc_row(t, k) - kWarpRows * w) * pitch + 2u * col;
+      if (n % 2 == 0) {
+        tessera_sts32(dbuf + off, dpk[k / 2]);
+        if (kAux) tessera_sts32(abuf + off, apk[k / 2]);
+      } else {
+        // Odd rows of an odd n start on 2 bytes: the pair goes in halves.
+        tessera_sts16(dbuf + off, dpk[k / 2]);
+        if (kAux) tessera_sts16(abuf + off, apk[k / 2]);
+        if (col + 1 < n) {
+          tessera_sts16(dbuf + off + 2, dpk[k / 2] >> 16);
+          if (kAux) tessera_sts16(abuf + off + 2, apk[k / 2] >> 16);
+        }
+      }
+    }
+  }
+  if (j != kPassesN - 1) return;
+  const TesseraSm90Run run = run_of();
+  if (run.rows > 0) {
+    tessera_fence_proxy_async();
+    __syncwarp();
+    const unsigned bytes = (unsigned)min(run.rows, kWarpRows) * pitch;
+    const unsigned bulk = bytes & ~15u;
+    if (lane == 0 && bulk > 0) {
+      tessera_bulk_store(run.d, dbuf, bulk);
+      if (kAux) tessera_bulk_store(run.aux, abuf, bulk);
+      tessera_bulk_commit();
+    }
+    if (2u * lane < bytes - bulk) {
+      const unsigned o = bulk + 2u * lane;
+      *reinterpret_cast<unsigned short*>(run.d + o) = tessera_lds16(dbuf + o);
+      if (kAux) *reinterpret_cast<unsigned short*>(run.aux + o) = tessera_lds16(abuf + o);
+    }
+  }
 }
 
 #ifdef TESSERA_EPILOGUE_TREE
@@ -1618,7 +1695,7 @@ __device__ __forceinline__ void tessera_sm90_epilogue_tree_tma(
         mask_word = (s0 ? wb[1] : wb[0]) | __shfl_xor_sync(0xffffffffu, s0 ? wb[0] : wb[1], 1);
         mask_word |= __shfl_xor_sync(0xffffffffu, mask_word, 2);
       }
-      tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [&] {
+      const auto freed = [&] {
         // The warp has read its rows of this pass's staged inputs: they take those of
         // pass + kInBufs.
         if (kTesseraEpStaged > 0 && lane == 0 && pass + kInBufs < kTilePasses) {
@@ -1628,7 +1705,21 @@ __device__ __forceinline__ void tessera_sm90_epilogue_tree_tma(
           tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x, in_slot,
                                          in_bar + 8 * slot, r1, c1, b, w);
         }
-      });
+      };
+      if (kRowStore && (p.flags & kSm90FlagRowStore)) {
+        // (One tile column: cb = j kEpiCols. The region starts at column 0, ld = n.)
+        const auto run_of = [&] {
+          const int r = row0 + kWarpRows * (t / 32);
+          const long long e0 = (long long)b * ea.batch_d + (long long)(ea.row0 + r) * ea.ldd;
+          const long long a0 = (long long)b * ea.batch_aux + (long long)(ea.row0 + r) * ea.ldaux;
+          return TesseraSm90Run{static_cast<char*>(ea.d) + 2 * e0,
+                                kTesseraEpAuxFull ? static_cast<char*>(ea.aux) + 2 * a0 : nullptr,
+                                p.m - r};
+        };
+        tessera_sm90_row_pass<kTesseraEpAuxFull>(bufs, j, p.n, t, dpk, apk, run_of, freed);
+      } else {
+        tessera_sm90_store_pass<kTesseraEpAuxFull>(bufs, store_slot, slot_tl * kTilePasses + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, freed);
+      }
       if (kTesseraEpBits) tessera_sm90_store_mask_word(mask_held, mask_word, mask_rows, h, j, cb, lane, p);
       const int b0 = lane & 1;
       if (kTesseraEpColSum) tessera_sm90_reduce_cols(ea, p, cs, cb, b, t, lane);
@@ -1733,7 +1824,18 @@ __device__ __forceinline__ void tessera_sm90_epilogue_fused_tma(
         dpk[k / 2] = tessera_pack2(tessera_activate(x0, kEpiAct, kEpiCoarse), tessera_activate(x1, kEpiAct, kEpiCoarse), kEpiOut);
       }
     }
-    tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, slot_tl * kMHalves * kPassesN + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
+    if (kRowStore && (p.flags & kSm90FlagRowStore)) {
+      const auto run_of = [&] {
+        const int r = row0 + kWarpRows * (t / 32);
+        return TesseraSm90Run{
+            static_cast<char*>(p.d) + 2 * ((long long)b * p.batch_d + (long long)r * p.ldd),
+            kEpiAux ? static_cast<char*>(p.aux) + 2 * ((long long)b * p.batch_aux + (long long)r * p.ldaux) : nullptr,
+            p.m - r};
+      };
+      tessera_sm90_row_pass<kEpiAux>(bufs, j, p.n, t, dpk, apk, run_of, [] {});
+    } else {
+      tessera_sm90_store_pass<kEpiAux>(bufs, store_slot, slot_tl * kMHalves * kPassesN + pass, t, dpk, apk, &tma_d, &tma_aux, cb, row0, b, [] {});
+    }
   }
 }
 

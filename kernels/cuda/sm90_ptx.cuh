@@ -102,6 +102,13 @@ __device__ __forceinline__ void tessera_tma_store_3d(const TesseraTmaMap* map, u
                ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
+// A bulk copy (no tensor map) of `bytes` bytes from shared-memory address `src` to global
+// `dst`, in the same groups: both addresses and the length multiples of 16.
+__device__ __forceinline__ void tessera_bulk_store(void* dst, unsigned src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+               ::"l"(reinterpret_cast<unsigned long long>(dst)), "r"(src), "r"(bytes)
+               : "memory");
+}
 __device__ __forceinline__ void tessera_bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
@@ -118,6 +125,14 @@ __device__ __forceinline__ void tessera_fence_proxy_async() {
 }
 __device__ __forceinline__ void tessera_sts32(unsigned addr, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void tessera_sts16(unsigned addr, unsigned v) {
+  asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(addr), "h"((unsigned short)v) : "memory");
+}
+__device__ __forceinline__ unsigned short tessera_lds16(unsigned addr) {
+  unsigned short v;
+  asm volatile("ld.shared.b16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
+  return v;
 }
 
 // wgmma brackets: a fence before the first wgmma that touches registers written otherwise,

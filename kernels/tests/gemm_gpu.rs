@@ -429,8 +429,8 @@ fn default_plans_off_the_standard_shapes() {
 }
 
 /// K or N not a multiple of 8: an odd K leaves the Hopper path (rows of A and B off TMA's
-/// 16-byte grid); an odd N keeps it, D stored element by element (with a split along K at
-/// small M); fp16 and a batch with an odd N.
+/// 16-byte grid); an odd N keeps it, D stored as whole rows where N fits one tile, else
+/// element by element (with a split along K at small M); fp16 and a batch with an odd N.
 #[test]
 fn odd_k_and_n() {
     let mut cases = Vec::new();
@@ -448,6 +448,52 @@ fn odd_k_and_n() {
         .expect("epilogue");
     cases.push(Case::new(s));
     run_table("odd_k_and_n", cases);
+}
+
+/// N in one tile with D's rows off TMA's 16-byte grid: the Hopper kernel's row store (each
+/// warp's rows packed in shared memory and copied out in bulk, the last bytes of a run by the
+/// lanes), on both schedules, odd and even N, M with partial warps and tiles, aux beside D,
+/// the generated tree epilogue; and where D is not contiguous rows on 16 bytes (padded rows,
+/// a base off the grid), the scratch path in the same kernel.
+#[test]
+fn whole_row_stores_where_n_fits_a_tile() {
+    let test = "whole_row_stores_where_n_fits_a_tile";
+    let Some(ctx) = gpu(test) else { return };
+    let forced = |tile, schedule| Options {
+        tile: Some(tile),
+        schedule: Some(schedule),
+        ..Options::default()
+    };
+    let mut cases = Vec::new();
+    for (m, n, k, opts) in [
+        (1001, 124, 320, Options::default()),
+        (777, 127, 200, forced((128, 128, 64), Schedule::Cooperative)),
+        (515, 60, 136, Options::default()),
+        (300, 100, 64, forced((128, 128, 64), Schedule::PingPong)),
+        (67, 21, 72, forced((64, 64, 64), Schedule::Cooperative)),
+    ] {
+        for e in [
+            "acc",
+            "relu_bias",
+            "gelu_aux_bias",
+            "relu(acc + bias_row) + residual",
+        ] {
+            let s = spec(m, n, k, e).options(opts);
+            let plan = tessera_kernels::Gemm::new(&ctx, &s).expect("gemm");
+            assert!(
+                plan.plan().row_store(),
+                "{s}: {}",
+                plan.plan().kernel_name()
+            );
+            cases.push(Case::new(s));
+        }
+    }
+    let mut padded = Case::new(spec(1001, 124, 320, "gelu_aux_bias"));
+    padded.pad = 8;
+    let mut offset = Case::new(spec(1001, 124, 320, "relu_bias"));
+    offset.offset = 3;
+    cases.extend([padded, offset]);
+    run_cases(&ctx, test, "sm90", &cases);
 }
 
 /// K whose rows are off TMA's 16-byte grid on the Hopper path: A and B staged into padded

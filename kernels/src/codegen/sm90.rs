@@ -320,6 +320,11 @@ fn write_store(s: &mut String, plan: &Sm90Plan) {
                 "constexpr int kWarpRows = {}; constexpr unsigned kWarpStoreBytes = {}; // each warp stores its rows of a buffer",
                 st.warp_tma.outer, st.warp_tma.bytes
             );
+            let _ = writeln!(
+                s,
+                "constexpr bool kRowStore = {}; // D as whole rows by bulk copies (N in one tile, rows off the 16-byte grid)",
+                plan.row_store()
+            );
             let idx = modes_expr(&st.smem.layout, &["r", "c"]);
             let _ = writeln!(
                 s,
@@ -334,7 +339,7 @@ fn write_store(s: &mut String, plan: &Sm90Plan) {
             );
             let _ = writeln!(
                 s,
-                "constexpr int kWarpRows = 16; constexpr unsigned kWarpStoreBytes = 0;"
+                "constexpr int kWarpRows = 16; constexpr unsigned kWarpStoreBytes = 0; constexpr bool kRowStore = false;"
             );
             let _ = writeln!(
                 s,

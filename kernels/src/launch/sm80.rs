@@ -102,6 +102,9 @@ pub struct AccessPaths {
     pub store_pair: bool,
     /// D written by TMA stores from shared memory (the Hopper path's TMA-store epilogue).
     pub tma_store: bool,
+    /// D written from shared memory as whole rows by bulk copies (the Hopper path, where D's
+    /// rows are off TMA's 16-byte grid but contiguous and all its columns in one tile).
+    pub row_store: bool,
 }
 
 /// Runs `check` (a kernel's argument check, in the terms of the problem it runs) on `args`
@@ -327,6 +330,7 @@ impl GemmKernel {
             b_vec,
             store_pair,
             tma_store: false,
+            row_store: false,
         })
     }
 
@@ -432,6 +436,7 @@ mod tests {
             b_vec: false,
             store_pair: true,
             tma_store: false,
+            row_store: false,
         };
         let mut p = GemmProblem::new(8, 16, 32);
         assert_eq!(k.in_terms_of(&p), k);

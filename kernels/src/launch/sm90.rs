@@ -57,6 +57,31 @@ pub(crate) fn tma_addressable(
     on_byte_grid(ptr, ld, batch_stride, batch, elem_bytes, 16)
 }
 
+/// Whether a 16-bit D (or aux) of `n` columns at `ptr`, rows `ld` apart and batches
+/// `batch_stride` apart, can leave `plan`'s kernel as whole rows (the kernel's row store,
+/// [`FLAG_ROW_STORE`]): its rows follow one another (`ld == n`), one tile holds all n columns,
+/// the start and the batches are on 16 bytes (a warp's 16 rows, 32 n bytes, then start on 16
+/// bytes too), and `outs` blocks of 64 such rows (D's, and aux's) fit the plan's store buffers
+/// of a consumer; and the kernel has the path ([`Sm90Plan::row_store`]).
+pub(crate) fn row_storable(
+    plan: &Sm90Plan,
+    (ptr, ld, batch_stride): (u64, i64, i64),
+    (n, batch): (i64, i64),
+    elem_bytes: u64,
+    outs: i64,
+) -> bool {
+    let Some(st) = &plan.store else {
+        return false;
+    };
+    plan.row_store()
+        && elem_bytes == 2
+        && n <= plan.cta_tile.1
+        && ld == n
+        && ptr % 16 == 0
+        && (batch == 1 || (batch_stride as u64 * elem_bytes) % 16 == 0)
+        && outs * 64 * n * elem_bytes as i64 <= st.buffers * st.tma.bytes
+}
+
 /// Whether such a tensor's start, rows and batches are all on multiples of `grid` bytes.
 pub(crate) fn on_byte_grid(
     ptr: u64,
@@ -370,6 +395,9 @@ unsafe impl DeviceRepr for Sm90Params {}
 const FLAG_STORE_PAIR: i32 = 1;
 /// The kernel's `kSm90FlagTmaStore`: D (and aux) go out by TMA from the plan's store buffers.
 pub(crate) const FLAG_TMA_STORE: i32 = 2;
+/// The kernel's `kSm90FlagRowStore` (with [`FLAG_TMA_STORE`]): D (and aux) go out from the
+/// store buffers as whole rows by bulk copies, no tensor map ([`row_storable`]).
+pub(crate) const FLAG_ROW_STORE: i32 = 4;
 
 /// Clusters of `plan` the device can hold at once (`cuOccupancyMaxActiveClusters`, which takes
 /// the cluster shape compiled into the kernel), or `None` when the driver does not say.
@@ -635,11 +663,20 @@ impl Sm90Kernel {
         let tma_store = self.plan.store.is_some()
             && tma_ok(args.d, s.ldd, s.batch_d)
             && (!e.aux || args.aux.is_some_and(|a| tma_ok(a, s.ldaux, s.batch_aux)));
+        // Else whole rows, where D's rows are contiguous and within one tile.
+        let outs = if e.aux { 2 } else { 1 };
+        let rows_ok = |buf: Mem, ld: i64, batch: i64| {
+            row_storable(&self.plan, (buf.ptr, ld, batch), (p.n, p.batch), eb, outs)
+        };
+        let row_store = !tma_store
+            && rows_ok(args.d, s.ldd, s.batch_d)
+            && (!e.aux || args.aux.is_some_and(|a| rows_ok(a, s.ldaux, s.batch_aux)));
         Ok(AccessPaths {
             a_vec: true,
             b_vec: true,
             store_pair,
             tma_store,
+            row_store,
         })
     }
 
@@ -727,6 +764,11 @@ impl Sm90Kernel {
                     _ => tma_a,
                 };
                 (d, aux)
+            }
+            // Whole rows by bulk copies: no maps.
+            Some(_) if paths.row_store => {
+                flags |= FLAG_TMA_STORE | FLAG_ROW_STORE;
+                (tma_a, tma_a)
             }
             _ => (tma_a, tma_a),
         };

@@ -935,11 +935,35 @@ impl TreeSm90 {
                     None => inputs_ok = false,
                 }
             }
-            if let Some(d) = d {
-                if words && inputs_ok && (!full_aux || aux.is_some()) {
-                    flags = crate::launch::sm90::FLAG_TMA_STORE;
-                    tma_d = d;
-                    tma_aux = aux.unwrap_or(placeholder);
+            // Else D (and a full aux) as whole rows (no maps), where the region is whole
+            // contiguous rows within one tile.
+            let outs = if full_aux { 2 } else { 1 };
+            let rows_ok = |ptr: u64, spec: &MatSpec| {
+                let eb = spec.dtype.bytes() as u64;
+                let first = ptr + (rows.start * spec.ld + cols.start) as u64 * eb;
+                cols.start == 0
+                    && crate::launch::sm90::row_storable(
+                        plan,
+                        (first, spec.ld, spec.batch_stride),
+                        (rn, p.batch),
+                        eb,
+                        outs,
+                    )
+            };
+            let whole_rows = rows_ok(args.d, &binding.d)
+                && (!full_aux || binding.aux.as_ref().is_some_and(|a| rows_ok(args.aux, a)));
+            if words && inputs_ok {
+                match d {
+                    Some(d) if !full_aux || aux.is_some() => {
+                        flags = crate::launch::sm90::FLAG_TMA_STORE;
+                        tma_d = d;
+                        tma_aux = aux.unwrap_or(placeholder);
+                    }
+                    _ if whole_rows => {
+                        flags = crate::launch::sm90::FLAG_TMA_STORE
+                            | crate::launch::sm90::FLAG_ROW_STORE;
+                    }
+                    _ => {}
                 }
             }
         }

@@ -667,6 +667,22 @@ impl Plan {
         }
     }
 
+    /// Whether the Hopper kernel can store D as whole rows: N fits one tile and D's 16-bit
+    /// rows are off TMA's 16-byte grid (N not a multiple of 8). A launch takes that store
+    /// where D's rows are contiguous and start on 16 bytes; else D leaves element pair by
+    /// element pair through the fp32 scratch.
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let spec = |n| GemmSpec::linear(4096, n, 1024);
+    /// assert!(spec(124).plan(Arch::Sm90a, 132).unwrap().row_store());
+    /// // Rows on the grid: TMA's tensor stores.
+    /// assert!(!spec(128).plan(Arch::Sm90a, 132).unwrap().row_store());
+    /// ```
+    pub fn row_store(&self) -> bool {
+        self.sm90().is_some_and(|p| p.row_store())
+    }
+
     /// Whether the kernel splits tiles along K (stream-K) on this device.
     pub fn stream_k(&self) -> bool {
         self.sm90().is_some_and(|p| p.stream_k)

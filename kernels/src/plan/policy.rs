@@ -64,6 +64,11 @@ pub const HOPPER_MAX_STAGES: i64 = 6;
 /// stages keep three loads in flight while the consumers read one.)
 pub const PANEL_MIN_STAGES: i64 = 4;
 
+/// The fewest stages the ring keeps beside the row store's buffers (64 rows of D, and of aux,
+/// per consumer: [`crate::plan::Sm90Plan::row_store`]); with fewer the plan has no row store
+/// and such a D leaves through the fp32 scratch. (The same judgement as [`PANEL_MIN_STAGES`].)
+pub const ROW_STORE_MIN_STAGES: i64 = 4;
+
 /// The sm80-class plan's most stages: three 128 x 256 x 64 stages (144 KB) is what the 252
 /// registers of its 64 x 64 warp tiles leave room for at one CTA a SM (docs/perf.md, "The
 /// sm80-class path").

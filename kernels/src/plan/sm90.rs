@@ -825,7 +825,24 @@ impl Sm90Plan {
         } else {
             (a_stage + b.tma.bytes, room)
         };
-        let (stages, buffers) = fit_stages(opts.stages, stage, room, budget, scratch_bytes)?;
+        // The row store's 64 rows of D (and aux) per consumer, where D's rows are off
+        // TMA's 16-byte grid and all of N is in one tile (Sm90Plan::row_store), if the ring
+        // keeps ROW_STORE_MIN_STAGES stages beside them.
+        let least = match &store {
+            Some(st) if problem.n <= bn && (problem.n * problem.output.bytes()) % 16 != 0 => {
+                let outs = if problem.epilogue.aux { 2 } else { 1 };
+                let rows = outs * 64 * problem.n * problem.output.bytes();
+                let least = STORE_BUFFERS.max((rows + st.tma.bytes - 1) / st.tma.bytes);
+                let keeps = opts.stages.unwrap_or(policy::ROW_STORE_MIN_STAGES);
+                if keeps * stage + scratch_bytes(least) <= room {
+                    least
+                } else {
+                    STORE_BUFFERS
+                }
+            }
+            _ => STORE_BUFFERS,
+        };
+        let (stages, buffers) = fit_stages(opts.stages, stage, room, budget, least, scratch_bytes)?;
         let epilogue_scratch_bytes = scratch_bytes(buffers);
         let store = store.map(|st| Sm90Store { buffers, ..st });
         let stream_k = match opts.stream_k {
@@ -951,7 +968,11 @@ impl Sm90Plan {
             None => String::new(),
             Some(s) => format!("_c{}{}", self.cluster, s.to_string().to_lowercase()),
         };
-        let ts = if self.store.is_some() { "_ts" } else { "" };
+        let ts = match (&self.store, self.row_store()) {
+            (Some(_), true) => "_tsr",
+            (Some(_), false) => "_ts",
+            (None, _) => "",
+        };
         let ts = if self.im2col.is_some() {
             format!("{ts}_im2col")
         } else if self.window.is_some() {
@@ -974,6 +995,21 @@ impl Sm90Plan {
             },
             self.consumers
         )
+    }
+
+    /// Whether the kernel has the row store: D leaves the store buffers as whole rows by
+    /// bulk copies, no tensor map, where a launch's D is contiguous rows off TMA's 16-byte grid
+    /// (the launch decides). Compiled in where the problem's N fits one tile and its 16-bit
+    /// rows are off that grid (N not a multiple of 8), and 64 such rows fit a consumer's store
+    /// buffers: the path's code costs registers the larger trees do not have to spare.
+    pub fn row_store(&self) -> bool {
+        let p = self.kernel_problem();
+        let eb = p.output.bytes();
+        self.store.as_ref().is_some_and(|st| {
+            p.n <= self.cta_tile.1
+                && (p.n * eb) % 16 != 0
+                && 64 * p.n * eb <= st.buffers * st.tma.bytes
+        })
     }
 
     /// Tiles along M and N.
@@ -1309,15 +1345,19 @@ fn wants_tma_store(problem: &GemmProblem, opts: &Sm90Options) -> Result<bool> {
 /// buffers per consumer beside them in `room` bytes, the epilogue taking `scratch_bytes(n)`
 /// with `n` buffers: the stages first, then buffers up to [`MAX_STORE_BUFFERS`] in what they
 /// leave.
+///
+/// `least`: the buffers the epilogue needs at least (the row store's 64 rows of D, and of
+/// aux, where it applies; [`STORE_BUFFERS`] else), taken before the stages.
 fn fit_stages(
     forced: Option<i64>,
     stage: i64,
     room: i64,
     budget: i64,
+    least: i64,
     scratch_bytes: impl Fn(i64) -> i64,
 ) -> Result<(i64, i64)> {
     let op = "Sm90Plan::new";
-    let fit = (room - scratch_bytes(STORE_BUFFERS)) / stage;
+    let fit = (room - scratch_bytes(least)) / stage;
     let stages = forced.unwrap_or_else(|| policy::hopper_stages(fit).value);
     if stages < 2 || stages > fit {
         return Err(KernelError::UnsupportedArch {
@@ -1327,7 +1367,7 @@ fn fit_stages(
         });
     }
     // More store buffers in what the stages leave (never fewer stages for them).
-    let mut buffers = STORE_BUFFERS;
+    let mut buffers = least;
     while buffers < MAX_STORE_BUFFERS && stages * stage + scratch_bytes(buffers + 1) <= room {
         buffers += 1;
     }
@@ -1454,6 +1494,15 @@ impl fmt::Display for Sm90Plan {
             Some(st) => {
                 writeln!(f, "  D store      TMA from smem: {st}")?;
                 writeln!(f, "    swizzle    {}", st.swizzle)?;
+                if self.row_store() {
+                    let n = self.kernel_problem().n;
+                    writeln!(
+                        f,
+                        "    rows       N = {n} in one tile, rows of {} B off TMA's 16-byte grid: where D's rows are contiguous, each warp packs its 16 rows ({} B, a run on 16 bytes) into the buffers and copies them out in bulk; else the fp32 scratch",
+                        2 * n,
+                        32 * n
+                    )?;
+                }
             }
             None => writeln!(
                 f,

@@ -171,6 +171,18 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
         (coop.vector_stage, pingpong.vector_stage),
         ((64, 256), (128, 128))
     );
+    // N = 124 in one 128-wide tile: D's rows are off the 16-byte grid, and the kernel has
+    // the row store.
+    let rows = Sm90Plan::with_options(
+        &GemmProblem::new(4096, 124, 4096),
+        Sm90Options {
+            tile: Some((128, 128)),
+            ..staged
+        },
+    )
+    .unwrap()
+    .compiled_for(132);
+    assert!(rows.row_store() && !coop.row_store());
     // Negative control: a tree epilogue whose hook is broken does not compile.
     let src = sm90_tree_source(&coop, &Fusion::Bias.tree(), None).unwrap();
     assert!(src.contains("#ifdef TESSERA_EPILOGUE_TREE"));
@@ -191,10 +203,13 @@ fn the_hopper_gemm_with_every_tree_compiles_without_spills() {
             // read); ping-pong with the types read at run time.
             let mut b = Binding::for_tree(&t, 4096, 4096, 4096, 1, DType::Bf16);
             b.beta = 0.5;
+            let mut b_rows = Binding::for_tree(&t, 4096, 124, 4096, 1, DType::Bf16);
+            b_rows.beta = 0.5;
             [
                 (&coop, "coop", Some(b.clone())),
                 (&coop_sk, "coop, stream-K", Some(b)),
                 (&pingpong, "pingpong", None),
+                (&rows, "coop, row store", Some(b_rows)),
             ]
             .map(|(plan, sched, b)| {
                 let whole = Sm90Plan {

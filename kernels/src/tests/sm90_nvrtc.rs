@@ -158,6 +158,43 @@ fn every_sm90_variant_compiles_for_sm90a() {
     compile_all(&jobs);
 }
 
+/// The kernels with the row store (N in one tile, its rows off the 16-byte grid): both
+/// schedules, odd and even N, the flag-driven epilogues with and without aux.
+#[test]
+fn every_row_store_variant_compiles_for_sm90a() {
+    if !nvrtc_available() {
+        return;
+    }
+    let mut out = BTreeMap::new();
+    for (n, tile, schedule) in [
+        (124, (128, 128), Schedule::Cooperative),
+        (127, (128, 128), Schedule::Cooperative),
+        (60, (128, 64), Schedule::Cooperative),
+        (100, (128, 128), Schedule::PingPong),
+        (20, (64, 64), Schedule::Cooperative),
+    ] {
+        for epilogue in ["", "bias,relu", "rowbias,gelu,aux"] {
+            let rows = true;
+            let mut p = GemmProblem::new(4096, n, 1024);
+            p.epilogue = Epilogue::parse(epilogue).expect("epilogue");
+            let opts = Sm90Options {
+                tile: Some(tile),
+                schedule: Some(schedule),
+                ..Default::default()
+            };
+            let plan = Sm90Plan::with_options(&p, opts).expect("plan");
+            assert_eq!(plan.row_store(), rows, "{}", plan.kernel_name());
+            let src = cuda_source(&plan);
+            assert_eq!(src.contains("constexpr bool kRowStore = true;"), rows);
+            out.insert(plan.kernel_name(), src);
+        }
+    }
+    let jobs: Vec<(String, String)> = out.into_iter().collect();
+    // (N = 124 and 127 compile to the same kernel: extents are run-time parameters.)
+    assert_eq!(jobs.len(), 12);
+    compile_all(&jobs);
+}
+
 #[test]
 fn every_cluster_variant_compiles_for_sm90a() {
     if !nvrtc_available() {
