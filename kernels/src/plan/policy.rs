@@ -316,8 +316,9 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
 
 /// Whether a plain GEMM left entirely to the planner takes the ping-pong schedule (128 x 128,
 /// one warpgroup's epilogue under the other's mainloop): with a 16-bit D and no bias,
-/// activation, aux or C; with tiles enough for 128 x 256 to fill the SMs; at most
-/// [`PINGPONG_MAX_K_TILES`] k-tiles; and inside the domain the rule was fitted on, M and N
+/// activation, aux or C; with tiles enough for 128 x 256 to fill the SMs; from 2 to
+/// [`PINGPONG_MAX_K_TILES`] k-tiles (one k-tile leaves no mainloop to hide an epilogue
+/// under); and inside the domain the rule was fitted on, M and N
 /// multiples of 128 and K of 64 (every tile whole): off it the cooperative schedule measured
 /// faster (docs/design/012-planner-rules.md).
 pub fn hopper_pingpong(p: &GemmProblem) -> Decision<bool> {
@@ -334,6 +335,18 @@ pub fn hopper_pingpong(p: &GemmProblem) -> Decision<bool> {
     if big < H100_SMS {
         return no(format!(
             "{big} tiles of 128x256 do not fill {H100_SMS} SMs (ping-pong was fitted on shapes that do)"
+        ));
+    }
+    // Ping-pong hides one warpgroup's epilogue under the other's mainloop. A tile of one
+    // k-tile has no mainloop to speak of (a single stage of MMAs against a whole tile's
+    // stores), so there is nothing to hide under, and both warpgroups on one 128 x 256 tile
+    // store it faster. Fitted on five shapes of K = 64 (+2 to +11%); at two k-tiles the
+    // cooperative tile gained 1-2.5% on two shapes and lost 5% on a batched one, so the rule
+    // stops at one (design 012, "One k-tile").
+    if k_tiles == 1 {
+        return no(format!(
+            "K = {} is one k-tile: no mainloop for one warpgroup's epilogue to hide under, both warpgroups store a 128 x 256 tile faster (design 012)",
+            p.k
         ));
     }
     if k_tiles > PINGPONG_MAX_K_TILES {
