@@ -308,7 +308,7 @@ fn repeated_launches_keep_their_state() {
 /// Decode-like products (M at most 256, K in the thousands): fewer tiles than SMs, so the
 /// planner splits every tile along K over the SMs (stream-K on a single wave, checked on the
 /// plan where the device is a Hopper one). Plain, flag-driven and tree epilogues; tails in M,
-/// N and K; a grid narrower than the SMs (8 tiles, 4 k-tiles a CTA); a batch; fp16 in with
+/// N and K; a grid narrower than the SMs (8 tiles in 4 parts, 32 CTAs); a batch; fp16 in with
 /// fp32 out; a column-major D.
 #[test]
 fn small_m_splits_every_tile_along_k() {

@@ -40,6 +40,18 @@ impl<T> Decision<T> {
 /// pipeline start and the partial sums' round trip through L2.
 pub const STREAM_K_MIN_SHARE: i64 = 4;
 
+/// A single wave split in whole parts a tile keeps at least this many k-tiles in a part for
+/// each partial sum its tile's last part adds in: `k_tiles / parts >= STREAM_K_FIXUP_SHARE *
+/// (parts - 1)`. The last part reads the others' fp32 partial tiles back one after another
+/// (each about the bytes of a k-tile's operands), outside the pipelined mainloop, so with many
+/// short parts the fix-up outlasts the parts. Fitted on five decode shapes (H100,
+/// 2026-11-27, design 012, "Parts and their fix-up"): 64 x 1024 x 4096 in 16 parts of 4
+/// k-tiles ran 28 TF/s, in 4 parts of 16 47 TF/s (the rule's choice); 64 x 2048 x 8192 in 8
+/// parts of 16 127, in 4 of 32 143 (the rule takes 6, not measured); 16 x 4096 x 4096 in 4
+/// parts of 16 33, in 2 of 32 31, 1 x 4096 x 4096 and 32 x 8192 x 8192 best as they were
+/// (the rule keeps all three).
+pub const STREAM_K_FIXUP_SHARE: i64 = 4;
+
 /// Stream-K splits a partial wave only when it would otherwise leave at least this many
 /// k-tiles a CTA idle on average (`(grid - r) k_tiles / grid`, `r` tiles in the wave): the
 /// parts cost a CTA about the same whatever the shape, so what decides is the idle time won
@@ -522,7 +534,17 @@ pub fn single_wave_grid(
     // the CTAs running at once read the same slices of A and B (shared in L2), and no CTA
     // runs two parts (two pipeline fills, two fix-ups); cuts across tiles would put the
     // CTAs at different K offsets.
-    let parts = grid / total.max(1);
+    let mut parts = grid / total.max(1);
+    // Parts long enough for their tile's fix-up (STREAM_K_FIXUP_SHARE).
+    let capped = parts >= 2 && {
+        let mut p = parts;
+        while p > 2 && k_tiles / p < STREAM_K_FIXUP_SHARE * (p - 1) {
+            p -= 1;
+        }
+        let capped = p < parts;
+        parts = p;
+        capped
+    };
     let aligned = parts >= 2 && parts * total < grid;
     if aligned {
         grid = parts * total;
@@ -537,7 +559,15 @@ pub fn single_wave_grid(
     }
     let d = stream_k_split(total, grid, max_ctas, k_tiles, min_idle, memory_bound);
     let why = if aligned {
-        format!("{}; {grid} CTAs, {parts} parts a tile (the same k-tiles in every tile: A and B shared in L2)", d.why)
+        format!(
+            "{}; {grid} CTAs, {parts} parts a tile (the same k-tiles in every tile: A and B shared in L2{})",
+            d.why,
+            if capped {
+                format!("; no more parts: {} k-tiles a part against {} partial sums to add, at least {STREAM_K_FIXUP_SHARE} k-tiles each", k_tiles / parts, parts - 1)
+            } else {
+                String::new()
+            }
+        )
     } else {
         d.why
     };
@@ -661,14 +691,27 @@ mod tests {
                 "{m}x{n}x{k}"
             );
         }
-        // 8 tiles of 64 k-tiles: over 128 CTAs, 4 k-tiles each.
+        // 8 tiles of 64 k-tiles: in 4 parts of 16 k-tiles over 32 CTAs (16 parts of 4 would
+        // leave each tile 15 partial sums to add: STREAM_K_FIXUP_SHARE).
         let plan = Sm90Plan::new(&GemmProblem::new(64, 1024, 4096)).unwrap();
-        assert_eq!(plan.persistent_ctas(H100_SMS, None), 128);
-        assert_eq!(plan.compiled_for(H100_SMS).stream_k_tiles(128, H100_SMS), 8);
+        assert_eq!(plan.persistent_ctas(H100_SMS, None), 32);
+        assert_eq!(plan.compiled_for(H100_SMS).stream_k_tiles(32, H100_SMS), 8);
         // Too short to split (2 k-tiles a tile): one CTA a tile.
         let plan = Sm90Plan::new(&GemmProblem::new(16, 4096, 128)).unwrap();
         assert_eq!(plan.persistent_ctas(H100_SMS, None), plan.total_tiles());
         assert!(!plan.compiled_for(H100_SMS).stream_k);
+    }
+
+    #[test]
+    fn a_single_wave_keeps_parts_long_enough_for_their_fix_up() {
+        // 8 tiles of 64 k-tiles: 16 parts of 4 would add 15 partial sums; 4 parts of 16.
+        assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(32));
+        // 16 x 128 k-tiles: 6 parts of 21 (7 of 18 would add 6 sums, 4 x 6 > 18).
+        assert_eq!(single_wave_grid(16, 132, 128, 32, true).value, Some(96));
+        // Long parts keep the count the SMs allow: 32 tiles of 64 k-tiles in 4, 16 tiles of
+        // 2048 k-tiles in 8.
+        assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(128));
+        assert_eq!(single_wave_grid(16, 132, 2048, 32, false).value, Some(128));
     }
 
     #[test]

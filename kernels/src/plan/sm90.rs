@@ -1089,7 +1089,8 @@ impl Sm90Plan {
     /// ```
     /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
     /// let decode = Sm90Plan::new(&GemmProblem::new(64, 1024, 4096)).unwrap();
-    /// assert_eq!(decode.single_wave(132).value, Some(128)); // 8 tiles, 4 k-tiles a CTA
+    /// // 8 tiles of 64 k-tiles, each in 4 parts of 16 (not 16 parts of 4: the fix-up).
+    /// assert_eq!(decode.single_wave(132).value, Some(32));
     /// ```
     pub fn single_wave(&self, max_ctas: i64) -> policy::Decision<Option<i64>> {
         policy::single_wave_grid(

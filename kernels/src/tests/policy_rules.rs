@@ -183,8 +183,10 @@ fn stream_k_split_rule() {
 #[test]
 fn single_wave_grid_rule() {
     use crate::plan::policy::single_wave_grid;
-    // 64 x 1024 x 4096 in 64 x 128 tiles: 8 tiles of 64 k-tiles over 128 CTAs, 4 each.
-    assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(128));
+    // 64 x 1024 x 4096 in 64 x 128 tiles: 8 tiles of 64 k-tiles in 4 parts of 16 (over 32
+    // CTAs), not 16 parts of 4: a part keeps STREAM_K_FIXUP_SHARE k-tiles per partial sum
+    // its tile's last part adds in.
+    assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(32));
     // A whole number of parts a tile (4 x 32, 3 x 36), unless that is one.
     assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(128));
     assert_eq!(single_wave_grid(32, 132, 1024, 32, false).value, Some(128));
