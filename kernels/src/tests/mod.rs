@@ -15,5 +15,6 @@ mod nvrtc_compile;
 mod plan_props;
 mod policy_rules;
 mod reference_layout;
+mod row_store;
 mod sm90_layouts;
 mod sm90_nvrtc;
