@@ -721,8 +721,8 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
 // lane copies each run out with one bulk copy of its length rounded down to 16 bytes; the
 // lanes store the rest (fewer than 8 elements) themselves. The half's first pass waits until
 // the copies of the warp's previous half have read the run. `run_of()`: the warp's first row
-// in global memory and how many of its rows are inside D (computed where the copy needs it:
-// kept through the passes, its pointers spilled beside the larger trees).
+// in global memory and how many of its rows are inside D (computed only at the copy: held
+// through the passes, its pointers would take registers the larger trees need).
 struct TesseraSm90Run {
   char* d;
   char* aux;

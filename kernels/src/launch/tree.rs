@@ -875,10 +875,14 @@ impl TreeSm90 {
         use crate::launch::sm90::{encode_tma, tma_addressable, TmaOperand};
         let plan = self.kernel.plan();
         let p = &plan.problem;
+        // The address of the region's first element of a tensor at `ptr`.
+        let first_of = |ptr: u64, spec: &MatSpec| {
+            ptr + (rows.start * spec.ld + cols.start) as u64 * spec.dtype.bytes() as u64
+        };
         let region_map =
             |name: &'static str, ptr: u64, spec: &MatSpec, st: &crate::plan::Sm90Store| {
                 let eb = spec.dtype.bytes() as u64;
-                let first = ptr + (rows.start * spec.ld + cols.start) as u64 * eb;
+                let first = first_of(ptr, spec);
                 if eb != 2 || !tma_addressable(first, spec.ld, spec.batch_stride, p.batch, eb) {
                     return Ok(None);
                 }
@@ -939,14 +943,12 @@ impl TreeSm90 {
             // contiguous rows within one tile.
             let outs = if full_aux { 2 } else { 1 };
             let rows_ok = |ptr: u64, spec: &MatSpec| {
-                let eb = spec.dtype.bytes() as u64;
-                let first = ptr + (rows.start * spec.ld + cols.start) as u64 * eb;
                 cols.start == 0
                     && crate::launch::sm90::row_storable(
                         plan,
-                        (first, spec.ld, spec.batch_stride),
+                        (first_of(ptr, spec), spec.ld, spec.batch_stride),
                         (rn, p.batch),
-                        eb,
+                        spec.dtype.bytes() as u64,
                         outs,
                     )
             };

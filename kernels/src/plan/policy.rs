@@ -44,12 +44,8 @@ pub const STREAM_K_MIN_SHARE: i64 = 4;
 /// each partial sum its tile's last part adds in: `k_tiles / parts >= STREAM_K_FIXUP_SHARE *
 /// (parts - 1)`. The last part reads the others' fp32 partial tiles back one after another
 /// (each about the bytes of a k-tile's operands), outside the pipelined mainloop, so with many
-/// short parts the fix-up outlasts the parts. Fitted on five decode shapes (H100,
-/// 2026-11-27, design 012, "Parts and their fix-up"): 64 x 1024 x 4096 in 16 parts of 4
-/// k-tiles ran 28 TF/s, in 4 parts of 16 47 TF/s (the rule's choice); 64 x 2048 x 8192 in 8
-/// parts of 16 127, in 4 of 32 143 (the rule takes 6, not measured); 16 x 4096 x 4096 in 4
-/// parts of 16 33, in 2 of 32 31, 1 x 4096 x 4096 and 32 x 8192 x 8192 best as they were
-/// (the rule keeps all three).
+/// short parts the fix-up outlasts the parts. Fitted on five decode shapes with forced grids
+/// (H100; the figures in design 012, "Parts and their fix-up").
 pub const STREAM_K_FIXUP_SHARE: i64 = 4;
 
 /// Stream-K splits a partial wave only when it would otherwise leave at least this many
@@ -352,9 +348,8 @@ pub fn hopper_pingpong(p: &GemmProblem) -> Decision<bool> {
     // Ping-pong hides one warpgroup's epilogue under the other's mainloop. A tile of one
     // k-tile has no mainloop to speak of (a single stage of MMAs against a whole tile's
     // stores), so there is nothing to hide under, and both warpgroups on one 128 x 256 tile
-    // store it faster. Fitted on five shapes of K = 64 (+2 to +11%); at two k-tiles the
-    // cooperative tile gained 1-2.5% on two shapes and lost 5% on a batched one, so the rule
-    // stops at one (design 012, "One k-tile").
+    // store it faster. Fitted on five shapes of K = 64; at two k-tiles and more the measurements
+    // disagreed, so the rule stops at one (design 012, "One k-tile").
     if k_tiles == 1 {
         return no(format!(
             "K = {} is one k-tile: no mainloop for one warpgroup's epilogue to hide under, both warpgroups store a 128 x 256 tile faster (design 012)",
@@ -534,17 +529,13 @@ pub fn single_wave_grid(
     // the CTAs running at once read the same slices of A and B (shared in L2), and no CTA
     // runs two parts (two pipeline fills, two fix-ups); cuts across tiles would put the
     // CTAs at different K offsets.
-    let mut parts = grid / total.max(1);
-    // Parts long enough for their tile's fix-up (STREAM_K_FIXUP_SHARE).
-    let capped = parts >= 2 && {
-        let mut p = parts;
-        while p > 2 && k_tiles / p < STREAM_K_FIXUP_SHARE * (p - 1) {
-            p -= 1;
-        }
-        let capped = p < parts;
-        parts = p;
-        capped
-    };
+    // Parts long enough for their tile's fix-up (STREAM_K_FIXUP_SHARE), at least two.
+    let most = grid / total.max(1);
+    let mut parts = most;
+    while parts > 2 && k_tiles / parts < STREAM_K_FIXUP_SHARE * (parts - 1) {
+        parts -= 1;
+    }
+    let capped = parts < most;
     let aligned = parts >= 2 && parts * total < grid;
     if aligned {
         grid = parts * total;

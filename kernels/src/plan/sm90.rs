@@ -829,7 +829,7 @@ impl Sm90Plan {
         // TMA's 16-byte grid and all of N is in one tile (Sm90Plan::row_store), if the ring
         // keeps ROW_STORE_MIN_STAGES stages beside them.
         let least = match &store {
-            Some(st) if problem.n <= bn && (problem.n * problem.output.bytes()) % 16 != 0 => {
+            Some(st) if rows_off_grid_in_one_tile(problem, bn) => {
                 let outs = if problem.epilogue.aux { 2 } else { 1 };
                 let rows = outs * 64 * problem.n * problem.output.bytes();
                 let least = STORE_BUFFERS.max((rows + st.tma.bytes - 1) / st.tma.bytes);
@@ -1004,11 +1004,9 @@ impl Sm90Plan {
     /// buffers: the path's code costs registers the larger trees do not have to spare.
     pub fn row_store(&self) -> bool {
         let p = self.kernel_problem();
-        let eb = p.output.bytes();
         self.store.as_ref().is_some_and(|st| {
-            p.n <= self.cta_tile.1
-                && (p.n * eb) % 16 != 0
-                && 64 * p.n * eb <= st.buffers * st.tma.bytes
+            rows_off_grid_in_one_tile(&p, self.cta_tile.1)
+                && 64 * p.n * p.output.bytes() <= st.buffers * st.tma.bytes
         })
     }
 
@@ -1340,6 +1338,13 @@ fn wants_tma_store(problem: &GemmProblem, opts: &Sm90Options) -> Result<bool> {
         // L2 (`docs/design/003-epilogue-vector-loads.md`).
         None => can_store,
     })
+}
+
+/// Whether `p`'s D rows are off TMA's 16-byte grid (N of the output type not a multiple of 16
+/// bytes) with all N columns in one tile of `bn`: where the row store applies
+/// ([`Sm90Plan::row_store`]).
+fn rows_off_grid_in_one_tile(p: &GemmProblem, bn: i64) -> bool {
+    p.n <= bn && (p.n * p.output.bytes()) % 16 != 0
 }
 
 /// The pipeline stages of `stage` bytes (`forced`, or [`policy::hopper_stages`]) and the store

@@ -174,7 +174,6 @@ fn every_row_store_variant_compiles_for_sm90a() {
         (20, (64, 64), Schedule::Cooperative),
     ] {
         for epilogue in ["", "bias,relu", "rowbias,gelu,aux"] {
-            let rows = true;
             let mut p = GemmProblem::new(4096, n, 1024);
             p.epilogue = Epilogue::parse(epilogue).expect("epilogue");
             let opts = Sm90Options {
@@ -183,9 +182,9 @@ fn every_row_store_variant_compiles_for_sm90a() {
                 ..Default::default()
             };
             let plan = Sm90Plan::with_options(&p, opts).expect("plan");
-            assert_eq!(plan.row_store(), rows, "{}", plan.kernel_name());
+            assert!(plan.row_store(), "{}", plan.kernel_name());
             let src = cuda_source(&plan);
-            assert_eq!(src.contains("constexpr bool kRowStore = true;"), rows);
+            assert!(src.contains("constexpr bool kRowStore = true;"));
             out.insert(plan.kernel_name(), src);
         }
     }
