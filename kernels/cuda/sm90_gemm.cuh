@@ -1367,13 +1367,18 @@ __device__ __forceinline__ float4* tessera_sm90_sk_slot(const TesseraSm90Params&
 // Stream-K, a part without its tile's last k-tile: the warpgroup's partial sums stored to the
 // CTA's slot, then the CTA's flag raised (once every thread of the warpgroup has stored, by
 // its first thread, with release semantics at GPU scope). The tile's last part adds them in.
+// `live`: some row of the thread's (tessera_acc_row(t, 0) and 8 below it) is inside D; the
+// others neither store nor load partial sums (with few rows, as in a decode batch, most
+// threads hold none, and the fix-up moves only the rows there are).
 __device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Params& p,
                                                            const float (&acc)[kMHalves][kBN / 2],
-                                                           const int& cw, int t) {
+                                                           const int& cw, int t, bool live) {
   float4* dst = tessera_sm90_sk_slot(p, blockIdx.x, cw);
+  if (live) {
 #pragma unroll
-  for (int q = 0; q < kBN / 8; ++q) {
-    __stcg(dst + q * 128 + t, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
+    for (int q = 0; q < kBN / 8; ++q) {
+      __stcg(dst + q * 128 + t, make_float4(acc[0][4 * q], acc[0][4 * q + 1], acc[0][4 * q + 2], acc[0][4 * q + 3]));
+    }
   }
   tessera_bar_sync(1 + cw, 128);
   if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
@@ -1385,7 +1390,7 @@ __device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Para
 __device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Params& p,
                                                           float (&acc)[kMHalves][kBN / 2],
                                                           int k_tiles, const TesseraSm90Unit& w,
-                                                          const int& cw, int t) {
+                                                          const int& cw, int t, bool live) {
   for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
     if (t == 0) {
       int* flag = p.sk_flags + c * kConsumers + cw;
@@ -1393,6 +1398,7 @@ __device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Param
       *flag = 0;
     }
     tessera_bar_sync(1 + cw, 128);
+    if (!live) continue;
     const float4* src = tessera_sm90_sk_slot(p, c, cw);
     // In chunks of kSkChunk loads, which bounds the registers they take beside the
     // accumulators.
@@ -2077,12 +2083,14 @@ __device__ __forceinline__ void tessera_sm90_consume(
     // through the mainloop.)
     if (kStreamK) unit_of(n, w);
     if (kStreamK && w.role != 0) {
+      // (Stream-K runs cooperative: the warpgroup's rows of the tile start 64 cw down.)
+      const bool live = tm * kBM + 64 * cw + tessera_acc_row(t, 0) < p.m;
       if (w.role == 1) {
-        tessera_sm90_sk_store_part(p, acc, cw, t);
+        tessera_sm90_sk_store_part(p, acc, cw, t, live);
         --local;  // no epilogue
         continue;
       }
-      tessera_sm90_sk_add_parts(p, acc, k_tiles, w, cw, t);
+      tessera_sm90_sk_add_parts(p, acc, k_tiles, w, cw, t, live);
     }
 
 #ifdef TESSERA_EPILOGUE_TREE

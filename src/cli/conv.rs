@@ -218,6 +218,13 @@ pub struct ConvBenchArgs {
     /// Write the rows as JSON to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Force our GEMM's schedule, `cooperative` or `pingpong` (an experiment; default: the
+    /// planner's).
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Force our GEMM's pipeline depth (an experiment; default: the planner's).
+    #[arg(long)]
+    pub stages: Option<i64>,
 }
 
 /// The larger of a row's differences from cuDNN (plain and fused), NaN if either is.
@@ -329,12 +336,27 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
             if r.cudnn_note.is_empty() { String::new() } else { format!(" ({})", r.cudnn_note) }
         )
     };
+    let schedule = match a.schedule.as_deref() {
+        None => None,
+        Some("cooperative") => Some(tessera_kernels::plan::Schedule::Cooperative),
+        Some("pingpong") | Some("ping-pong") => Some(tessera_kernels::plan::Schedule::PingPong),
+        Some(x) => {
+            return fail(format!(
+                "bench conv: --schedule `{x}`: `cooperative` or `pingpong`"
+            ))
+        }
+    };
     let cfg = ConvBenchConfig {
         layers,
         batches,
         rounds: a.rounds,
         fused: !a.no_fused,
         seed: 2026,
+        options: tessera_kernels::plan::Options {
+            schedule,
+            stages: a.stages,
+            ..Default::default()
+        },
     };
     let rows = match run_conv_bench(&ctx, &cfg, |r| println!("{}", line(r))) {
         Ok(r) => r,

@@ -148,6 +148,9 @@ pub struct ConvBenchConfig {
     pub fused: bool,
     /// Seed of the data.
     pub seed: u64,
+    /// Forced choices of our convolutions' GEMM planner (its schedule, tile, stages), for
+    /// experiments; default: the planner's.
+    pub options: crate::plan::Options,
 }
 
 fn event_ms(
@@ -421,7 +424,7 @@ pub fn run_conv_bench(
     let mut rng = Rng::new(cfg.seed);
     for &n in &cfg.batches {
         for layer in &cfg.layers {
-            let spec = layer.spec(n);
+            let spec = layer.spec(n).options(cfg.options);
             let t = LayerData::new(&stream, &spec, &mut rng)?;
             let [_, c, _, _] = spec.input_dims();
             let rs2 = layer.rs * layer.rs;
