@@ -91,6 +91,14 @@ enum BenchCommand {
 }
 
 fn main() -> ExitCode {
+    // A reader that stops early (`tessera plan gemm ... --emit-cuda-only | head`) ends the
+    // process quietly, as it does other command-line tools, instead of making `println!`
+    // panic on the closed pipe (Rust ignores SIGPIPE by default).
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Eval(args) => cli::eval::run(args),

@@ -87,3 +87,20 @@ fn sweep_options_are_checked_first() {
         assert!(err.contains(why), "{args:?}: {err}");
     }
 }
+
+/// `bench conv`'s forced schedule is checked before the device is opened.
+#[test]
+fn conv_schedule_is_checked_first() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["bench", "conv", "--layers", "c2a", "--batch", "1"])
+        .args(["--schedule", "sideways"])
+        .output()
+        .expect("the binary runs");
+    let err = text(&o.stderr);
+    if err.contains("without the `cuda` feature") {
+        eprintln!("SKIPPED: the benchmarks need the `cuda` feature ({err})");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--schedule `sideways`"), "{err}");
+}

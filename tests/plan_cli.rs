@@ -302,3 +302,31 @@ fn the_sweep_is_planned_and_the_decisions_explained() {
         text(&o.stdout)
     );
 }
+
+/// A reader that closes the pipe early (`tessera plan gemm ... --emit-cuda-only | head`):
+/// the source (far more than a pipe holds) stops there, and the process ends without a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_output_without_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["plan", "gemm", "--m", "4096", "--n", "4096", "--k", "4096"])
+        .arg("--emit-cuda-only")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut first = [0u8; 64];
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_exact(&mut first)
+        .expect("some output");
+    // (The read end is dropped here: the rest of the source meets a closed pipe.)
+    let out = child.wait_with_output().expect("the process ends");
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "stderr: {err}");
+    assert!(text(&first).starts_with("//"), "{}", text(&first));
+}

@@ -280,6 +280,16 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
     if a.rounds == 0 {
         return fail("bench conv: --rounds 0: at least one timed round is needed");
     }
+    let schedule = match a.schedule.as_deref() {
+        None => None,
+        Some("cooperative") => Some(tessera_kernels::plan::Schedule::Cooperative),
+        Some("pingpong") | Some("ping-pong") => Some(tessera_kernels::plan::Schedule::PingPong),
+        Some(x) => {
+            return fail(format!(
+                "bench conv: --schedule `{x}`: `cooperative` or `pingpong`"
+            ))
+        }
+    };
     let ctx = match tessera_kernels::bench::harness_context(0) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -335,16 +345,6 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
             r.cudnn_algo,
             if r.cudnn_note.is_empty() { String::new() } else { format!(" ({})", r.cudnn_note) }
         )
-    };
-    let schedule = match a.schedule.as_deref() {
-        None => None,
-        Some("cooperative") => Some(tessera_kernels::plan::Schedule::Cooperative),
-        Some("pingpong") | Some("ping-pong") => Some(tessera_kernels::plan::Schedule::PingPong),
-        Some(x) => {
-            return fail(format!(
-                "bench conv: --schedule `{x}`: `cooperative` or `pingpong`"
-            ))
-        }
     };
     let cfg = ConvBenchConfig {
         layers,

@@ -103,6 +103,14 @@ pub const TILE_128X128_COST: f64 = 1.10;
 /// long-K tile").
 pub const LONG_K_MAX_PARTS: i64 = 4;
 
+/// The k-tiles under which the parts of a single wave of 128 x 128 tiles split by stream-K
+/// are short enough that [`hopper_tile`] takes 64 x 128 tiles instead, where those run whole
+/// in one wave: a part pays a pipeline fill and (the tile's last) a fix-up whatever its
+/// length, while the smaller tile's cost (twice the operand bytes a flop of MMA) grows with
+/// the work. Fitted on four shapes (H100, 2026-11-27, design 012): parts of 32, 36 and 40
+/// k-tiles ran 14-38% faster as whole 64 x 128 tiles, parts of 112 k-tiles 7-10% slower.
+pub const SHORT_PART_K_TILES: i64 = 64;
+
 /// The fewest k-tiles a stream-K part of a 128 x 256 tile must have for [`hopper_tile`] to
 /// keep that tile on a long-K single wave: a part's fix-up reads back the tile's other
 /// partial sums (128 KB each, a few k-tiles' time), which stays under about a tenth of a part
@@ -208,6 +216,10 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 ///   would cut the smaller tiles across tiles, the smaller tile measured slower. Fitted on
 ///   eleven shapes with M = 96-256, N = 2048-8192 and K = 2048-13824 (H100, 2026-11-26, and
 ///   H200, 2026-11-27; design 012);
+/// - fewer 128 x 256 tiles than SMs, stream-K splitting every 128 x 128 tile along K in
+///   parts shorter than [`SHORT_PART_K_TILES`], and the 64 x 128 tiles running whole in one
+///   wave: 64 x 128, about as many SMs at work without the split's second pipeline fill and
+///   fix-up (fitted on four shapes, see the constant);
 /// - else 128 x 256, the faster mainloop, unless its waves quantize so badly that 128 x 128's
 ///   waves, at [`TILE_128X128_COST`] a unit of work, take less time, and stream-K would not
 ///   split 128 x 256's last wave anyway.
@@ -284,6 +296,26 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
                 format!(
                     "{big} tiles of 128x256 are fewer than the {sms} SMs, and stream-K splits each in {parts} parts of {} k-tiles along K: the wider tile reads 3/4 the bytes a flop of 128x128",
                     k_tiles / parts
+                ),
+            );
+        }
+        // One wave either way: where stream-K would split every 128 x 128 tile while the
+        // twice as many 64 x 128 tiles run whole in one wave, the smaller tile keeps about as
+        // many SMs busy, each on one pipelined tile, without the split's costs (a second
+        // pipeline fill a part, and the last part reading the others' fp32 partial tiles
+        // back after its mainloop).
+        let split_small = !whole_only
+            && stream_k_split(small, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+        // Only where the parts are short: a part's fixed costs weigh against its length,
+        // the smaller tile's (half the MMA work a byte of operands) against all of it.
+        let whole_rows64 = rows64 <= sms
+            && stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value == 0;
+        let part_small = k_tiles / (sms / small).max(1);
+        if split_small && whole_rows64 && part_small < SHORT_PART_K_TILES {
+            return Decision::new(
+                (64, 128),
+                format!(
+                    "{big} tiles of 128x256 are fewer than the {sms} SMs; stream-K would split each of 128x128's {small} along K in parts of about {part_small} k-tiles (< {SHORT_PART_K_TILES}), while 64x128's {rows64} run whole in one wave: as many SMs at work without the split's fix-up"
                 ),
             );
         }

@@ -73,15 +73,16 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(512, 512, 131072), false).value,
         (128, 128)
     );
-    // ... as do N = 640, which pads a 256-wide tile's columns (3 x 256 against 5 x 128), and
-    // K = 4096, whose 4 parts a tile would have 16 k-tiles each.
+    // ... as does N = 640, which pads a 256-wide tile's columns (3 x 256 against 5 x 128);
+    // K = 4096 does not take 128 x 256 either (4 parts a tile of 16 k-tiles each), and its 64
+    // tiles of 128 x 128 would split in parts of 32 k-tiles, so 128 of 64 x 128 run whole.
     assert_eq!(
         hopper_tile(&GemmProblem::new(1536, 640, 65536), false).value,
         (128, 128)
     );
     assert_eq!(
         hopper_tile(&GemmProblem::new(1024, 1024, 4096), false).value,
-        (128, 128)
+        (64, 128)
     );
     // N <= 64: the 64-wide tile, as many tiles, no columns of zeros.
     assert_eq!(
@@ -113,6 +114,27 @@ fn hopper_tile_rule() {
         (128, 128)
     );
     assert_eq!(hopper_tile(&c5a, false).value, (128, 256));
+    // A single wave of 128 x 128 tiles split in short parts (52 tiles in 2 parts of 36
+    // k-tiles) against 100 whole tiles of 64 x 128: the smaller tile ...
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1568, 512, 4608), false).value,
+        (64, 128)
+    );
+    // ... but not where the parts are long (64 tiles in 2 parts of 112 k-tiles), where the
+    // 64-row tiles would not run whole (96 of them leave 35 k-tiles a CTA idle: split too),
+    // or where the kernel runs whole tiles only.
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(256, 4096, 14336), false).value,
+        (128, 128)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1536, 512, 8192), false).value,
+        (128, 128)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1568, 512, 4608), true).value,
+        (128, 128)
+    );
     // N = 128: 128 x 256 computes half zeros.
     let mut batched = GemmProblem::new(2048, 128, 2048);
     batched.batch = 32;

@@ -756,7 +756,7 @@ fn plain_gemm_takes_pingpong_up_to_64_k_tiles() {
     }
     // Too few 128 x 256 tiles for the device: the cooperative small-problem tile.
     assert_eq!(
-        sched(&GemmProblem::new(1024, 1024, 4096), d),
+        sched(&GemmProblem::new(1024, 1024, 1024), d),
         (Schedule::Cooperative, 128, 128)
     );
     // Any epilogue term, an fp32 D, or any other choice asked for: cooperative.
