@@ -108,7 +108,8 @@ pub const LONG_K_MAX_PARTS: i64 = 4;
 /// in one wave: a part pays a pipeline fill and (the tile's last) a fix-up whatever its
 /// length, while the smaller tile's cost (twice the operand bytes a flop of MMA) grows with
 /// the work. Fitted on four shapes (H100, 2026-11-27, design 012): parts of 32, 36 and 40
-/// k-tiles ran 14-38% faster as whole 64 x 128 tiles, parts of 112 k-tiles 7-10% slower.
+/// k-tiles ran 14-38% faster as whole 64 x 128 tiles, parts of 112 k-tiles 7-10% slower;
+/// checked afterwards on two more shapes with parts of 48 (+3-47%).
 pub const SHORT_PART_K_TILES: i64 = 64;
 
 /// The fewest k-tiles a stream-K part of a 128 x 256 tile must have for [`hopper_tile`] to
@@ -306,10 +307,11 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         // back after its mainloop).
         let split_small = !whole_only
             && stream_k_split(small, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
-        // Only where the parts are short: a part's fixed costs weigh against its length,
-        // the smaller tile's (half the MMA work a byte of operands) against all of it.
         let whole_rows64 = rows64 <= sms
             && stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value == 0;
+        // Only where the parts are short: a part's fixed costs weigh against its length,
+        // the smaller tile's (half the MMA work a byte of operands) against all of it. (The
+        // parts counted as the SMs' share a tile; single_wave_grid may take fewer.)
         let part_small = k_tiles / (sms / small).max(1);
         if split_small && whole_rows64 && part_small < SHORT_PART_K_TILES {
             return Decision::new(
