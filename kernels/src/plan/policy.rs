@@ -108,7 +108,7 @@ pub const LONG_K_MAX_PARTS: i64 = 4;
 /// in one wave: a part pays a pipeline fill and (the tile's last) a fix-up whatever its
 /// length, while the smaller tile's cost (twice the operand bytes a flop of MMA) grows with
 /// the work. Fitted on four shapes (H100, 2026-11-27, design 012): parts of 32, 36 and 40
-/// k-tiles ran 14-38% faster as whole 64 x 128 tiles, parts of 112 k-tiles 7-10% slower;
+/// k-tiles ran 14-38% faster as whole 64 x 128 tiles, parts of 112 k-tiles 6-10% slower;
 /// checked afterwards on two more shapes with parts of 48 (+3-47%).
 pub const SHORT_PART_K_TILES: i64 = 64;
 
