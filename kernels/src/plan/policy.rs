@@ -728,18 +728,6 @@ mod tests {
     }
 
     #[test]
-    fn a_single_wave_keeps_parts_long_enough_for_their_fix_up() {
-        // 8 tiles of 64 k-tiles: 16 parts of 4 would add 15 partial sums; 4 parts of 16.
-        assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(32));
-        // 16 x 128 k-tiles: 6 parts of 21 (7 of 18 would add 6 sums, 4 x 6 > 18).
-        assert_eq!(single_wave_grid(16, 132, 128, 32, true).value, Some(96));
-        // Long parts keep the count the SMs allow: 32 tiles of 64 k-tiles in 4, 16 tiles of
-        // 2048 k-tiles in 8.
-        assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(128));
-        assert_eq!(single_wave_grid(16, 132, 2048, 32, false).value, Some(128));
-    }
-
-    #[test]
     fn intensity_separates_decode_from_prefill() {
         assert!(memory_bound(&GemmProblem::new(16, 4096, 4096)));
         assert!(memory_bound(&GemmProblem::new(128, 4096, 4096)));

@@ -209,6 +209,10 @@ fn single_wave_grid_rule() {
     // CTAs), not 16 parts of 4: a part keeps STREAM_K_FIXUP_SHARE k-tiles per partial sum
     // its tile's last part adds in.
     assert_eq!(single_wave_grid(8, 132, 64, 32, true).value, Some(32));
+    // 16 x 128 k-tiles: 6 parts of 21 (7 of 18 would add 6 sums, 4 x 6 > 18); long parts keep
+    // the count the SMs allow (16 tiles of 2048 k-tiles in 8).
+    assert_eq!(single_wave_grid(16, 132, 128, 32, true).value, Some(96));
+    assert_eq!(single_wave_grid(16, 132, 2048, 32, false).value, Some(128));
     // A whole number of parts a tile (4 x 32, 3 x 36), unless that is one.
     assert_eq!(single_wave_grid(32, 132, 64, 32, true).value, Some(128));
     assert_eq!(single_wave_grid(32, 132, 1024, 32, false).value, Some(128));
