@@ -112,6 +112,17 @@ pub const LONG_K_MAX_PARTS: i64 = 4;
 /// checked afterwards on two more shapes with parts of 48 (+3-47%).
 pub const SHORT_PART_K_TILES: i64 = 64;
 
+/// The fewest k-tiles for [`hopper_tile`] to take 64 x 128 tiles over a single wave of whole
+/// 128 x 128 tiles on at most half the SMs: the smaller tiles keep twice the SMs at work, each
+/// on half the MMA work, but each still pays a tile's fixed costs (the pipeline's fill, the
+/// epilogue), which a short mainloop does not outweigh. Fitted on six shapes (H100,
+/// 2026-11-27, design 012, "Half-empty waves"): 20 to 48 k-tiles ran 13-43% faster as 64 x
+/// 128 tiles, 16 k-tiles 16% slower (1000³) or within the spread (1024³); checked on five
+/// more, four of them 25-38% faster. The fifth (K = 2200) read its operands' rows off the
+/// 32-byte sector grid in place and ran 11% slower: there the loads bound the mainloop and the
+/// smaller tile reads half as many bytes again a flop, so the rule asks for rows on the grid.
+pub const HALF_WAVE_MIN_K_TILES: i64 = 20;
+
 /// The fewest k-tiles a stream-K part of a 128 x 256 tile must have for [`hopper_tile`] to
 /// keep that tile on a long-K single wave: a part's fix-up reads back the tile's other
 /// partial sums (128 KB each, a few k-tiles' time), which stays under about a tenth of a part
@@ -221,6 +232,10 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 ///   parts shorter than [`SHORT_PART_K_TILES`], and the 64 x 128 tiles running whole in one
 ///   wave: 64 x 128, about as many SMs at work without the split's second pipeline fill and
 ///   fix-up (fitted on four shapes, see the constant);
+/// - fewer 128 x 256 tiles than SMs, the 128 x 128 tiles whole in a single wave on at most
+///   half the SMs, the 64 x 128 tiles whole in one wave, at least [`HALF_WAVE_MIN_K_TILES`]
+///   k-tiles and rows of A and B (K-major) on the 32-byte sector grid: 64 x 128, twice the
+///   SMs at work (fitted on six shapes, see the constant);
 /// - else 128 x 256, the faster mainloop, unless its waves quantize so badly that 128 x 128's
 ///   waves, at [`TILE_128X128_COST`] a unit of work, take less time, and stream-K would not
 ///   split 128 x 256's last wave anyway.
@@ -318,6 +333,25 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
                 (64, 128),
                 format!(
                     "{big} tiles of 128x256 are fewer than the {sms} SMs; stream-K would split each of 128x128's {small} along K in parts of about {part_small} k-tiles (< {SHORT_PART_K_TILES}), while 64x128's {rows64} run whole in one wave: as many SMs at work without the split's fix-up"
+                ),
+            );
+        }
+        // A single wave of whole 128 x 128 tiles that leaves at least half the SMs idle:
+        // the twice as many 64 x 128 tiles, whole in one wave too, put twice the SMs to work,
+        // each on half the MMA work; where the mainloop outweighs a tile's fixed costs, and
+        // where the operands' rows lie on the sector grid (else the loads bound the mainloop
+        // and the smaller tile's extra bytes a flop cost more than its SMs gain).
+        let rows_on_sectors = (p.k * p.input.bytes()) % 32 == 0;
+        if !split_small
+            && whole_rows64
+            && 2 * small <= sms
+            && k_tiles >= HALF_WAVE_MIN_K_TILES
+            && rows_on_sectors
+        {
+            return Decision::new(
+                (64, 128),
+                format!(
+                    "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128's {small} run whole on at most half of them, 64x128's {rows64} whole in one wave on twice as many, with {k_tiles} k-tiles (>= {HALF_WAVE_MIN_K_TILES}) a tile"
                 ),
             );
         }

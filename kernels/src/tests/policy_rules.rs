@@ -120,9 +120,8 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(1568, 512, 4608), false).value,
         (64, 128)
     );
-    // ... but not where the parts are long (64 tiles in 2 parts of 112 k-tiles), where the
-    // 64-row tiles would not run whole (96 of them leave 35 k-tiles a CTA idle: split too),
-    // or where the kernel runs whole tiles only.
+    // ... but not where the parts are long (64 tiles in 2 parts of 112 k-tiles) or where the
+    // 64-row tiles would not run whole (96 of them leave 35 k-tiles a CTA idle: split too).
     assert_eq!(
         hopper_tile(&GemmProblem::new(256, 4096, 14336), false).value,
         (128, 128)
@@ -131,8 +130,30 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(1536, 512, 8192), false).value,
         (128, 128)
     );
+    // Where the kernel runs whole tiles only, the 52 tiles of 128 x 128 would keep 52 SMs
+    // busy: the half-empty wave's rule takes the 100 of 64 x 128.
     assert_eq!(
         hopper_tile(&GemmProblem::new(1568, 512, 4608), true).value,
+        (64, 128)
+    );
+    // A single wave of whole 128 x 128 tiles on at most half the SMs (48, 63): 64 x 128 ...
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(768, 1024, 2048), false).value,
+        (64, 128)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1152, 896, 2560), false).value,
+        (64, 128)
+    );
+    // ... but not with 16 k-tiles (1024³ above), nor with rows of A and B off the 32-byte
+    // sector grid (K = 2200: 4400-byte rows), nor where 128 x 128 keeps more than half the
+    // SMs busy (72 tiles).
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(700, 1100, 2200), false).value,
+        (128, 128)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1152, 1024, 2048), false).value,
         (128, 128)
     );
     // N = 128: 128 x 256 computes half zeros.
