@@ -54,6 +54,11 @@ struct TesseraSm90Params {
   int sk_waves;  // with sk_tiles: the whole tiles of each CTA, (total - sk_tiles) / gridDim.x
   float* sk_work;
   int* sk_flags;
+  // A and B for the cp.async load (kCpAsyncAB plans): K-major rows, strides in elements, the
+  // same operands A's and B's tensor maps describe.
+  const void* a;
+  const void* b;
+  long long lda, ldb, batch_a, batch_b;
 };
 
 // D, C, aux rows may be accessed two elements at a time (checked on the host). The rest of
@@ -567,6 +572,86 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
     }
   }
 }
+
+#if TESSERA_SM90_CLUSTER == 1
+// The cp.async load (kCpAsyncAB): `rows` rows of one operand's k-tile (K-major, 16-bit: 8
+// chunks of 16 bytes a row) from `row` (this thread's first row, its pointer at the k-tile's
+// first element) into the stage at `dst`, in the layout TMA's 128-byte swizzle writes: chunk
+// c of row r at r * 128 + (c ^ (r % 8)) * 16. Thread t copies chunk t % 8 of rows t / 8 + 16 j,
+// so a warp reads four rows of 128 contiguous bytes each. Rows past `rows_left` and chunks
+// past K are zero-filled (K is a multiple of 8: a chunk is whole or outside).
+template <int kRows>
+__device__ __forceinline__ void tessera_sm90_cp_ktile(unsigned dst, const char* row,
+                                                      long long ld_bytes, int rows_left,
+                                                      bool chunk_in, const void* safe, int t) {
+  const int r0 = t >> 3, c = t & 7;
+  unsigned d = dst + r0 * 128 + ((c ^ (r0 & 7)) << 4);
+  int left = rows_left - r0;
+  // (Rolled, the addresses stepped: unrolled, the rows' 64-bit addresses were hoisted out of
+  // the k-tile loop and spilled the producer's 32 registers.)
+#pragma unroll 1
+  for (int j = 0; j < kRows / 16; ++j) {
+    const bool in = chunk_in && left > 0;
+    // (A zero-filled chunk reads nothing; its address is the operand's start all the same.)
+    tessera_cp_async_16(d, in ? row : safe, in ? 16u : 0u);
+    row += 16 * ld_bytes;
+    d += 16 * 128;
+    left -= 16;
+  }
+}
+
+// The producer warpgroup's 128 threads under the cp.async load (kCpAsyncAB: rows of A and B
+// that TMA would read off the 32-byte sector grid): the units of tessera_sm90_produce_single
+// in the same order, each k-tile's A and B rows copied by every thread, whose arrival on the
+// stage's `full` barrier (of 128) comes when its copies have landed.
+__device__ __forceinline__ void tessera_sm90_produce_cp_async(const TesseraSm90Params& p,
+                                                              unsigned smem_a, unsigned smem_b,
+                                                              unsigned bars, int total,
+                                                              int k_tiles, int t) {
+  static_assert(!kCpAsyncAB || !kBPanel, "the cp.async load: B rides the ring");
+  const long long lda = 2 * p.lda, ldb = 2 * p.ldb;
+  int stage = 0;
+  unsigned phase = 0;
+  // Tile (b, tm, tn)'s k-tiles [kb, ke): this thread's rows of A and B, from row t / 8.
+  auto unit = [&](int b, int tm, int tn, int kb, int ke) {
+    const int r0 = t >> 3;
+    const char* a_row = static_cast<const char*>(p.a) + 2 * ((long long)b * p.batch_a) + (tm * kBM + r0) * lda + 16 * (t & 7);
+    const char* b_row = static_cast<const char*>(p.b) + 2 * ((long long)b * p.batch_b) + (tn * kBN + r0) * ldb + 16 * (t & 7);
+    const int a_left = p.m - tm * kBM, b_left = p.n - tn * kBN;
+#pragma unroll 1
+    for (int kt = kb; kt < ke; ++kt) {
+      tessera_mbar_wait(bars + 8 * (kStages + stage), phase ^ 1);
+      const bool chunk_in = kt * kBK + 8 * (t & 7) < p.k;
+      tessera_sm90_cp_ktile<kBM>(smem_a + stage * kStageBytesA, a_row + 2 * kt * kBK, lda, a_left, chunk_in, p.a, t);
+      tessera_sm90_cp_ktile<kBN>(smem_b + stage * kStageBytesB, b_row + 2 * kt * kBK, ldb, b_left, chunk_in, p.b, t);
+      tessera_cp_async_arrive(bars + 8 * stage);
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  };
+  const int end = total - (kStreamK ? p.sk_tiles : 0);
+#pragma unroll 1
+  for (int tile = blockIdx.x; tile < end; tile += tessera_nctaid_x()) {
+    int b, tm, tn;
+    tessera_sm90_tile(tile, p, b, tm, tn);
+    unit(b, tm, tn, 0, k_tiles);
+  }
+  if (kStreamK && p.sk_tiles > 0) {
+    const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
+    const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
+#pragma unroll 1
+    for (int t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
+      int b, tm, tn;
+      tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
+      unit(b, tm, tn, max(g0, t0) - t0, min(g1, t0 + k_tiles) - t0);
+    }
+  }
+  // (The thread's last copies land before it leaves.)
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+#endif
 
 // The producer warpgroup's thread 0: every k-tile of the CTA's (or cluster's) work, in the
 // order the consumers take it, into consecutive stages of the ring.
@@ -1457,7 +1542,8 @@ __device__ __forceinline__ void tessera_sm90_init_barriers(unsigned bars, unsign
                                                            unsigned in_bars) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      tessera_mbar_init(bars + 8 * s, 1);
+      // (The cp.async load: every producer thread arrives once its copies have landed.)
+      tessera_mbar_init(bars + 8 * s, kCpAsyncAB ? 128 : 1);
       // Cooperative: every consumer warp reads every stage. Ping-pong: one warpgroup does.
       // With a cluster, the consumer warps of every CTA of it.
       tessera_mbar_init(bars + 8 * (kStages + s), (kPingPong ? 1 : kConsumers) * 4 * kCluster);
@@ -1578,6 +1664,9 @@ __device__ __forceinline__ int tessera_sm90_mainloop(float (&acc)[kMHalves][kBN 
   int prev = 0;
   for (int kt = w.kb; kt < w.ke; ++kt) {
     tessera_mbar_wait(bars + 8 * stage, phase);
+    // The cp.async load wrote the stage through the generic proxy; wgmma reads it through
+    // the async proxy.
+    if (kCpAsyncAB) tessera_fence_proxy_async();
     TESSERA_TL(kt == w.kb && t == 0, wg, slot_tl, 2);
 
     if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
@@ -2141,6 +2230,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
     // Producer warpgroup: the CTA's tiles blockIdx.x, blockIdx.x + gridDim.x, ... in order,
     // every k-tile of each, into consecutive stages of the ring.
     tessera_setmaxnreg_dec<kProducerRegs>();
+#if TESSERA_SM90_CLUSTER == 1
+    if (kCpAsyncAB) {
+      tessera_sm90_produce_cp_async(p, sm.smem_a, sm.smem_b, sm.bars, total, k_tiles, t);
+    } else
+#endif
     if (t == 0) tessera_sm90_produce(tma_a, tma_b, p, sm.smem_a, sm.smem_b, sm.bars, total, k_tiles);
   } else {
     tessera_setmaxnreg_inc<kConsumerRegs>();

@@ -49,6 +49,21 @@ __device__ __forceinline__ void tessera_mbar_wait(unsigned bar, unsigned parity)
   }
 }
 
+// 16 bytes from global memory into shared memory at `dst` (through L2 only), the bytes past
+// `src_bytes` (0 or 16) written as zeros: a load outside the operand reads nothing.
+__device__ __forceinline__ void tessera_cp_async_16(unsigned dst, const void* src,
+                                                    unsigned src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+// One arrival on `bar` once every cp.async this thread issued before has landed; `.noinc`: the
+// barrier's expected count includes these arrivals.
+__device__ __forceinline__ void tessera_cp_async_arrive(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
 // One TMA box of a 3-D tensor map (coordinates innermost first) into shared memory at `dst`;
 // completion is signalled on `bar` as transaction bytes. Elements outside the tensor are
 // written as zeros and still counted.

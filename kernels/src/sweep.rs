@@ -414,7 +414,8 @@ mod tests {
 
     /// Every shape plans on sm_90a (a valid GEMM never ends in an error) and takes the Hopper
     /// path; the shapes whose rows TMA cannot address stage A and B first, and those whose
-    /// rows are off the 32-byte sector grid where the copy pays.
+    /// rows are off the 32-byte sector grid load them by cp.async where K is short (staging an
+    /// operand given off the 16-byte grid) or stage them where the copy pays.
     #[test]
     fn every_sweep_shape_plans() {
         for s in sweep_shapes() {
@@ -425,12 +426,16 @@ mod tests {
             let plan = spec
                 .plan(Arch::Sm90a, crate::H100_SMS)
                 .unwrap_or_else(|e| panic!("{s}: {e}"));
+            let row = s.k * s.dtype.bytes();
             let mut p = crate::plan::GemmProblem::new(s.m, s.n, s.k);
             p.batch = s.batch;
             p.input = s.dtype;
-            let row = s.k * s.dtype.bytes();
+            // (Rows off the sector grid: loaded by cp.async where K is short, which keeps the
+            // staging for operands off the 16-byte grid; else staged where the copy pays.)
             let aligned = row % 16 == 0
-                && (row % 32 == 0 || !crate::plan::policy::stage_off_sector_rows(&p).value);
+                && (row % 32 == 0
+                    || !(crate::plan::policy::cp_async_off_sector_rows(&p).value
+                        || crate::plan::policy::stage_off_sector_rows(&p).value));
             assert_eq!(plan.path(), "sm90", "{s}");
             assert_eq!(plan.staged_k().is_none(), aligned, "{s}");
         }

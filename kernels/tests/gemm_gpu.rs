@@ -562,3 +562,82 @@ fn staged_operands_where_k_rows_are_off_the_tma_grid() {
     }
     run_cases(&ctx, test, "staged", &cases);
 }
+
+/// Rows of A and B off the 32-byte sector grid (K an odd multiple of 8) and at most 8 k-tiles
+/// load by cp.async from every producer thread: tails in M, N and K (zero-filled rows and
+/// chunks), operands padded onto the 16-byte grid (read in place) and off it (copied first), a
+/// batch, a column-major D, fp16, both schedules, 128 x 64 and 64 x 128 tiles, stream-K
+/// parts, fused and generated epilogues.
+#[test]
+fn cp_async_loads_where_k_rows_are_off_the_sector_grid() {
+    let test = "cp_async_loads_where_k_rows_are_off_the_sector_grid";
+    let Some(ctx) = hopper(test) else { return };
+    let o = Options::default;
+    let mut cases = Vec::new();
+    for pad in [0, 1, 8] {
+        cases.push(Case {
+            pad,
+            ..Case::new(spec(333, 290, 136, "relu_aux_bias"))
+        });
+    }
+    for e in [
+        "acc",
+        "gelu_aux_bias",
+        "dgelu_bgrad",
+        "relu(acc + bias_col + residual)",
+    ] {
+        cases.push(Case::new(spec(1000, 1016, 456, e)));
+    }
+    cases.push(Case::new(
+        GemmSpec::new(130, 90, 104)
+            .batch(3)
+            .b(Major::Col)
+            .epilogue("relu_bias")
+            .expect("epilogue"),
+    ));
+    cases.push(Case::new(
+        GemmSpec::new(300, 200, 344)
+            .b(Major::Col)
+            .d(Major::Col)
+            .epilogue("relu(acc + bias_row)")
+            .expect("epilogue"),
+    ));
+    cases.push(Case::new(
+        GemmSpec::new(512, 520, 488)
+            .dtype(DType::F16)
+            .b(Major::Col)
+            .epilogue("acc")
+            .expect("epilogue"),
+    ));
+    cases.push(Case::new(spec(16, 4096, 344, "acc")));
+    let forced = [
+        Options {
+            schedule: Some(Schedule::PingPong),
+            ..o()
+        },
+        Options {
+            tile: Some((128, 64, 64)),
+            ..o()
+        },
+        Options {
+            tile: Some((64, 128, 64)),
+            ..o()
+        },
+        Options {
+            stream_k: Some(true),
+            max_ctas: Some(7),
+            ..o()
+        },
+    ];
+    for f in forced {
+        cases.push(Case {
+            repeat: 2,
+            ..Case::new(spec(777, 1100, 440, "relu_bias").options(f))
+        });
+    }
+    for c in &cases {
+        let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");
+        assert!(plan.cp_async_ab(), "{}: {}", c.spec, plan.summary());
+    }
+    run_cases(&ctx, test, "cp.async", &cases);
+}

@@ -78,6 +78,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     );
     let _ = writeln!(
         s,
+        "constexpr bool kCpAsyncAB = {}; // A and B by cp.async from every producer thread, else TMA",
+        plan.cp_async_ab
+    );
+    let _ = writeln!(
+        s,
         "constexpr int kAccRegs = {}; // fp32 accumulators per consumer thread and m64 half",
         bn / 2
     );

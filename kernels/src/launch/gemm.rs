@@ -668,7 +668,8 @@ impl Gemm {
                 let eb = x.dtype.bytes() as u64;
                 // In place where rows, batches and start are on the grid the plan staged for
                 // (16 bytes, what TMA addresses, or 32, the sector grid; both multiples of 16).
-                let g = crate::plan::gemm::stage_grid(p);
+                let g =
+                    crate::plan::gemm::stage_grid(p, plan.sm90().is_some_and(|s| s.cp_async_ab));
                 if on_byte_grid(x.ptr, *ld_x, *bs_x, p.batch, eb, g) && (p.batch == 1 || *bs_x != 0)
                 {
                     return Ok(*x);

@@ -387,6 +387,14 @@ pub(crate) struct Sm90Params {
     pub(crate) sk_waves: i32,
     pub(crate) sk_work: u64,
     pub(crate) sk_flags: u64,
+    /// A and B for the cp.async load (the operands A's and B's tensor maps describe), strides
+    /// in elements.
+    pub(crate) a: u64,
+    pub(crate) b: u64,
+    pub(crate) lda: i64,
+    pub(crate) ldb: i64,
+    pub(crate) batch_a: i64,
+    pub(crate) batch_b: i64,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field on the device.
@@ -809,6 +817,12 @@ impl Sm90Kernel {
             bias_mode: e.bias.code(),
             out_dtype: p.output.code(),
             flags,
+            a: args.a.ptr,
+            b: args.b.ptr,
+            lda: s.lda,
+            ldb: s.ldb,
+            batch_a: s.batch_a,
+            batch_b: s.batch_b,
             ..Sm90Params::default()
         };
         let params = self.with_stream_k(cx, params)?;

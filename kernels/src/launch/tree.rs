@@ -840,6 +840,13 @@ impl TreeSm90 {
             group_m: plan.group_m as i32,
             out_dtype: p.output.code(),
             flags,
+            // (The cp.async load's operands: the same rows as A's and B's maps.)
+            a: a.ptr + (rows.start * s.lda) as u64 * eb,
+            b: b.ptr + (cols.start * s.ldb) as u64 * eb,
+            lda: s.lda,
+            ldb: s.ldb,
+            batch_a: s.batch_a,
+            batch_b: s.batch_b,
             ..Sm90Params::default()
         };
         let params = self.kernel.with_stream_k(cx, params)?;

@@ -103,6 +103,8 @@ impl Options {
                 share: self.share,
                 tma_store: self.tma_store,
                 stream_k: self.stream_k,
+                // Decided by the path from the problem (see `choose_path`).
+                cp_async_ab: false,
                 epilogue_inputs: None,
                 epilogue_vectors: (false, false),
                 im2col: None,
@@ -382,10 +384,11 @@ fn k_rows_off_sectors(problem: &GemmProblem) -> bool {
 
 /// The byte multiple an operand's rows (and batches, and start) must be on for the Hopper
 /// kernel to read it in place when the plan stages A and B: 16 where K makes rows TMA cannot
-/// address, 32 where they are staged for being off the sector grid.
+/// address or the kernel loads them by cp.async (16 bytes a copy), 32 where they are staged
+/// for being off the sector grid.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn stage_grid(problem: &GemmProblem) -> u64 {
-    if k_rows_unaligned(problem) {
+pub(crate) fn stage_grid(problem: &GemmProblem, cp_async: bool) -> u64 {
+    if k_rows_unaligned(problem) || cp_async {
         16
     } else {
         32
@@ -424,18 +427,28 @@ fn choose_path(
     // and B with padded rows: the copy reads and writes each operand once more, while the
     // sm80-class path (which reads such rows in place) runs at a fraction of the Hopper
     // kernel's rate (docs/design/013-staged-operands.md).
-    // Rows TMA addresses but off the 32-byte sector grid are staged too where the copy
-    // costs less than the slower loads (policy::stage_off_sector_rows).
-    // (Not an im2col plan: its A is x, read by taps, not rows to copy.)
-    let off_sectors = (hopper_ok
+    // Rows TMA addresses but off the 32-byte sector grid, which it reads at little more than
+    // half the rate, are loaded by cp.async from every producer thread where K is short
+    // (policy::cp_async_off_sector_rows; not with a forced cluster, whose multicast is
+    // TMA's); else staged where the copy costs less than the slower loads
+    // (policy::stage_off_sector_rows). (Not an im2col plan: its A is x, read by taps.)
+    let off_grid = hopper_ok
         && !path.force_sm80
         && spec.im2col.is_none()
         && spec.window.is_none()
-        && k_rows_off_sectors(problem))
-    .then(|| policy::stage_off_sector_rows(problem));
+        && k_rows_off_sectors(problem);
+    path.sm90.cp_async_ab = off_grid
+        && spec.options.cluster.unwrap_or(1) == 1
+        && policy::cp_async_off_sector_rows(problem).value;
+    let off_sectors =
+        (off_grid && !path.sm90.cp_async_ab).then(|| policy::stage_off_sector_rows(problem));
     let off_sectors_staged = off_sectors.as_ref().is_some_and(|d| d.value);
-    path.stage_k =
-        hopper_ok && !path.force_sm80 && (k_rows_unaligned(problem) || off_sectors_staged);
+    // (The cp.async load keeps the staging for operands whose own rows, batches or start
+    // are off the 16-byte grid its copies need: those are copied first, the others read in
+    // place.)
+    path.stage_k = hopper_ok
+        && !path.force_sm80
+        && (k_rows_unaligned(problem) || off_sectors_staged || path.sm90.cp_async_ab);
     let why_path = if path.force_sm80 {
         "sm80: forced (Options::sm80)".to_string()
     } else {
@@ -446,6 +459,10 @@ fn choose_path(
                 staged_row(problem)
             ),
             (None, Some(d)) => format!("sm90, A and B in place: {}", d.why),
+            (None, None) if path.sm90.cp_async_ab => format!(
+                "sm90, A and B loaded by cp.async: {}",
+                policy::cp_async_off_sector_rows(problem).why
+            ),
             (None, None) if path.stage_k => format!(
                 "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
                 problem.k,
@@ -683,6 +700,21 @@ impl Plan {
         self.sm90().is_some_and(|p| p.row_store())
     }
 
+    /// Whether the Hopper kernel loads A and B by cp.async from every producer thread instead
+    /// of TMA: where their K-major rows are off the 32-byte sector grid (K an odd multiple of
+    /// 8 for 16-bit elements).
+    ///
+    /// ```
+    /// use tessera_kernels::{Arch, GemmSpec};
+    /// let plan = |k| GemmSpec::linear(2048, 2048, k).plan(Arch::Sm90a, 132).unwrap();
+    /// assert!(plan(136).cp_async_ab() && plan(504).cp_async_ab());
+    /// // On the grid, unaligned, or long enough for the copy to pay.
+    /// assert!(!plan(512).cp_async_ab() && !plan(505).cp_async_ab() && !plan(2056).cp_async_ab());
+    /// ```
+    pub fn cp_async_ab(&self) -> bool {
+        self.sm90().is_some_and(|p| p.cp_async_ab)
+    }
+
     /// Whether the kernel splits tiles along K (stream-K) on this device.
     pub fn stream_k(&self) -> bool {
         self.sm90().is_some_and(|p| p.stream_k)
@@ -759,13 +791,16 @@ impl Plan {
 
     /// The row length (elements) of the copies of A and B a launch stages into the workspace
     /// before the Hopper kernel reads them, where K makes rows TMA cannot address (a multiple
-    /// of 16 bytes), or rows off the 32-byte sector grid where the copy costs less than the
-    /// slower loads ([`crate::plan::policy::stage_off_sector_rows`]); `None` when the kernel
-    /// reads A and B in place.
+    /// of 16 bytes), or rows off the 32-byte sector grid (which the kernel loads by cp.async
+    /// where K is short, [`crate::plan::policy::cp_async_off_sector_rows`], else staged where
+    /// the copy costs less than the slower loads,
+    /// [`crate::plan::policy::stage_off_sector_rows`]); `None` when the kernel reads A and B
+    /// in place.
     ///
     /// An operand the caller already gives with rows and batches on multiples of 16 bytes (32
-    /// where staged for the sector grid) and a start aligned as much is read in place even
-    /// then.
+    /// where staged for the sector grid under a cluster) and a start aligned as much is read
+    /// in place even then: under the cp.async load, every operand but one whose own strides
+    /// or start are off the 16-byte grid.
     ///
     /// ```
     /// use tessera_kernels::{Arch, GemmSpec};
@@ -776,6 +811,9 @@ impl Plan {
     /// // 8208-byte rows, off the sector grid: staged where the GEMM is long enough to pay.
     /// assert_eq!(plan(4096, 4104).staged_k(), Some(4160));
     /// assert_eq!(plan(16, 4104).staged_k(), None);
+    /// // 272-byte rows: loaded by cp.async, copied first only where a caller's operand is
+    /// // off the 16-byte grid.
+    /// assert_eq!(plan(4096, 136).staged_k(), Some(192));
     /// ```
     pub fn staged_k(&self) -> Option<i64> {
         (self.path.stage_k && self.sm90().is_some()).then(|| staged_row(&self.problem))
@@ -794,6 +832,8 @@ impl Plan {
     /// assert_eq!(plan(16, 4096, 4096), "coop 64x128 s6 sk 32/32 on 128");
     /// // K = 4095: A and B staged into rows TMA can address.
     /// assert_eq!(plan(4095, 4095, 4095), "coop 128x256 s4 staged");
+    /// // K = 328: rows off the sector grid, loaded by cp.async.
+    /// assert!(plan(4096, 4096, 328).ends_with(" cp.async"));
     /// ```
     pub fn summary(&self) -> String {
         match self.sm90() {
@@ -810,7 +850,9 @@ impl Plan {
                 } else {
                     String::new()
                 };
-                let staged = if self.staged_k().is_some() {
+                let staged = if p.cp_async_ab {
+                    " cp.async"
+                } else if self.staged_k().is_some() {
                     " staged"
                 } else {
                     ""

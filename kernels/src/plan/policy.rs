@@ -160,6 +160,33 @@ pub fn intensity(p: &GemmProblem) -> f64 {
 /// and 4112 (H100, design 013, "Rows off the sector grid").
 pub const OFF_SECTOR_SLOWDOWN: f64 = 0.75;
 
+/// The most k-tiles for which a GEMM whose K-major rows of A and B are off the 32-byte sector
+/// grid loads them by cp.async from every producer thread ([`cp_async_off_sector_rows`])
+/// rather than by TMA, staged or in place. Fitted on fourteen shapes (H100, 2026-11-27, design
+/// 013, "The cp.async load"): with 3 to 6 k-tiles the cp.async load ran 11-20% faster than the
+/// staged copy and TMA; from 12 k-tiles on it ran 5-26% slower than either (the copy pays for
+/// itself over a long mainloop, and TMA in place loses less than the cp.async producer).
+pub const CP_ASYNC_MAX_K_TILES: i64 = 8;
+
+/// Whether a GEMM whose K-major rows of A and B are 16-byte but not 32-byte multiples loads
+/// them by cp.async: at most [`CP_ASYNC_MAX_K_TILES`] k-tiles, where a separate copy of A and
+/// B costs a large share of a short GEMM.
+pub fn cp_async_off_sector_rows(p: &GemmProblem) -> Decision<bool> {
+    let k_tiles = ceil_div(p.k, BK);
+    let row = p.k * p.input.bytes();
+    if k_tiles <= CP_ASYNC_MAX_K_TILES {
+        Decision::new(
+            true,
+            format!("rows of {row} bytes are off the 32-byte sector grid and {k_tiles} k-tiles (<= {CP_ASYNC_MAX_K_TILES}) too few to pay for a copy: every producer thread loads A and B by cp.async, 16 bytes at a time"),
+        )
+    } else {
+        Decision::new(
+            false,
+            format!("{k_tiles} k-tiles (> {CP_ASYNC_MAX_K_TILES}): TMA, staged or in place"),
+        )
+    }
+}
+
 /// Whether a GEMM whose K-major rows of A and B are 16-byte but not 32-byte multiples copies
 /// them first into rows of whole 128-byte k-tiles (as rows TMA cannot address are,
 /// [`crate::plan::gemm::Plan::staged_k`]): where the copy, a read and a write of A and B at

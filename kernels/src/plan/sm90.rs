@@ -28,10 +28,13 @@ pub const EPI_COLS: i64 = 32;
 /// Row pitch of the fp32 epilogue scratch, in floats: 8 more than [`EPI_COLS`], so that the
 /// 8-byte fragment writes of a half-warp (4 rows x 4 column pairs) hit 32 distinct banks.
 pub const EPI_PITCH: i64 = EPI_COLS + 8;
-/// Registers per thread the producer warpgroup gives back (`setmaxnreg.dec`).
+/// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`). What the producer
+/// gives back is all the consumers can take: a CTA holds the registers it launched with (168 a
+/// thread for 384 threads), so `24 + 2 * 240 = 3 * 168`; a consumer asking for more than the
+/// producer freed would wait for ever.
 pub const PRODUCER_REGS: i64 = 24;
 /// Registers per thread the consumer warpgroups take (`setmaxnreg.inc`); with one producer and
-/// two consumers, `24 + 2 * 240 <= 512` registers per thread slot of the 384-thread CTA (at
+/// two consumers, `24 + 2 * 240 = 3 * 168`, the registers the 384-thread CTA launches with (at
 /// 232, ptxas spilled in the row-bias + GELU epilogue).
 pub const CONSUMER_REGS: i64 = 240;
 
@@ -512,6 +515,9 @@ pub struct Sm90Options {
     /// no cluster, for last waves that leave at least [`STREAM_K_MIN_IDLE`] k-tiles a CTA
     /// idle; `Some(true)`: for every partial last wave.
     pub stream_k: Option<bool>,
+    /// Load A and B with cp.async from every producer thread instead of TMA
+    /// ([`Sm90Plan::cp_async_ab`]); no cluster, no im2col or window load.
+    pub cp_async_ab: bool,
     /// Load A with TMA's im2col mode from a convolution's input (the implicit GEMM):
     /// cooperative or ping-pong, no cluster, no stream-K.
     pub im2col: Option<Im2colTma>,
@@ -638,6 +644,12 @@ pub struct Sm90Plan {
     /// last k-tile adds the parts in and runs the epilogue. The workspace, allocated at a kernel's first split launch and kept with it,
     /// holds `SMs x consumers x 64 x BN` fp32 values (17 MB at 128 x 256 on 132 SMs).
     pub stream_k: bool,
+    /// A and B loaded by cp.async, 16 bytes a thread, from all the producer warpgroup's
+    /// threads, into the stages' 128-byte-swizzled layout TMA would write: for rows of A and
+    /// B that TMA would read off the 32-byte sector grid (K an odd multiple of 8 for 16-bit
+    /// elements), which it loads at little more than half the rate (design 013). Each
+    /// thread's copies of a stage complete on its `full` barrier (of 128 arrivals).
+    pub cp_async_ab: bool,
     /// A loaded from a convolution's input by TMA's im2col mode ([`Im2colTma`]), or `None`
     /// for a tiled load of an `M x K` matrix.
     pub im2col: Option<Im2colTma>,
@@ -892,6 +904,14 @@ impl Sm90Plan {
             }
             wd.check(bm, problem.batch, problem.m, problem.k)?;
         }
+        if opts.cp_async_ab
+            && (cluster != 1 || opts.im2col.is_some() || opts.window.is_some() || b_panel)
+        {
+            return Err(KernelError::invalid(
+                op,
+                "the cp.async load of A and B takes one CTA a tile (no cluster) and row-major operands (no im2col or window load, no B panel)",
+            ));
+        }
         let group_m = opts
             .group_m
             .unwrap_or_else(|| policy::hopper_group_m().value);
@@ -922,6 +942,7 @@ impl Sm90Plan {
             bias_stage_bytes,
             vector_stage,
             stream_k,
+            cp_async_ab: opts.cp_async_ab,
             im2col: opts.im2col,
             window: opts.window,
             b_panel,
@@ -1428,8 +1449,15 @@ impl fmt::Display for Sm90Plan {
         )?;
         writeln!(
             f,
-            "  warpgroups   1 producer (setmaxnreg.dec {PRODUCER_REGS}, one thread issues TMA) + {} consumers (setmaxnreg.inc {CONSUMER_REGS}, {:?}), {} threads",
-            self.consumers, self.schedule, self.threads
+            "  warpgroups   1 producer (setmaxnreg.dec {PRODUCER_REGS}, {}) + {} consumers (setmaxnreg.inc {CONSUMER_REGS}, {:?}), {} threads",
+            if self.cp_async_ab {
+                "every thread copies A and B by cp.async"
+            } else {
+                "one thread issues TMA"
+            },
+            self.consumers,
+            self.schedule,
+            self.threads
         )?;
         writeln!(
             f,
