@@ -259,6 +259,10 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 ///   parts shorter than [`SHORT_PART_K_TILES`], and the 64 x 128 tiles running whole in one
 ///   wave: 64 x 128, about as many SMs at work without the split's second pipeline fill and
 ///   fix-up (fitted on four shapes, see the constant);
+/// - fewer 128 x 256 tiles than SMs but more 128 x 128 tiles, and stream-K leaving the 128 x
+///   256 wave whole: 128 x 256, one wave against two (the second partial) at
+///   [`TILE_128X128_COST`] a 128 x 128 unit (measured on six shapes, design 012, "One wide
+///   wave");
 /// - fewer 128 x 256 tiles than SMs, the 128 x 128 tiles whole in a single wave on at most
 ///   half the SMs, the 64 x 128 tiles whole in one wave, at least [`HALF_WAVE_MIN_K_TILES`]
 ///   k-tiles and rows of A and B (K-major) on the 32-byte sector grid: 64 x 128, twice the
@@ -379,6 +383,19 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
                 (64, 128),
                 format!(
                     "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128's {small} run whole on at most half of them, 64x128's {rows64} whole in one wave on twice as many, with {k_tiles} k-tiles (>= {HALF_WAVE_MIN_K_TILES}) a tile"
+                ),
+            );
+        }
+        // One wave of 128 x 256 tiles against two of 128 x 128, the second partial: at
+        // TILE_128X128_COST a 128 x 128 unit the one wide wave is the shorter, where stream-K
+        // leaves it whole (a split wave of the wider tile is cut across tiles: long K).
+        if small > sms && !split {
+            return Decision::new(
+                (128, 256),
+                format!(
+                    "{big} tiles of 128x256 fit one wave of the {sms} SMs, 128x128's {small} take {}: {:.2} against 2.00 units at {TILE_128X128_COST} a 128x128 unit",
+                    waves(small),
+                    TILE_128X128_COST * waves(small) as f64
                 ),
             );
         }

@@ -156,6 +156,17 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(1152, 1024, 2048), false).value,
         (128, 128)
     );
+    // Fewer 128 x 256 tiles than SMs but more 128 x 128 ones: one wave of the wider tile
+    // (102 and 128 tiles) against two of the narrower, where stream-K leaves the wave whole;
+    // 768 x 3072 x 8192 (its 72 wide tiles split along K, above) keeps 128 x 128.
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(354, 8632, 1120), false).value,
+        (128, 256)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(2048, 2048, 32768), false).value,
+        (128, 256)
+    );
     // N = 128: 128 x 256 computes half zeros.
     let mut batched = GemmProblem::new(2048, 128, 2048);
     batched.batch = 32;
