@@ -574,7 +574,7 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
 }
 
 #if TESSERA_SM90_CLUSTER == 1
-// The cp.async load (kCpAsyncAB): `rows` rows of one operand's k-tile (K-major, 16-bit: 8
+// The cp.async load (kCpAsyncAB): kRows rows of one operand's k-tile (K-major, 16-bit: 8
 // chunks of 16 bytes a row) from `row` (this thread's first row, its pointer at the k-tile's
 // first element) into the stage at `dst`, in the layout TMA's 128-byte swizzle writes: chunk
 // c of row r at r * 128 + (c ^ (r % 8)) * 16. Thread t copies chunk t % 8 of rows t / 8 + 16 j,
@@ -588,7 +588,7 @@ __device__ __forceinline__ void tessera_sm90_cp_ktile(unsigned dst, const char* 
   unsigned d = dst + r0 * 128 + ((c ^ (r0 & 7)) << 4);
   int left = rows_left - r0;
   // (Rolled, the addresses stepped: unrolled, the rows' 64-bit addresses were hoisted out of
-  // the k-tile loop and spilled the producer's 32 registers.)
+  // the k-tile loop and spilled the producer's few registers.)
 #pragma unroll 1
   for (int j = 0; j < kRows / 16; ++j) {
     const bool in = chunk_in && left > 0;
@@ -631,22 +631,16 @@ __device__ __forceinline__ void tessera_sm90_produce_cp_async(const TesseraSm90P
       }
     }
   };
-  const int end = total - (kStreamK ? p.sk_tiles : 0);
+  // The CTA's units in the consumers' order (tessera_sm90_unit: whole tiles, then stream-K
+  // parts), through one copy of the loop: two (whole tiles, parts) spilled the producer's
+  // registers.
 #pragma unroll 1
-  for (int tile = blockIdx.x; tile < end; tile += tessera_nctaid_x()) {
+  for (int u = 0;; ++u) {
+    TesseraSm90Unit w;
+    if (!tessera_sm90_unit(p, total, k_tiles, u, w)) break;
     int b, tm, tn;
-    tessera_sm90_tile(tile, p, b, tm, tn);
-    unit(b, tm, tn, 0, k_tiles);
-  }
-  if (kStreamK && p.sk_tiles > 0) {
-    const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
-    const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
-#pragma unroll 1
-    for (int t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
-      int b, tm, tn;
-      tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
-      unit(b, tm, tn, max(g0, t0) - t0, min(g1, t0 + k_tiles) - t0);
-    }
+    tessera_sm90_tile(w.tile, p, b, tm, tn);
+    unit(b, tm, tn, w.kb, w.ke);
   }
   // (The thread's last copies land before it leaves.)
   asm volatile("cp.async.wait_all;\n" ::: "memory");

@@ -904,12 +904,20 @@ impl Sm90Plan {
             }
             wd.check(bm, problem.batch, problem.m, problem.k)?;
         }
+        // (The cp.async load writes the 128-byte swizzle's layout itself, rows of one 128-byte
+        // k-tile row each.)
         if opts.cp_async_ab
-            && (cluster != 1 || opts.im2col.is_some() || opts.window.is_some() || b_panel)
+            && (cluster != 1
+                || opts.im2col.is_some()
+                || opts.window.is_some()
+                || b_panel
+                || [&a, &b]
+                    .iter()
+                    .any(|o| o.tma.swizzle != TmaSwizzle::B128 || o.tma.inner * e != 128))
         {
             return Err(KernelError::invalid(
                 op,
-                "the cp.async load of A and B takes one CTA a tile (no cluster) and row-major operands (no im2col or window load, no B panel)",
+                "the cp.async load of A and B takes one CTA a tile (no cluster), row-major operands (no im2col or window load, no B panel) and stages in the 128-byte swizzle, a 128-byte row a k-tile",
             ));
         }
         let group_m = opts

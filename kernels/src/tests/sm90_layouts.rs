@@ -213,7 +213,19 @@ fn planner_limits() {
             group_m: Some(0),
             ..Default::default()
         },
+        // The cp.async load of A and B runs without a cluster (multicast is TMA's).
+        Sm90Options {
+            cp_async_ab: true,
+            cluster: Some(2),
+            ..Default::default()
+        },
     ];
+    // ... and by itself it plans.
+    let cp = Sm90Options {
+        cp_async_ab: true,
+        ..Default::default()
+    };
+    assert!(Sm90Plan::with_options(&p, cp).expect("plan").cp_async_ab);
     for o in refuse {
         assert!(Sm90Plan::with_options(&p, o).is_err(), "{o:?}");
     }
