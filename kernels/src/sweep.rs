@@ -412,6 +412,58 @@ mod tests {
     use super::*;
     use crate::{Arch, GemmSpec, Major};
 
+    /// Shapes of no list: 1000 drawn (M, N, K log-uniform in 1-20000, batches, both 16-bit
+    /// types, both majors of B and D, plain, flag-driven and tree epilogues, a tenth with every
+    /// extent odd), each planned for sm_90a: a valid GEMM never ends in an error; with K-major
+    /// operands it takes the Hopper path (whatever the rows' alignment), and the kernel source
+    /// of every plan is generated (a sample's sources are compiled by the NVRTC tests).
+    #[test]
+    fn drawn_shapes_plan_and_generate_their_kernels() {
+        let mut rng = crate::rng::Rng::new(0x7e55_e7a5);
+        let mut log_uniform = |lo: f64, hi: f64| -> i64 {
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            (lo.ln() + (hi.ln() - lo.ln()) * u).exp().floor() as i64
+        };
+        let epilogues = [
+            "acc",
+            "relu_bias",
+            "gelu_aux_bias",
+            "dgelu_bgrad",
+            "relu(acc + bias_col + residual)",
+        ];
+        let mut hopper = 0;
+        for i in 0..1000 {
+            let (mut m, mut n, mut k) = (
+                log_uniform(1.0, 20000.0),
+                log_uniform(1.0, 20000.0),
+                log_uniform(1.0, 20000.0),
+            );
+            if i % 10 == 0 {
+                (m, n, k) = (m | 1, n | 1, k | 1);
+            }
+            let batch = [1, 1, 1, 2, 7][i % 5];
+            let b_col = i % 3 != 0;
+            let spec = GemmSpec::new(m, n, k)
+                .batch(batch)
+                .dtype(if i % 4 == 0 { DType::F16 } else { DType::Bf16 })
+                .b(if b_col { Major::Col } else { Major::Row })
+                .d(if i % 7 == 0 { Major::Col } else { Major::Row })
+                .epilogue(epilogues[i % epilogues.len()])
+                .expect("epilogue");
+            let plan = spec
+                .plan(Arch::Sm90a, crate::H100_SMS)
+                .unwrap_or_else(|e| panic!("{spec}: {e}"));
+            // (A column-major D is the transposed product: B row-major then reads K-major.)
+            if b_col && i % 7 != 0 {
+                assert_eq!(plan.path(), "sm90", "{spec}: {}", plan.summary());
+                hopper += 1;
+            }
+            let sources = plan.sources().unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert!(!sources.is_empty(), "{spec}");
+        }
+        assert!(hopper > 500, "{hopper}");
+    }
+
     /// Every shape plans on sm_90a (a valid GEMM never ends in an error) and takes the Hopper
     /// path; the shapes whose rows TMA cannot address stage A and B first, and those whose
     /// rows are off the 32-byte sector grid load them by cp.async where K is short (staging an
