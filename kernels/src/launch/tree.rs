@@ -805,26 +805,18 @@ impl TreeSm90 {
         };
         // The boxes one CTA loads (with a cluster, its part of the shared tile): the kernel's
         // barriers expect exactly those bytes per CTA and stage (the plan's, in encode_a/b).
+        // The region's first rows of A and B (its tensor maps and the cp.async load start there).
+        let (a_start, b_start) = (
+            a.ptr + (rows.start * s.lda) as u64 * eb,
+            b.ptr + (cols.start * s.ldb) as u64 * eb,
+        );
         let tma_a = crate::launch::sm90::encode_a(
             plan,
-            &operand(
-                a.ptr + (rows.start * s.lda) as u64 * eb,
-                rm,
-                s.lda,
-                s.batch_a,
-            ),
+            &operand(a_start, rm, s.lda, s.batch_a),
             rows.start,
             OP,
         )?;
-        let tma_b = crate::launch::sm90::encode_b(
-            plan,
-            &operand(
-                b.ptr + (cols.start * s.ldb) as u64 * eb,
-                rn,
-                s.ldb,
-                s.batch_b,
-            ),
-        )?;
+        let tma_b = crate::launch::sm90::encode_b(plan, &operand(b_start, rn, s.ldb, s.batch_b))?;
         let (tiles_m, tiles_n) = plan.grid_tiles();
         // A's map stands in for the maps a launch does not use.
         let (flags, tma_d, tma_aux, tma_in) =
@@ -840,9 +832,8 @@ impl TreeSm90 {
             group_m: plan.group_m as i32,
             out_dtype: p.output.code(),
             flags,
-            // (The cp.async load's operands: the same rows as A's and B's maps.)
-            a: a.ptr + (rows.start * s.lda) as u64 * eb,
-            b: b.ptr + (cols.start * s.ldb) as u64 * eb,
+            a: a_start,
+            b: b_start,
             lda: s.lda,
             ldb: s.ldb,
             batch_a: s.batch_a,

@@ -437,9 +437,10 @@ fn choose_path(
         && spec.im2col.is_none()
         && spec.window.is_none()
         && k_rows_off_sectors(problem);
-    path.sm90.cp_async_ab = off_grid
-        && spec.options.cluster.unwrap_or(1) == 1
-        && policy::cp_async_off_sector_rows(problem).value;
+    let cp_async = (off_grid && spec.options.cluster.unwrap_or(1) == 1)
+        .then(|| policy::cp_async_off_sector_rows(problem))
+        .filter(|d| d.value);
+    path.sm90.cp_async_ab = cp_async.is_some();
     let off_sectors =
         (off_grid && !path.sm90.cp_async_ab).then(|| policy::stage_off_sector_rows(problem));
     let off_sectors_staged = off_sectors.as_ref().is_some_and(|d| d.value);
@@ -459,9 +460,9 @@ fn choose_path(
                 staged_row(problem)
             ),
             (None, Some(d)) => format!("sm90, A and B in place: {}", d.why),
-            (None, None) if path.sm90.cp_async_ab => format!(
+            (None, None) if cp_async.is_some() => format!(
                 "sm90, A and B loaded by cp.async: {}",
-                policy::cp_async_off_sector_rows(problem).why
+                cp_async.as_ref().map_or("", |d| d.why.as_str())
             ),
             (None, None) if path.stage_k => format!(
                 "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
