@@ -188,6 +188,13 @@ __device__ __forceinline__ void tessera_setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 
+// Programmatic dependent launch: waits until the grids this one depends on (the kernel before
+// it on the stream, where this grid was launched with programmatic stream serialization) have
+// completed and their memory operations are visible; a no-op without such a grid.
+__device__ __forceinline__ void tessera_grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
 // Named barrier `id` over `threads` threads (a multiple of 32); id 0 is __syncthreads'.
 __device__ __forceinline__ void tessera_bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

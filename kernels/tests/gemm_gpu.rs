@@ -7,7 +7,7 @@ mod common;
 
 use common::{assert_passed, gpu, hopper, run_case, Case};
 use tessera_kernels::plan::{ClusterShare, Schedule};
-use tessera_kernels::{DType, GemmSpec, Major, Options};
+use tessera_kernels::{DType, GemmSpec, Major, Operands, Options};
 
 /// The paths every case of the path-independent tables runs on: the planner's choice (the
 /// Hopper path on sm_90a where the problem takes it), and the sm80-class path forced.
@@ -640,4 +640,116 @@ fn cp_async_loads_where_k_rows_are_off_the_sector_grid() {
         assert!(plan.cp_async_ab(), "{}: {}", c.spec, plan.summary());
     }
     run_cases(&ctx, test, "cp.async", &cases);
+}
+
+/// Back-to-back launches as programmatic dependents (the Hopper default) keep the stream's
+/// order of memory: `H = X W1`, then `Y = H W2` reading that H, then `H = X W3` over the H the
+/// second GEMM read, three times over with no synchronization between. A CTA touching memory
+/// before its predecessor finished would read NaN poison or the other product into Y, or
+/// let the third GEMM overwrite H under the second. A stream-K chain (M = 16: every tile in
+/// parts, one workspace and its flags shared by the first and third launches) and a chain of
+/// whole tiles; rows sampled for the float64 reference.
+#[test]
+fn dependent_launches_keep_the_stream_order() {
+    let test = "dependent_launches_keep_the_stream_order";
+    let Some(ctx) = hopper(test) else { return };
+    let stream = ctx.cudarc().default_stream();
+    for (m, k, n1, n2) in [
+        (16usize, 4096usize, 1024usize, 2048usize),
+        (1000, 2048, 640, 384),
+    ] {
+        let mut rng = common::Rng::new(0x5eed_0000 + m as u64);
+        let mut rand = |len: usize| -> Vec<f64> {
+            (0..len)
+                .map(|_| common::round(rng.unit(), DType::Bf16))
+                .collect()
+        };
+        // X is M x K row-major; W1 and W3 (K x N1) and W2 (N1 x N2) column-major, K-major
+        // as the Hopper path reads them: element (kk, j) of W1 at j * K + kk.
+        let (x, w1, w3, w2) = (rand(m * k), rand(k * n1), rand(k * n1), rand(n1 * n2));
+        let gemm = |m: usize, n: usize, k: usize| {
+            let spec = GemmSpec::new(m as i64, n as i64, k as i64).b(Major::Col);
+            tessera_kernels::Gemm::new(&ctx, &spec).expect("gemm")
+        };
+        let (g1, g2) = (gemm(m, n1, k), gemm(m, n2, n1));
+        for g in [&g1, &g2] {
+            assert!(g.plan().path() == "sm90", "{}", g.plan().summary());
+        }
+        let up = |v: &[f64]| common::Buf::upload(&stream, DType::Bf16, v);
+        let (xd, w1d, w3d, w2d) = (up(&x), up(&w1), up(&w3), up(&w2));
+        let mut h = common::Buf::poisoned(&stream, DType::Bf16, m * n1);
+        let mut y = common::Buf::poisoned(&stream, DType::Bf16, m * n2);
+        for _ in 0..3 {
+            g1.launch(
+                &stream,
+                xd.tensor(),
+                w1d.tensor(),
+                h.tensor_mut(),
+                Operands::new(),
+            )
+            .expect("H = X W1");
+            g2.launch(
+                &stream,
+                h.tensor(),
+                w2d.tensor(),
+                y.tensor_mut(),
+                Operands::new(),
+            )
+            .expect("Y = H W2");
+            g1.launch(
+                &stream,
+                xd.tensor(),
+                w3d.tensor(),
+                h.tensor_mut(),
+                Operands::new(),
+            )
+            .expect("H = X W3");
+        }
+        stream.synchronize().expect("sync");
+        let (hg, yg) = (h.download(&stream), y.download(&stream));
+        // Each product within 2^-7 of the sum of its terms' magnitudes (the fp32 sum and the
+        // bf16 rounding of the result); Y's bound also covers H1's last bit, which the GPU and
+        // the float64 reference may round differently.
+        let mut worst = 0.0f64;
+        for i in (0..m).step_by(m.div_ceil(64)) {
+            let row = |w: &[f64], n: usize| -> (Vec<f64>, Vec<f64>) {
+                let (mut v, mut s) = (vec![0.0; n], vec![0.0; n]);
+                for kk in 0..k {
+                    for j in 0..n {
+                        v[j] += x[i * k + kk] * w[j * k + kk];
+                        s[j] += (x[i * k + kk] * w[j * k + kk]).abs();
+                    }
+                }
+                (v, s)
+            };
+            let (h3, h3s) = row(&w3, n1);
+            for j in 0..n1 {
+                let r = (hg[i * n1 + j] - h3[j]).abs() / (h3s[j] / 128.0);
+                assert!(
+                    r <= 1.0,
+                    "{m}x{k}: H[{i},{j}] = {} against {}",
+                    hg[i * n1 + j],
+                    h3[j]
+                );
+                worst = worst.max(r);
+            }
+            let (h1, _) = row(&w1, n1);
+            let h1: Vec<f64> = h1.iter().map(|&v| common::round(v, DType::Bf16)).collect();
+            for j in 0..n2 {
+                let (mut v, mut s) = (0.0, 0.0);
+                for kk in 0..n1 {
+                    v += h1[kk] * w2[j * n1 + kk];
+                    s += (h1[kk] * w2[j * n1 + kk]).abs();
+                }
+                let r = (yg[i * n2 + j] - v).abs() / (s / 128.0);
+                assert!(
+                    r <= 1.0,
+                    "{m}x{k}: Y[{i},{j}] = {} against {v}",
+                    yg[i * n2 + j]
+                );
+                worst = worst.max(r);
+            }
+        }
+        eprintln!("{test}: {m} x {k} -> {n1} -> {n2}: worst error {worst:.3} of the bound");
+    }
 }

@@ -225,6 +225,10 @@ pub struct ConvBenchArgs {
     /// Force our GEMM's pipeline depth (an experiment; default: the planner's).
     #[arg(long)]
     pub stages: Option<i64>,
+    /// Our GEMM kernel launched as a programmatic dependent of the kernel before it, `on`
+    /// (default) or `off`.
+    #[arg(long)]
+    pub dependent_launch: Option<String>,
 }
 
 /// The larger of a row's differences from cuDNN (plain and fused), NaN if either is.
@@ -287,6 +291,16 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         Some(x) => {
             return fail(format!(
                 "bench conv: --schedule `{x}`: `cooperative` or `pingpong`"
+            ))
+        }
+    };
+    let dependent_launch = match a.dependent_launch.as_deref() {
+        None => None,
+        Some("on") => Some(true),
+        Some("off") => Some(false),
+        Some(x) => {
+            return fail(format!(
+                "bench conv: --dependent-launch `{x}`: `on` or `off`"
             ))
         }
     };
@@ -355,6 +369,7 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         options: tessera_kernels::plan::Options {
             schedule,
             stages: a.stages,
+            dependent_launch,
             ..Default::default()
         },
     };

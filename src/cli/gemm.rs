@@ -92,6 +92,11 @@ pub struct KernelArgs {
     /// the cooperative schedule and no cluster.
     #[arg(long)]
     pub stream_k: Option<String>,
+    /// Hopper path: launch as a programmatic dependent of the kernel before it on the stream,
+    /// `on` (default: scheduled as that kernel completes, waiting in the kernel for its
+    /// writes) or `off` (a plain launch).
+    #[arg(long)]
+    pub dependent_launch: Option<String>,
     /// Kernel path: `auto` (the Hopper TMA + wgmma path on sm_90a when it supports the
     /// problem, else the sm80-class path), `sm80` or `sm90`.
     #[arg(long, default_value = "auto")]
@@ -107,6 +112,7 @@ impl KernelArgs {
             || self.schedule.is_some()
             || self.group_m.is_some()
             || self.stream_k.is_some()
+            || self.dependent_launch.is_some()
     }
 }
 
@@ -175,7 +181,7 @@ fn options(k: &KernelArgs) -> Result<Options, String> {
     };
     if choice == PathChoice::Sm80 && k.hopper_given() {
         return Err(
-            "--cluster, --share, --tma-store, --schedule, --group-m and --stream-k are options of the Hopper path (--path sm90)"
+            "--cluster, --share, --tma-store, --schedule, --group-m, --stream-k and --dependent-launch are options of the Hopper path (--path sm90)"
                 .into(),
         );
     }
@@ -201,6 +207,7 @@ fn options(k: &KernelArgs) -> Result<Options, String> {
         share,
         tma_store: on_off("--tma-store", k.tma_store.as_deref())?,
         stream_k: on_off("--stream-k", k.stream_k.as_deref())?,
+        dependent_launch: on_off("--dependent-launch", k.dependent_launch.as_deref())?,
         ..Options::default()
     })
 }

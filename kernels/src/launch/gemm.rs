@@ -461,6 +461,9 @@ impl Gemm {
         if let Some(n) = spec.options.max_ctas {
             kernel.set_max_ctas(n);
         }
+        if let Some(on) = spec.options.dependent_launch {
+            kernel.set_dependent_launch(on);
+        }
         let sums = if plan.sums.is_empty() {
             None
         } else {

@@ -51,6 +51,55 @@ pub(crate) unsafe fn launch_kernel(
     .map_err(driver_err(what))
 }
 
+/// [`launch_kernel`] as a programmatic dependent launch: the grid may be scheduled before the
+/// kernel ahead of it on the stream has made its writes visible (as soon as that kernel has
+/// completed, or earlier where it signals `griddepcontrol.launch_dependents`), so the launch
+/// gap between the two overlaps the end of the first.
+///
+/// # Safety
+/// As [`launch_kernel`], and every thread of `func` must execute `griddepcontrol.wait` before
+/// its first access to global memory: nothing else orders it after the kernel before it.
+pub(crate) unsafe fn launch_kernel_dependent(
+    func: &CudaFunction,
+    stream: &CudaStream,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    smem_bytes: u32,
+    params: &mut [*mut c_void],
+    what: &'static str,
+) -> Result<()> {
+    use cudarc::driver::sys as cu;
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(driver_err("cuCtxSetCurrent"))?;
+    // SAFETY (of the zeroed value): the attribute value is a plain C union; the one field
+    // read for this attribute id is set below.
+    let mut attr: cu::CUlaunchAttribute = std::mem::zeroed();
+    attr.id = cu::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let config = cu::CUlaunchConfig {
+        gridDimX: grid.0,
+        gridDimY: grid.1,
+        gridDimZ: grid.2,
+        blockDimX: block.0,
+        blockDimY: block.1,
+        blockDimZ: block.2,
+        sharedMemBytes: smem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    cu::cuLaunchKernelEx(
+        &config,
+        func.cu_function(),
+        params.as_mut_ptr(),
+        std::ptr::null_mut(),
+    )
+    .result()
+    .map_err(driver_err(what))
+}
+
 /// The parameter pointer of one kernel argument.
 pub(crate) fn param<T>(x: &T) -> *mut c_void {
     x as *const T as *mut c_void

@@ -6,7 +6,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr}
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
-use crate::launch::mem::{launch_kernel, param, LaunchCtx, Mem};
+use crate::launch::mem::{launch_kernel, launch_kernel_dependent, param, LaunchCtx, Mem};
 use crate::launch::runtime::{driver_err, Runtime};
 use crate::launch::sm80::{AccessPaths, GemmArgs};
 use crate::plan::problem::{BiasMode, DType, GemmProblem};
@@ -443,6 +443,9 @@ pub struct Sm90Kernel {
     /// Clusters of the plan that can be resident at once (the driver's occupancy answer),
     /// when the plan has clusters and the driver gave one.
     max_clusters: Option<i64>,
+    /// Launch as a programmatic dependent of the kernel before it on the stream (see
+    /// [`Sm90Kernel::set_dependent_launch`]).
+    dependent_launch: bool,
     /// The stream-K workspace (the partial sums, then one flag word per CTA and consumer,
     /// zeroed), allocated at the first launch that splits tiles.
     sk_work: std::sync::OnceLock<CudaSlice<u8>>,
@@ -522,6 +525,7 @@ impl Sm90Kernel {
             func,
             max_ctas: rt.sm_count() as i64,
             max_clusters,
+            dependent_launch: true,
             sk_work: std::sync::OnceLock::new(),
         })
     }
@@ -550,6 +554,15 @@ impl Sm90Kernel {
     /// clusters, at least one).
     pub fn set_max_ctas(&mut self, n: i64) {
         self.max_ctas = n.max(1);
+    }
+
+    /// Whether launches are programmatic dependent launches (the default): the kernel may be
+    /// scheduled before the kernel ahead of it on the stream has made its writes visible, and
+    /// waits in the kernel (`griddepcontrol.wait`, before any global access) until they are.
+    /// This shortens the gap between back-to-back kernels; the results are the same either
+    /// way. Off, the launch waits for the kernel before it as any launch does.
+    pub fn set_dependent_launch(&mut self, on: bool) {
+        self.dependent_launch = on;
     }
 
     /// Registers per thread and local (spill) bytes of the compiled kernel.
@@ -929,8 +942,15 @@ impl Sm90Kernel {
         // what the kernel reads and writes for these strides, types and extents; the TMA maps
         // describe A and B within those buffers; the parameter blocks mirror the device
         // structs and match the compiled kernel's signature.
+        // A dependent launch is sound because the kernel waits on `griddepcontrol.wait` before
+        // its first global access (the invariant stated at its entry in sm90_gemm.cuh).
+        let launch = if self.dependent_launch {
+            launch_kernel_dependent
+        } else {
+            launch_kernel
+        };
         unsafe {
-            launch_kernel(
+            launch(
                 &self.func,
                 stream,
                 (grid as u32, 1, 1),

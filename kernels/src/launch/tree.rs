@@ -671,6 +671,11 @@ impl TreeSm90 {
         self.kernel.set_max_ctas(n);
     }
 
+    /// Programmatic dependent launches on or off ([`Sm90Kernel::set_dependent_launch`]).
+    pub fn set_dependent_launch(&mut self, on: bool) {
+        self.kernel.set_dependent_launch(on);
+    }
+
     /// CTAs in the persistent grid of a launch.
     pub fn grid_ctas(&self) -> i64 {
         self.kernel.grid_ctas()
@@ -1109,6 +1114,20 @@ impl TreeKernel {
             TreeKernel::Fused(f) => {
                 if let crate::launch::sm90::PathKernel::Hopper(k) = &mut f.kernel {
                     k.set_max_ctas(n);
+                }
+            }
+            TreeKernel::Sm80(_) => {}
+        }
+    }
+
+    /// A Hopper kernel's programmatic dependent launches on or off (the sm80-class kernel is
+    /// launched plainly either way).
+    pub(crate) fn set_dependent_launch(&mut self, on: bool) {
+        match self {
+            TreeKernel::Hopper(k) => k.set_dependent_launch(on),
+            TreeKernel::Fused(f) => {
+                if let crate::launch::sm90::PathKernel::Hopper(k) = &mut f.kernel {
+                    k.set_dependent_launch(on);
                 }
             }
             TreeKernel::Sm80(_) => {}

@@ -84,6 +84,12 @@ pub struct Options {
     pub generated_epilogue: bool,
     /// Hopper path: cap the persistent grid at this many CTAs.
     pub max_ctas: Option<i64>,
+    /// Hopper path: launch the kernel as a programmatic dependent of the kernel before it on
+    /// the stream (default on): it is scheduled as that kernel completes, before its writes
+    /// are visible, and waits in the kernel until they are before touching memory, which
+    /// shortens the gap between back-to-back kernels. `Some(false)` launches it as any other
+    /// kernel. The results are the same either way.
+    pub dependent_launch: Option<bool>,
 }
 
 impl Options {
