@@ -487,7 +487,13 @@ mod tests {
             let aligned = row % 16 == 0
                 && (row % 32 == 0
                     || !(crate::plan::policy::cp_async_off_sector_rows(&p).value
-                        || crate::plan::policy::stage_off_sector_rows(&p).value));
+                        || plan.stages_b_only()
+                        || crate::plan::policy::stage_off_sector_rows(&p, {
+                            let (bm, bn, _) = plan.cta_tile();
+                            (bm, bn)
+                        })
+                        .value
+                        .is_some()));
             assert_eq!(plan.path(), "sm90", "{s}");
             assert_eq!(plan.staged_k().is_none(), aligned, "{s}");
         }

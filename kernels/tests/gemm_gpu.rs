@@ -543,14 +543,27 @@ fn staged_operands_where_k_rows_are_off_the_tma_grid() {
             ..Case::new(spec(200, 136, 77, "relu_bias"))
         });
     }
-    // Rows of 4112 bytes, off the 32-byte sector grid: staged; with 8 elements of padding
-    // (4128 bytes) read in place.
-    for pad in [0, 8] {
+    // Rows of 4112 bytes, off the 32-byte sector grid: B staged, A read in place; with 1
+    // element of padding (A's own rows off TMA's 16-byte grid) both staged; with 8 (4128
+    // bytes) both read in place.
+    for pad in [0, 1, 8] {
         cases.push(Case {
             pad,
             ..Case::new(spec(2048, 2048, 2056, "gelu_aux_bias"))
         });
     }
+    // B alone staged where the kernel's operands are exchanged (a column-major D: the
+    // kernel's B is the caller's A), batched, fp16 in and fp32 out.
+    cases.push(Case::new(
+        GemmSpec::new(600, 2000, 1032)
+            .batch(2)
+            .dtype(DType::F16)
+            .out_dtype(DType::F32)
+            .b(Major::Col)
+            .d(Major::Col)
+            .epilogue("relu(acc + bias_row)")
+            .expect("epilogue"),
+    ));
     cases.push(Case {
         repeat: 2,
         ..Case::new(spec(130, 75, 135, "acc"))
@@ -559,6 +572,9 @@ fn staged_operands_where_k_rows_are_off_the_tma_grid() {
         let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");
         assert_eq!(plan.path(), "sm90", "{}", c.spec);
         assert!(plan.staged_k().is_some(), "{}", c.spec);
+        let k = c.spec.to_string();
+        let off_sectors = k.contains("x2056") || k.contains("x1032");
+        assert_eq!(plan.stages_b_only(), off_sectors, "{}", c.spec);
     }
     run_cases(&ctx, test, "staged", &cases);
 }

@@ -666,43 +666,46 @@ impl Gemm {
         if let (Some(stage), Some(ld), Some(base)) = (&self.stage, plan.staged_k(), work) {
             let (ra, rb, _) = plan.workspace_regions();
             let p = &plan.problem;
-            let one = |x: &Mem, rows: i64, ld_x: &mut i64, bs_x: &mut i64, at: Option<usize>| {
-                let Some(at) = at else { return Ok(*x) };
-                let eb = x.dtype.bytes() as u64;
-                // In place where rows, batches and start are on the grid the plan staged for
-                // (16 bytes, what TMA addresses, or 32, the sector grid; both multiples of 16).
-                let g =
-                    crate::plan::gemm::stage_grid(p, plan.sm90().is_some_and(|s| s.cp_async_ab));
-                if on_byte_grid(x.ptr, *ld_x, *bs_x, p.batch, eb, g) && (p.batch == 1 || *bs_x != 0)
-                {
-                    return Ok(*x);
-                }
-                let c = StageCopy {
-                    rows,
-                    cols: p.k,
-                    batch: p.batch,
-                    src_ld: *ld_x,
-                    src_bs: *bs_x,
-                    dst_ld: ld,
-                    fill: p.k,
+            // In place where rows, batches and start are on the grid the plan staged for (16
+            // bytes, what TMA addresses, or 32, the sector grid; both multiples of 16). Where
+            // only B is staged for the sector grid, A needs only TMA's 16 bytes.
+            let g_b = crate::plan::gemm::stage_grid(p, plan.sm90().is_some_and(|s| s.cp_async_ab));
+            let g_a = if plan.stages_b_only() { 16 } else { g_b };
+            let one =
+                |x: &Mem, rows: i64, ld_x: &mut i64, bs_x: &mut i64, at: Option<usize>, g: u64| {
+                    let Some(at) = at else { return Ok(*x) };
+                    let eb = x.dtype.bytes() as u64;
+                    if on_byte_grid(x.ptr, *ld_x, *bs_x, p.batch, eb, g)
+                        && (p.batch == 1 || *bs_x != 0)
+                    {
+                        return Ok(*x);
+                    }
+                    let c = StageCopy {
+                        rows,
+                        cols: p.k,
+                        batch: p.batch,
+                        src_ld: *ld_x,
+                        src_bs: *bs_x,
+                        dst_ld: ld,
+                        fill: p.k,
+                    };
+                    let dst = base + at as u64;
+                    // SAFETY: the operand's checks bound every element `c` reads inside its
+                    // buffer; the region at `dst` holds batch x rows x ld elements of the
+                    // workspace (sized by the plan, checked against a caller's), 256-byte
+                    // aligned; both stay valid while the stream runs the copy (the workspace's
+                    // lock is held until the launch's completion event).
+                    unsafe { stage.launch(stream, &c, x.ptr, dst, self.ctx.sm_count())? };
+                    *ld_x = ld;
+                    *bs_x = rows * ld;
+                    Ok::<Mem, KernelError>(Mem {
+                        ptr: dst,
+                        len: (p.batch * rows * ld) as usize,
+                        dtype: x.dtype,
+                    })
                 };
-                let dst = base + at as u64;
-                // SAFETY: the operand's checks bound every element `c` reads inside its
-                // buffer; the region at `dst` holds batch x rows x ld elements of the
-                // workspace (sized by the plan, checked against a caller's), 256-byte
-                // aligned; both stay valid while the stream runs the copy (the workspace's
-                // lock is held until the launch's completion event).
-                unsafe { stage.launch(stream, &c, x.ptr, dst, self.ctx.sm_count())? };
-                *ld_x = ld;
-                *bs_x = rows * ld;
-                Ok::<Mem, KernelError>(Mem {
-                    ptr: dst,
-                    len: (p.batch * rows * ld) as usize,
-                    dtype: x.dtype,
-                })
-            };
-            a_mem = one(&ka.mem, p.m, &mut ks.lda, &mut ks.batch_a, ra)?;
-            b_mem = one(&kb.mem, p.n, &mut ks.ldb, &mut ks.batch_b, rb)?;
+            a_mem = one(&ka.mem, p.m, &mut ks.lda, &mut ks.batch_a, ra, g_a)?;
+            b_mem = one(&kb.mem, p.n, &mut ks.ldb, &mut ks.batch_b, rb, g_b)?;
         }
         self.kernel.launch(cx, &a_mem, &b_mem, &ks, &bind, &bufs)?;
         if let (Some(own), Some(_held)) = (&self.workspace, &guard) {

@@ -119,6 +119,8 @@ impl Options {
             generated_epilogue: self.generated_epilogue,
             // Decided by the planner from the problem (see `Plan::staged_k`).
             stage_k: false,
+            stage_b_only: false,
+            off_sector_rows: false,
         }
     }
 
@@ -437,7 +439,8 @@ fn choose_path(
     // half the rate, are loaded by cp.async from every producer thread where K is short
     // (policy::cp_async_off_sector_rows; not with a forced cluster, whose multicast is
     // TMA's); else staged where the copy costs less than the slower loads
-    // (policy::stage_off_sector_rows). (Not an im2col plan: its A is x, read by taps.)
+    // (policy::stage_off_sector_rows, which needs the tile: `Plan::settle_off_sector_rows`
+    // decides once the plan has one). (Not an im2col plan: its A is x, read by taps.)
     let off_grid = hopper_ok
         && !path.force_sm80
         && spec.im2col.is_none()
@@ -447,39 +450,33 @@ fn choose_path(
         .then(|| policy::cp_async_off_sector_rows(problem))
         .filter(|d| d.value);
     path.sm90.cp_async_ab = cp_async.is_some();
-    let off_sectors =
-        (off_grid && !path.sm90.cp_async_ab).then(|| policy::stage_off_sector_rows(problem));
-    let off_sectors_staged = off_sectors.as_ref().is_some_and(|d| d.value);
+    // Settled with the tile (the plan's staging stays off until then).
+    let off_sectors = off_grid && !path.sm90.cp_async_ab;
     // (The cp.async load keeps the staging for operands whose own rows, batches or start
     // are off the 16-byte grid its copies need: those are copied first, the others read in
     // place.)
-    path.stage_k = hopper_ok
-        && !path.force_sm80
-        && (k_rows_unaligned(problem) || off_sectors_staged || path.sm90.cp_async_ab);
+    path.stage_k =
+        hopper_ok && !path.force_sm80 && (k_rows_unaligned(problem) || path.sm90.cp_async_ab);
+    path.off_sector_rows = off_sectors;
     let why_path = if path.force_sm80 {
         "sm80: forced (Options::sm80)".to_string()
     } else {
-        match (&refusal, &off_sectors) {
-            (None, Some(d)) if d.value => format!(
-                "sm90, A and B staged: {}; the launch first copies them into the workspace with rows of {} elements",
-                d.why,
-                staged_row(problem)
-            ),
-            (None, Some(d)) => format!("sm90, A and B in place: {}", d.why),
-            (None, None) if cp_async.is_some() => format!(
+        match &refusal {
+            None if off_sectors => "sm90 (rows off the sector grid: settled with the tile)".into(),
+            None if cp_async.is_some() => format!(
                 "sm90, A and B loaded by cp.async: {}",
                 cp_async.as_ref().map_or("", |d| d.why.as_str())
             ),
-            (None, None) if path.stage_k => format!(
+            None if path.stage_k => format!(
                 "sm90, A and B staged: K = {} makes rows of {} bytes, and TMA addresses rows of a multiple of 16 bytes; the launch first copies A and B into the workspace with rows of {} elements (one more read and write of each), rather than taking the sm80-class path",
                 problem.k,
                 problem.k * problem.input.bytes(),
                 staged_row(problem)
             ),
-            (None, None) => {
+            None => {
                 "sm90: sm_90a, K-major 16-bit operands whose rows TMA can address".to_string()
             }
-            (Some(r), _) => format!("sm80: {r}"),
+            Some(r) => format!("sm80: {r}"),
         }
     };
     if let (true, Some((_, _, bk))) = (hopper_ok && !path.force_sm80, spec.options.tile) {
@@ -622,7 +619,7 @@ impl Plan {
                 }
             }
         };
-        Ok(Plan {
+        let mut plan = Plan {
             spec: spec.clone(),
             arch,
             sms,
@@ -635,7 +632,37 @@ impl Plan {
             path,
             why_path,
             why_epilogue,
-        })
+        };
+        plan.settle_off_sector_rows();
+        Ok(plan)
+    }
+
+    /// Rows of A and B off the 32-byte sector grid, read by TMA (`choose_path` marked them):
+    /// which operands are staged depends on the tile ([`policy::stage_off_sector_rows`]),
+    /// which the tile rules chose without regard to staging.
+    fn settle_off_sector_rows(&mut self) {
+        if !self.path.off_sector_rows {
+            return;
+        }
+        let Some((bm, bn, _)) = self.sm90().map(|h| h.cta_tile) else {
+            return;
+        };
+        let d = policy::stage_off_sector_rows(&self.problem, (bm, bn));
+        self.path.stage_k = d.value.is_some();
+        self.path.stage_b_only = d.value == Some(true);
+        self.why_path = match d.value {
+            Some(true) => format!(
+                "sm90, B staged, A in place: {}; the launch first copies B into the workspace with rows of {} elements",
+                d.why,
+                staged_row(&self.problem)
+            ),
+            Some(false) => format!(
+                "sm90, A and B staged: {}; the launch first copies them into the workspace with rows of {} elements",
+                d.why,
+                staged_row(&self.problem)
+            ),
+            None => format!("sm90, A and B in place: {}", d.why),
+        };
     }
 
     /// The im2col geometry of A where the Hopper kernel loads it from a convolution's input.
@@ -796,13 +823,21 @@ impl Plan {
         (Some(a), Some(b), b + bytes(p.n))
     }
 
+    /// Whether the staging of [`Plan::staged_k`] copies only B (rows off the 32-byte sector
+    /// grid: A is read in place by TMA, which loses little there, while B read in place
+    /// costs the GEMM 10-54%; design 013) and A only where its own rows, batches or start
+    /// are off TMA's 16-byte grid.
+    pub fn stages_b_only(&self) -> bool {
+        self.staged_k().is_some() && self.path.stage_b_only
+    }
+
     /// The row length (elements) of the copies of A and B a launch stages into the workspace
     /// before the Hopper kernel reads them, where K makes rows TMA cannot address (a multiple
     /// of 16 bytes), or rows off the 32-byte sector grid (which the kernel loads by cp.async
-    /// where K is short, [`crate::plan::policy::cp_async_off_sector_rows`], else staged where
-    /// the copy costs less than the slower loads,
-    /// [`crate::plan::policy::stage_off_sector_rows`]); `None` when the kernel reads A and B
-    /// in place.
+    /// where K is short, [`crate::plan::policy::cp_async_off_sector_rows`], else B alone
+    /// staged where its copy costs less than its slower loads,
+    /// [`crate::plan::policy::stage_off_sector_rows`], [`Plan::stages_b_only`]); `None` when
+    /// the kernel reads A and B in place.
     ///
     /// An operand the caller already gives with rows and batches on multiples of 16 bytes (32
     /// where staged for the sector grid under a cluster) and a start aligned as much is read
@@ -815,9 +850,12 @@ impl Plan {
     /// assert_eq!(plan(4096, 4095).staged_k(), Some(4096));
     /// assert_eq!(plan(4096, 4095).path(), "sm90");
     /// assert_eq!(plan(4096, 4096).staged_k(), None);
-    /// // 8208-byte rows, off the sector grid: staged where the GEMM is long enough to pay.
+    /// // 8208-byte rows, off the sector grid: B staged where the GEMM is long enough to pay,
+    /// // A read in place.
     /// assert_eq!(plan(4096, 4104).staged_k(), Some(4160));
+    /// assert!(plan(4096, 4104).stages_b_only());
     /// assert_eq!(plan(16, 4104).staged_k(), None);
+    /// assert!(!plan(4096, 4095).stages_b_only());
     /// // 272-byte rows: loaded by cp.async, copied first only where a caller's operand is
     /// // off the 16-byte grid.
     /// assert_eq!(plan(4096, 136).staged_k(), Some(192));
@@ -828,7 +866,8 @@ impl Plan {
 
     /// The plan in a few words, on the plan's SM count: `pp 128x128 s6` (ping-pong),
     /// `coop 128x256 s4 sk 68/2048 on 132` (cooperative, stream-K splitting 68 of 2048 tiles
-    /// over a grid of 132), `... staged` (A and B copied first, [`Plan::staged_k`]),
+    /// over a grid of 132), `... staged` (A and B copied first, [`Plan::staged_k`]; `staged
+    /// B`, B alone, [`Plan::stages_b_only`]),
     /// `mma.sync 128x256x64 s3` (the sm80-class path).
     ///
     /// ```
@@ -859,6 +898,8 @@ impl Plan {
                 };
                 let staged = if p.cp_async_ab {
                     " cp.async"
+                } else if self.stages_b_only() {
+                    " staged B"
                 } else if self.staged_k().is_some() {
                     " staged"
                 } else {

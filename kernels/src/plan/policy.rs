@@ -154,10 +154,20 @@ pub fn intensity(p: &GemmProblem) -> f64 {
     2.0 * m * n * k / bytes
 }
 
-/// How much longer a compute-bound Hopper GEMM runs when the rows of A and B start off the
-/// 32-byte sector grid (K of 16-bit elements an odd multiple of 8): every 128-byte k-tile
-/// row the kernel loads spans five sectors instead of four. Fitted on K = 4104 against 4096
-/// and 4112 (H100, design 013, "Rows off the sector grid").
+/// How much longer a compute-bound Hopper GEMM runs when B's rows start off the 32-byte
+/// sector grid (K of 16-bit elements an odd multiple of 8: every 128-byte k-tile row spans
+/// five sectors instead of four) and B is read in place, against B copied into aligned rows
+/// first, with A read in place either way. A read in place costs little: with only B staged
+/// the GEMM ran at 0.91-0.97 of cuBLAS on 4093 x 4104 x 4104 and 8192 x 2048 x 4104, and both
+/// read in place ran 1.75 times as long as aligned rows. Fitted on six shapes (H100,
+/// 2026-11-27, design 013, "B staged, A in place"): B in place cost 10-54%, median 30%.
+pub const OFF_SECTOR_B_SLOWDOWN: f64 = 0.3;
+
+/// How much longer a compute-bound Hopper GEMM runs when the rows of both A and B start off
+/// the 32-byte sector grid and are read in place, against rows on the grid: fitted on K =
+/// 4104 against 4096 and 4112 (H100, design 013, "Rows off the sector grid"). Where the tile
+/// is not wide enough for A to be read in place ([`stage_off_sector_rows`]), the copy of both
+/// is weighed against it.
 pub const OFF_SECTOR_SLOWDOWN: f64 = 0.75;
 
 /// The most k-tiles for which a GEMM whose K-major rows of A and B are off the 32-byte sector
@@ -187,22 +197,45 @@ pub fn cp_async_off_sector_rows(p: &GemmProblem) -> Decision<bool> {
     }
 }
 
-/// Whether a GEMM whose K-major rows of A and B are 16-byte but not 32-byte multiples copies
-/// them first into rows of whole 128-byte k-tiles (as rows TMA cannot address are,
-/// [`crate::plan::gemm::Plan::staged_k`]): where the copy, a read and a write of A and B at
-/// [`COPY_ROOFLINE_BYTES_PER_S`], takes less time than [`OFF_SECTOR_SLOWDOWN`] of the GEMM
-/// at the sustained 700 TFLOP/s. Memory-bound problems never pay: the copy moves twice the
-/// bytes the GEMM reads.
-pub fn stage_off_sector_rows(p: &GemmProblem) -> Decision<bool> {
+/// Which operands a GEMM whose K-major rows of A and B are 16-byte but not 32-byte multiples
+/// copies first into rows of whole 128-byte k-tiles (as rows TMA cannot address are,
+/// [`crate::plan::gemm::Plan::staged_k`]), on a `BM x BN` tile: `Some(true)` B alone
+/// ([`crate::plan::gemm::Plan::stages_b_only`]), `Some(false)` both, `None` neither.
+///
+/// What an operand read in place off the grid costs follows from how much of it the tile
+/// loads per MMA flop: a `BM x BN` tile loads BM rows of A and BN rows of B a k-tile for BM
+/// x BN outputs, one row of A per BN output columns and one of B per BM output rows. Where
+/// BN is 256 (a row of A per 256 outputs, half of what a 128 x 128 tile loads of either
+/// operand) A read in place lost little (0.91-0.97 of cuBLAS with B alone staged on two
+/// shapes, 128 x 256), so B alone is weighed: its
+/// copy, a read and a write at [`COPY_ROOFLINE_BYTES_PER_S`], against
+/// [`OFF_SECTOR_B_SLOWDOWN`] of the GEMM at the sustained 700 TFLOP/s (the copy then pays
+/// where M exceeds about 1,560, whatever N and K). On narrower tiles (128 x 128 measured:
+/// either operand in place cost 12-28% against both staged) both are weighed, their copy
+/// against [`OFF_SECTOR_SLOWDOWN`]. Memory-bound problems never pay: the copy moves twice the
+/// bytes the GEMM reads of the operands copied.
+pub fn stage_off_sector_rows(p: &GemmProblem, (bm, bn): (i64, i64)) -> Decision<Option<bool>> {
     let (m, n, k, b) = (p.m as f64, p.n as f64, p.k as f64, p.batch as f64);
-    let copy = 2.0 * (m + n) * k * b * p.input.bytes() as f64 / COPY_ROOFLINE_BYTES_PER_S;
+    // (BM is at most 128: B's share is never below a 128 x 128 tile's.)
+    let wide = bn >= 2 * 128;
+    let (rows, share, what) = if wide {
+        (n, OFF_SECTOR_B_SLOWDOWN, "B")
+    } else {
+        (m + n, OFF_SECTOR_SLOWDOWN, "A and B")
+    };
+    let copy = 2.0 * rows * k * b * p.input.bytes() as f64 / COPY_ROOFLINE_BYTES_PER_S;
     let gemm = 2.0 * m * n * k * b / SUSTAINED_FLOP_PER_S;
     let row = p.k * p.input.bytes();
-    let pays = copy < OFF_SECTOR_SLOWDOWN * gemm;
+    let pays = copy < share * gemm;
+    let tile = if wide {
+        format!("the {bm} x {bn} tile loads a row of A per {bn} outputs, so A read in place loses little and B much more")
+    } else {
+        format!("the {bm} x {bn} tile loads a row of A per {bn} outputs and of B per {bm}, so either read in place loses")
+    };
     Decision::new(
-        pays,
+        pays.then_some(wide),
         format!(
-            "rows of {row} bytes are off the 32-byte sector grid (each 128-byte load spans 5 sectors): copying A and B takes ~{:.1} us, {} {OFF_SECTOR_SLOWDOWN} of the GEMM's ~{:.1} us",
+            "rows of {row} bytes are off the 32-byte sector grid (each 128-byte load spans 5 sectors); {tile}: copying {what} takes ~{:.1} us, {} {share} of the GEMM's ~{:.1} us",
             copy * 1e6,
             if pays { "under" } else { "not under" },
             gemm * 1e6

@@ -1643,6 +1643,13 @@ pub struct PathOptions {
     /// Take the Hopper path even where K makes rows TMA cannot address: the launch stages A
     /// and B into padded rows first ([`crate::plan::gemm::Plan::staged_k`]).
     pub stage_k: bool,
+    /// With `stage_k`, where the rows are staged for being off the 32-byte sector grid: only
+    /// B is staged, A is read in place wherever its own rows are on TMA's 16-byte grid
+    /// ([`crate::plan::policy::stage_off_sector_rows`]).
+    pub stage_b_only: bool,
+    /// The rows of A and B are off the 32-byte sector grid and read by TMA: whether they are
+    /// staged is settled with the tile (set by the planner).
+    pub off_sector_rows: bool,
 }
 
 /// The plan of `problem` on the path `opts` asks for: [`choose_path`]'s choice planned with
