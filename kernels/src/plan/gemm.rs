@@ -855,6 +855,9 @@ impl Plan {
     /// assert_eq!(plan(4096, 4104).staged_k(), Some(4160));
     /// assert!(plan(4096, 4104).stages_b_only());
     /// assert_eq!(plan(16, 4104).staged_k(), None);
+    /// // On a 128 x 128 tile (2192 x 4096) A read in place would cost as much as B: both.
+    /// assert_eq!(plan(2192, 888).staged_k(), Some(896));
+    /// assert!(!plan(2192, 888).stages_b_only());
     /// assert!(!plan(4096, 4095).stages_b_only());
     /// // 272-byte rows: loaded by cp.async, copied first only where a caller's operand is
     /// // off the 16-byte grid.
