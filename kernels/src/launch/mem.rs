@@ -36,30 +36,22 @@ pub(crate) unsafe fn launch_kernel(
     params: &mut [*mut c_void],
     what: &'static str,
 ) -> Result<()> {
-    stream
-        .context()
-        .bind_to_thread()
-        .map_err(driver_err("cuCtxSetCurrent"))?;
-    cudarc::driver::result::launch_kernel(
-        func.cu_function(),
-        grid,
-        block,
-        smem_bytes,
-        stream.cu_stream(),
-        params,
-    )
-    .map_err(driver_err(what))
+    launch_kernel_as(false, func, stream, grid, block, smem_bytes, params, what)
 }
 
-/// [`launch_kernel`] as a programmatic dependent launch: the grid may be scheduled before the
-/// kernel ahead of it on the stream has made its writes visible (as soon as that kernel has
-/// completed, or earlier where it signals `griddepcontrol.launch_dependents`), so the launch
-/// gap between the two overlaps the end of the first.
+/// [`launch_kernel`], or with `dependent` a programmatic dependent launch: the grid may be
+/// scheduled before the kernel ahead of it on the stream has made its writes visible (as
+/// soon as that kernel has completed, or earlier where it signals
+/// `griddepcontrol.launch_dependents`), so the launch gap between the two overlaps the end of
+/// the first.
 ///
 /// # Safety
-/// As [`launch_kernel`], and every thread of `func` must execute `griddepcontrol.wait` before
-/// its first access to global memory: nothing else orders it after the kernel before it.
-pub(crate) unsafe fn launch_kernel_dependent(
+/// As [`launch_kernel`], and with `dependent` every thread of `func` must execute
+/// `griddepcontrol.wait` before its first access to global memory: nothing else orders it
+/// after the kernel before it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn launch_kernel_as(
+    dependent: bool,
     func: &CudaFunction,
     stream: &CudaStream,
     grid: (u32, u32, u32),
@@ -73,6 +65,17 @@ pub(crate) unsafe fn launch_kernel_dependent(
         .context()
         .bind_to_thread()
         .map_err(driver_err("cuCtxSetCurrent"))?;
+    if !dependent {
+        return cudarc::driver::result::launch_kernel(
+            func.cu_function(),
+            grid,
+            block,
+            smem_bytes,
+            stream.cu_stream(),
+            params,
+        )
+        .map_err(driver_err(what));
+    }
     // SAFETY (of the zeroed value): the attribute value is a plain C union; the one field
     // read for this attribute id is set below.
     let mut attr: cu::CUlaunchAttribute = std::mem::zeroed();

@@ -6,7 +6,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr}
 
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
-use crate::launch::mem::{launch_kernel, launch_kernel_dependent, param, LaunchCtx, Mem};
+use crate::launch::mem::{launch_kernel_as, param, LaunchCtx, Mem};
 use crate::launch::runtime::{driver_err, Runtime};
 use crate::launch::sm80::{AccessPaths, GemmArgs};
 use crate::plan::problem::{BiasMode, DType, GemmProblem};
@@ -944,13 +944,9 @@ impl Sm90Kernel {
         // structs and match the compiled kernel's signature.
         // A dependent launch is sound because the kernel waits on `griddepcontrol.wait` before
         // its first global access (the invariant stated at its entry in sm90_gemm.cuh).
-        let launch = if self.dependent_launch {
-            launch_kernel_dependent
-        } else {
-            launch_kernel
-        };
         unsafe {
-            launch(
+            launch_kernel_as(
+                self.dependent_launch,
                 &self.func,
                 stream,
                 (grid as u32, 1, 1),

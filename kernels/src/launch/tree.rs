@@ -666,16 +666,6 @@ impl TreeSm90 {
         })
     }
 
-    /// Caps the persistent grid at `n` CTAs (at least 1).
-    pub fn set_max_ctas(&mut self, n: i64) {
-        self.kernel.set_max_ctas(n);
-    }
-
-    /// Programmatic dependent launches on or off ([`Sm90Kernel::set_dependent_launch`]).
-    pub fn set_dependent_launch(&mut self, on: bool) {
-        self.kernel.set_dependent_launch(on);
-    }
-
     /// CTAs in the persistent grid of a launch.
     pub fn grid_ctas(&self) -> i64 {
         self.kernel.grid_ctas()
@@ -1107,30 +1097,31 @@ impl TreeKernel {
         })
     }
 
+    /// The Hopper kernel, where this is one (the grid and launch settings below apply to it
+    /// alone).
+    fn hopper_mut(&mut self) -> Option<&mut crate::launch::sm90::Sm90Kernel> {
+        match self {
+            TreeKernel::Hopper(k) => Some(&mut k.kernel),
+            TreeKernel::Fused(f) => match &mut f.kernel {
+                crate::launch::sm90::PathKernel::Hopper(k) => Some(k.as_mut()),
+                _ => None,
+            },
+            TreeKernel::Sm80(_) => None,
+        }
+    }
+
     /// Caps a Hopper kernel's persistent grid at `n` CTAs (no effect on the sm80-class path).
     pub(crate) fn set_max_ctas(&mut self, n: i64) {
-        match self {
-            TreeKernel::Hopper(k) => k.set_max_ctas(n),
-            TreeKernel::Fused(f) => {
-                if let crate::launch::sm90::PathKernel::Hopper(k) = &mut f.kernel {
-                    k.set_max_ctas(n);
-                }
-            }
-            TreeKernel::Sm80(_) => {}
+        if let Some(k) = self.hopper_mut() {
+            k.set_max_ctas(n);
         }
     }
 
     /// A Hopper kernel's programmatic dependent launches on or off (the sm80-class kernel is
     /// launched plainly either way).
     pub(crate) fn set_dependent_launch(&mut self, on: bool) {
-        match self {
-            TreeKernel::Hopper(k) => k.set_dependent_launch(on),
-            TreeKernel::Fused(f) => {
-                if let crate::launch::sm90::PathKernel::Hopper(k) = &mut f.kernel {
-                    k.set_dependent_launch(on);
-                }
-            }
-            TreeKernel::Sm80(_) => {}
+        if let Some(k) = self.hopper_mut() {
+            k.set_dependent_launch(on);
         }
     }
 
