@@ -487,7 +487,6 @@ mod tests {
             let aligned = row % 16 == 0
                 && (row % 32 == 0
                     || !(crate::plan::policy::cp_async_off_sector_rows(&p).value
-                        || plan.stages_b_only()
                         || crate::plan::policy::stage_off_sector_rows(&p, {
                             let (bm, bn, _) = plan.cta_tile();
                             (bm, bn)

@@ -294,15 +294,12 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
             ))
         }
     };
-    let dependent_launch = match a.dependent_launch.as_deref() {
-        None => None,
-        Some("on") => Some(true),
-        Some("off") => Some(false),
-        Some(x) => {
-            return fail(format!(
-                "bench conv: --dependent-launch `{x}`: `on` or `off`"
-            ))
-        }
+    let dependent_launch = match super::gemm::on_off(
+        "bench conv: --dependent-launch",
+        a.dependent_launch.as_deref(),
+    ) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
     };
     let ctx = match tessera_kernels::bench::harness_context(0) {
         Ok(c) => c,

@@ -134,7 +134,7 @@ fn path_choice(s: &str) -> Result<PathChoice, String> {
 }
 
 /// An `on`/`off` flag's value (`None` when not given).
-fn on_off(flag: &str, v: Option<&str>) -> Result<Option<bool>, String> {
+pub(crate) fn on_off(flag: &str, v: Option<&str>) -> Result<Option<bool>, String> {
     match v {
         None => Ok(None),
         Some("on") => Ok(Some(true)),

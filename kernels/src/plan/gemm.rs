@@ -120,7 +120,6 @@ impl Options {
             // Decided by the planner from the problem (see `Plan::staged_k`).
             stage_k: false,
             stage_b_only: false,
-            off_sector_rows: false,
         }
     }
 
@@ -412,13 +411,15 @@ fn staged_row(problem: &GemmProblem) -> i64 {
 }
 
 /// The path the plan takes (the options the planners get) and why, from the problem's
-/// capability rules and the forced options; forced options that contradict the path are
-/// errors naming them.
+/// capability rules and the forced options, and whether the rows of A and B are off the
+/// 32-byte sector grid and read by TMA (their staging settled with the tile,
+/// [`Plan::settle_off_sector_rows`]); forced options that contradict the path are errors
+/// naming them.
 fn choose_path(
     spec: &GemmSpec,
     problem: &GemmProblem,
     arch: Arch,
-) -> Result<(PathOptions, String)> {
+) -> Result<(PathOptions, String, bool)> {
     const OP: &str = "plan gemm";
     if spec.options.sm80 && spec.options.hopper_given() {
         return Err(KernelError::invalid(
@@ -457,7 +458,6 @@ fn choose_path(
     // place.)
     path.stage_k =
         hopper_ok && !path.force_sm80 && (k_rows_unaligned(problem) || path.sm90.cp_async_ab);
-    path.off_sector_rows = off_sectors;
     let why_path = if path.force_sm80 {
         "sm80: forced (Options::sm80)".to_string()
     } else {
@@ -493,7 +493,7 @@ fn choose_path(
             format!("Hopper options were forced, but the problem takes the sm80-class path ({why_path})"),
         ));
     }
-    Ok((path, why_path))
+    Ok((path, why_path, off_sectors))
 }
 
 fn flip(m: Major) -> Major {
@@ -554,7 +554,7 @@ impl Plan {
         let mut binding = Binding::for_tree(&tree, m, n, spec.k, spec.batch, out);
         binding.alpha = spec.alpha;
         binding.beta = spec.beta;
-        let (path, why_path) = choose_path(spec, &problem, arch)?;
+        let (path, why_path, off_sectors) = choose_path(spec, &problem, arch)?;
         // The flag-driven epilogue where the tree amounts to one of its fusions, except where
         // the tree takes the ping-pong schedule on the Hopper path (there the generated
         // epilogue's placement of the vector loads is the cheaper one).
@@ -633,17 +633,16 @@ impl Plan {
             why_path,
             why_epilogue,
         };
-        plan.settle_off_sector_rows();
+        if off_sectors {
+            plan.settle_off_sector_rows();
+        }
         Ok(plan)
     }
 
-    /// Rows of A and B off the 32-byte sector grid, read by TMA (`choose_path` marked them):
+    /// Rows of A and B off the 32-byte sector grid, read by TMA (`choose_path` found them):
     /// which operands are staged depends on the tile ([`policy::stage_off_sector_rows`]),
     /// which the tile rules chose without regard to staging.
     fn settle_off_sector_rows(&mut self) {
-        if !self.path.off_sector_rows {
-            return;
-        }
         let Some((bm, bn, _)) = self.sm90().map(|h| h.cta_tile) else {
             return;
         };

@@ -207,10 +207,9 @@ pub fn cp_async_off_sector_rows(p: &GemmProblem) -> Decision<bool> {
 /// x BN outputs, one row of A per BN output columns and one of B per BM output rows. Where
 /// BN is 256 (a row of A per 256 outputs, half of what a 128 x 128 tile loads of either
 /// operand) A read in place lost little (0.91-0.97 of cuBLAS with B alone staged on two
-/// shapes, 128 x 256), so B alone is weighed: its
-/// copy, a read and a write at [`COPY_ROOFLINE_BYTES_PER_S`], against
-/// [`OFF_SECTOR_B_SLOWDOWN`] of the GEMM at the sustained 700 TFLOP/s (the copy then pays
-/// where M exceeds about 1,560, whatever N and K). On narrower tiles (128 x 128 measured:
+/// shapes, 128 x 256), so B alone is weighed: its copy, a read and a write at
+/// [`COPY_ROOFLINE_BYTES_PER_S`], against [`OFF_SECTOR_B_SLOWDOWN`] of the GEMM at the
+/// sustained 700 TFLOP/s (the copy then pays where M exceeds about 1,560, whatever N and K). On narrower tiles (128 x 128 measured:
 /// either operand in place cost 12-28% against both staged) both are weighed, their copy
 /// against [`OFF_SECTOR_SLOWDOWN`]. Memory-bound problems never pay: the copy moves twice the
 /// bytes the GEMM reads of the operands copied.

@@ -1647,9 +1647,6 @@ pub struct PathOptions {
     /// B is staged, A is read in place wherever its own rows are on TMA's 16-byte grid
     /// ([`crate::plan::policy::stage_off_sector_rows`]).
     pub stage_b_only: bool,
-    /// The rows of A and B are off the 32-byte sector grid and read by TMA: whether they are
-    /// staged is settled with the tile (set by the planner).
-    pub off_sector_rows: bool,
 }
 
 /// The plan of `problem` on the path `opts` asks for: [`choose_path`]'s choice planned with
