@@ -318,8 +318,31 @@ __device__ __forceinline__ void tessera_sm90_decode(const TesseraSm90Params& p, 
 #endif
 }
 
-// A consumer's wgmma of one k-tile into acc, from the stage's A rows at a_addr and B at
-// b_addr, as one commit group. `accumulate`: add to acc (else the first k-step overwrites it).
+// With the halo load (TESSERA_SM90_HALO) a stage holds the strip of one filter row and
+// channel block and the B k-tiles of its kHaloTaps taps: tap s reads the strip from
+// kHaloTapBytes s further on (the 128-byte swizzle is a function of the address, for TMA's
+// writes and wgmma's reads alike, so a start inside the swizzle atom reads what TMA wrote
+// there), and its B k-tile from kBTapBytes s. Else one tap: kHaloTaps = 1.
+#ifdef TESSERA_SM90_HALO
+constexpr int kBTapSlots = kBPanel ? kConvCBlocks : 1;
+#else
+constexpr int kBTapSlots = 1;
+#endif
+constexpr unsigned kBTapBytes = kBTapSlots * kStageBytesB;
+
+// B's slot of tap 0 of stage k-tile kt held in ring stage `stage` (the panel holds k-tile
+// (tap, c-block) in slot tap kConvCBlocks + c-block, the GEMM's own order).
+__device__ __forceinline__ int tessera_sm90_b_slot(int kt, int stage) {
+#ifdef TESSERA_SM90_HALO
+  return kBPanel ? kt / kConvCBlocks * kHaloTaps * kConvCBlocks + kt % kConvCBlocks : stage * kHaloTaps;
+#else
+  return kBPanel ? kt : stage;
+#endif
+}
+
+// A consumer's wgmma of one k-tile into acc (every tap of a halo stage), from the stage's A
+// rows at a_addr and B at b_addr, as one commit group. `accumulate`: add to acc (else the
+// first k-step overwrites it).
 __device__ __forceinline__ void tessera_sm90_mma_ktile(float (&acc)[kMHalves][kBN / 2],
                                                        unsigned a_addr, unsigned b_addr,
                                                        bool accumulate) {
@@ -333,16 +356,21 @@ __device__ __forceinline__ void tessera_sm90_mma_ktile(float (&acc)[kMHalves][kB
   constexpr int kSteps = kKSteps;
 #endif
 #pragma unroll
-  for (int kk = 0; kk < kSteps; ++kk) {
+  for (int tap = 0; tap < kHaloTaps; ++tap) {
 #pragma unroll
-    for (int h = 0; h < kMHalves; ++h) {
+    for (int kk = 0; kk < kSteps; ++kk) {
+#pragma unroll
+      for (int h = 0; h < kMHalves; ++h) {
 #ifdef TESSERA_SM90_WINDOW
-      const unsigned long long da = tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kWinOff[kk], kWinHi[kk]);
+        const unsigned long long da = tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kWinOff[kk], kWinHi[kk]);
 #else
-      const unsigned long long da = tessera_wgmma_desc(a_addr + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA);
+        const unsigned long long da = tessera_wgmma_desc(
+            a_addr + tap * kHaloTapBytes + h * kConsumerBytesA + kk * kKStepBytesA, kDescHiA);
 #endif
-      tessera_wgmma(acc[h], da, tessera_wgmma_desc(b_addr + kk * kKStepBytesB, kDescHiB),
-                    (accumulate || kk > 0) ? 1 : 0);
+        tessera_wgmma(acc[h], da,
+                      tessera_wgmma_desc(b_addr + tap * kBTapBytes + kk * kKStepBytesB, kDescHiB),
+                      (accumulate || tap > 0 || kk > 0) ? 1 : 0);
+      }
     }
   }
   tessera_wgmma_commit();
@@ -461,7 +489,19 @@ __device__ __forceinline__ void tessera_sm90_produce_cluster(const TesseraTmaMap
 // pixels from m0 = tm kBM on (q fastest), whose window corners the tensor map walks.
 __device__ __forceinline__ void tessera_sm90_load_a(unsigned dst, const TesseraTmaMap* map,
                                                     unsigned bar, int kt, int tm, int b) {
-#ifdef TESSERA_SM90_IM2COL
+#if defined(TESSERA_SM90_HALO)
+  static_assert(kCluster == 1 && !kStreamK && kBM == 128, "the halo load: one CTA a tile of 128 rows, whole tiles");
+  // Stage kt is filter row r's strip of channel block cb: the tile's output rows' input rows
+  // r dh below theirs, from column -pad_left, a {64, box W, rows, 1} box (zeros outside x).
+  // The tile's first virtual row v0 = tm kBM is output pixel q0 = v0 % kHaloPitch of output
+  // row v0 / kHaloPitch (image n, row p0 of kHaloPRound).
+  const int cb = kt % kConvCBlocks, r = kt / kConvCBlocks;
+  const int v0 = tm * kBM;
+  const int q0 = v0 % kHaloPitch, vr = v0 / kHaloPitch;
+  const int p0 = vr % kHaloPRound, n = vr / kHaloPRound;
+  (void)b;
+  tessera_tma_load_4d(dst, map, bar, cb * kBK, q0 - kConvPl, p0 - kConvPt + r * kConvDh, n);
+#elif defined(TESSERA_SM90_IM2COL)
   static_assert(kCluster == 1 && !kStreamK, "the im2col load: one CTA a tile, whole tiles");
   const int cb = kt % kConvCBlocks, tap = kt / kConvCBlocks;
   const int s = tap % kConvS, r = tap / kConvS;
@@ -528,7 +568,7 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
       // with the CTA's first tile only, on the same barrier as its A; both consumers wait for
       // those stages before they read the panel. Otherwise B rides the ring with A.
       const bool load_b = !kBPanel || local == 0;
-      tessera_mbar_arrive_expect_tx(full, kLoadBytesA + (load_b ? kStageBytesB : 0u));
+      tessera_mbar_arrive_expect_tx(full, kLoadBytesA + (load_b ? kHaloTaps * kStageBytesB : 0u));
       tessera_sm90_load_a(smem_a + stage * kStageBytesA, &tma_a, full, kt, tm, b);
 #ifdef TESSERA_SM90_WINDOW
       // Every batch (output row) multiplies the one filter, at batch 0.
@@ -536,8 +576,20 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
 #else
       const int bb = b;
 #endif
+#ifdef TESSERA_SM90_HALO
+      // The B k-tiles of the stage's taps: GEMM k-tile (r S + s) kConvCBlocks + cb.
+      if (load_b) {
+        const int slot = tessera_sm90_b_slot(kt, stage);
+        const int g0 = kt / kConvCBlocks * kHaloTaps * kConvCBlocks + kt % kConvCBlocks;
+#pragma unroll
+        for (int s = 0; s < kHaloTaps; ++s)
+          tessera_tma_load_3d(smem_b + (slot + s * kBTapSlots) * kStageBytesB, &tma_b, full,
+                              (g0 + s * kConvCBlocks) * kBK, tn * kBN, bb);
+      }
+#else
       if (load_b)
         tessera_tma_load_3d(smem_b + (kBPanel ? kt : stage) * kStageBytesB, &tma_b, full, kt * kBK, tn * kBN, bb);
+#endif
       TESSERA_TL(kt == k_tiles - 1, 0, local, 2);
       if (kt == 0 && tile + tessera_nctaid_x() < end) tessera_sm90_tile(tile + tessera_nctaid_x(), p, nb, ntm, ntn);
       if (++stage == kStages) {
@@ -726,6 +778,37 @@ __device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalv
   }
 }
 
+// The epilogue's tensors (D, aux, the staged inputs) at the warp's `row` (the kernel's M) and
+// column cb of batch b. With the halo load the row is virtual: output pixel row % kHaloPitch
+// of output row row / kHaloPitch, and the maps are {n, Q, P, N}, dropping rows past Q or P.
+__device__ __forceinline__ void tessera_sm90_store_box(const TesseraTmaMap* map, unsigned src,
+                                                       int cb, int row, int b) {
+#ifdef TESSERA_SM90_HALO
+  const int vr = row / kHaloPitch;
+  tessera_tma_store_4d(map, src, cb, row % kHaloPitch, vr % kHaloPRound, vr / kHaloPRound);
+#else
+  tessera_tma_store_3d(map, src, cb, row, b);
+#endif
+}
+__device__ __forceinline__ void tessera_sm90_load_box(unsigned dst, const TesseraTmaMap* map,
+                                                      unsigned bar, int cb, int row, int b) {
+#ifdef TESSERA_SM90_HALO
+  const int vr = row / kHaloPitch;
+  tessera_tma_load_4d(dst, map, bar, cb, row % kHaloPitch, vr % kHaloPRound, vr / kHaloPRound);
+#else
+  tessera_tma_load_3d(dst, map, bar, cb, row, b);
+#endif
+}
+__device__ __forceinline__ void tessera_sm90_prefetch_box(const TesseraTmaMap* map, int cb,
+                                                          int row, int b) {
+#ifdef TESSERA_SM90_HALO
+  const int vr = row / kHaloPitch;
+  tessera_tma_prefetch_4d(map, cb, row % kHaloPitch, vr % kHaloPRound, vr / kHaloPRound);
+#else
+  tessera_tma_prefetch_3d(map, cb, row, b);
+#endif
+}
+
 // The TMA store of one pass of the fragment-order epilogues: this thread's packed values of D
 // (and, kAux, of aux) into the swizzled buffers at `bufs`, and the TMA store of this warp's
 // kWarpRows rows of the 64 x kEpiCols block at launch-relative (cb, row0) of batch b, by the
@@ -779,10 +862,10 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
   TESSERA_TLP(seq, 2);
   if (lead) {
     const unsigned part = w * kWarpStoreBytes;
-    tessera_tma_store_3d(tma_d, buf + part, cb, row0 + kWarpRows * w, b);
+    tessera_sm90_store_box(tma_d, buf + part, cb, row0 + kWarpRows * w, b);
     tessera_bulk_commit();
     if (kAux) {
-      tessera_tma_store_3d(tma_aux, abuf + part, cb, row0 + kWarpRows * w, b);
+      tessera_sm90_store_box(tma_aux, abuf + part, cb, row0 + kWarpRows * w, b);
       tessera_bulk_commit();
     }
   }
@@ -970,9 +1053,9 @@ __device__ __forceinline__ void tessera_sm90_stage_pass(const TesseraTmaMap* mc,
   for (int m = 0; m < 3; ++m) {
     if (!on[m]) continue;
     if (kL2) {
-      tessera_tma_prefetch_3d(maps[m], cb, row, b);
+      tessera_sm90_prefetch_box(maps[m], cb, row, b);
     } else {
-      tessera_tma_load_3d(buf + i * kInBufs * kStoreBufBytes + w * kWarpStoreBytes, maps[m], bar, cb, row, b);
+      tessera_sm90_load_box(buf + i * kInBufs * kStoreBufBytes + w * kWarpStoreBytes, maps[m], bar, cb, row, b);
     }
     ++i;
   }
@@ -1665,7 +1748,7 @@ __device__ __forceinline__ int tessera_sm90_mainloop(float (&acc)[kMHalves][kBN 
 
     if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
     const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
-    const unsigned b_addr = smem_b + (kBPanel ? kt : stage) * kStageBytesB;
+    const unsigned b_addr = smem_b + tessera_sm90_b_slot(kt, stage) * kStageBytesB;
     tessera_sm90_mma_ktile(acc, a_addr, b_addr, kt > w.kb);
     after_issue(kt);
     if (kt > w.kb) {
@@ -2215,6 +2298,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   const TesseraSm90Smem sm = tessera_sm90_smem();
   const int wg = threadIdx.x / 128;
   const int t = threadIdx.x % 128;
+#ifdef TESSERA_SM90_HALO
+  // The halo stages' rows past the strip's box are read only by rows never stored; zeroed
+  // once (TMA never writes them) so that those rows compute on finite values. The barrier
+  // initialization's __syncthreads orders these writes before any wgmma, and the proxy fence
+  // makes them visible to its (async proxy) reads.
+  for (unsigned i = threadIdx.x; i < kStages * (kHaloSlackBytes / 16); i += kThreads) {
+    const unsigned st = i / (kHaloSlackBytes / 16), j = i % (kHaloSlackBytes / 16);
+    const unsigned a = sm.smem_a + st * kStageBytesA + kLoadBytesA + 16 * j;
+    asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
+  }
+  tessera_fence_proxy_async();
+#endif
   tessera_sm90_init_barriers(sm.bars, sm.turns, sm.in_bars);
   // Launched as a programmatic dependent of the kernel before it on the stream (the launch
   // attribute of Sm90Kernel::launch_raw), this CTA may start before that kernel's writes are
@@ -2226,7 +2321,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) TESSERA_SM90_CLUSTER_D
   // this one completes, which measured faster than any earlier signal (design 018).
   tessera_grid_dependency_wait();
   TESSERA_TL_CTA(threadIdx.x == 0, false);
-  const int k_tiles = (p.k + kBK - 1) / kBK;
+  // (With the halo load a k-tile of the ring is a filter row's kHaloTaps taps.)
+  const int k_tiles = (p.k + kBK - 1) / kBK / kHaloTaps;
   const int total = tessera_sm90_total_tiles(p);
 
   if (wg == 0) {

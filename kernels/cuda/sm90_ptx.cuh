@@ -76,6 +76,19 @@ __device__ __forceinline__ void tessera_tma_load_3d(unsigned dst, const TesseraT
       : "memory");
 }
 
+// One box of a 4-D tiled tensor map (the halo load's strip of a channels-last x, {c, w, h, n};
+// an epilogue tensor as {n, q, p, image}); elements outside the tensor are written as zeros
+// and counted.
+__device__ __forceinline__ void tessera_tma_load_4d(unsigned dst, const TesseraTmaMap* map,
+                                                    unsigned bar, int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2),
+      "r"(c3)
+      : "memory");
+}
+
 // One box of a 5-D tiled tensor map (the window load's phase-staged x, {chunk channels,
 // chunk, plane, h, n}); a box wholly or partly outside the tensor is written with zeros
 // there and counted whole.
@@ -115,6 +128,13 @@ __device__ __forceinline__ void tessera_tma_store_3d(const TesseraTmaMap* map, u
                                                      int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n"
                ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+// tessera_tma_store_3d for a 4-D map.
+__device__ __forceinline__ void tessera_tma_store_4d(const TesseraTmaMap* map, unsigned src,
+                                                     int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+               ::"l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
                : "memory");
 }
 // A bulk copy (no tensor map) of `bytes` bytes from shared-memory address `src` to global
@@ -273,6 +293,15 @@ __device__ __forceinline__ void tessera_tma_prefetch_3d(const TesseraTmaMap* map
   asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(
                    reinterpret_cast<unsigned long long>(map)),
                "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
+// tessera_tma_prefetch_3d for a 4-D map.
+__device__ __forceinline__ void tessera_tma_prefetch_4d(const TesseraTmaMap* map, int c0, int c1,
+                                                        int c2, int c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
                : "memory");
 }
 

@@ -141,14 +141,14 @@ fn named() -> Vec<(&'static str, &'static str, ConvSpec)> {
         ),
         (
             "3x3 pad 1, ReLU after the residual add",
-            "implicit gemm",
+            "halo gemm",
             c([2, 64, 28, 28], [64, 64, 3, 3])
                 .padding(1, 1, 1, 1)
                 .bias_residual_relu(),
         ),
         (
             "3x3 pad 1, residual added after the ReLU",
-            "implicit gemm",
+            "halo gemm",
             c([2, 64, 28, 28], [64, 64, 3, 3])
                 .padding(1, 1, 1, 1)
                 .bias_relu_residual(),
@@ -302,6 +302,55 @@ fn the_implicit_gemm_over_strides_padding_and_dilation() {
         assert_eq!(conv.path(), "implicit gemm", "{spec}");
         assert_eq!(conv.workspace_bytes(), 0, "{spec}");
         run(&ctx, "implicit gemm", &ConvCase::new(spec));
+    }
+}
+
+/// The halo load (stride 1, whole 64-channel k-tiles: one strip per filter row and channel
+/// block serves all its taps, the tile's rows whole output rows a power-of-two pitch apart,
+/// the rows past Q and P computed and dropped by the epilogue's 4-D maps), forced on layers
+/// the planner might not give it: pitches 16, 32, 64 and 256 (a tile part of one output row,
+/// two tiles a row), one and three channel blocks, R != S, 7x7 and 1x3 filters, dilation
+/// along W, asymmetric padding, P = 1, N tails (K = 96, 200), both residual orders, the
+/// pre-activation saved, fp16.
+#[test]
+fn the_halo_load_over_pitches_taps_and_epilogues() {
+    let Some(ctx) = gpu("the_halo_load_over_pitches_taps_and_epilogues") else {
+        return;
+    };
+    let halo = tessera_kernels::plan::Options {
+        halo: Some(true),
+        ..Default::default()
+    };
+    let c = |x: [i64; 4], f: [i64; 4]| ConvSpec::new(x, f).options(halo);
+    let cases = [
+        c([2, 64, 56, 56], [64, 64, 3, 3])
+            .padding(1, 1, 1, 1)
+            .bias_residual_relu(),
+        c([3, 128, 28, 28], [128, 128, 3, 3])
+            .padding(1, 1, 1, 1)
+            .bias_relu_residual(),
+        c([2, 64, 14, 14], [96, 64, 3, 3]).padding(1, 1, 1, 1),
+        c([1, 64, 13, 11], [64, 64, 5, 3])
+            .padding(2, 1, 1, 2)
+            .dilation(1, 2)
+            .bias_residual_relu(),
+        c([1, 64, 6, 150], [64, 64, 3, 3]).padding(1, 1, 1, 1),
+        c([1, 64, 9, 9], [64, 64, 7, 7])
+            .padding(3, 3, 3, 3)
+            .epilogue("gelu(aux(acc + bias_col))")
+            .expect("epilogue"),
+        c([2, 64, 7, 7], [200, 64, 1, 3]).padding(0, 0, 1, 1),
+        c([3, 64, 3, 20], [64, 64, 3, 3]).bias_relu_residual(),
+        c([7, 192, 5, 5], [64, 192, 3, 3])
+            .padding(1, 1, 1, 1)
+            .dtype(DType::F16)
+            .bias_residual_relu(),
+    ];
+    for spec in cases {
+        let conv = Conv2d::new(&ctx, &spec).expect("conv");
+        assert_eq!(conv.path(), "halo gemm", "{spec}");
+        assert_eq!(conv.workspace_bytes(), 0, "{spec}");
+        run(&ctx, "halo gemm", &ConvCase::new(spec));
     }
 }
 

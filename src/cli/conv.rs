@@ -58,7 +58,8 @@ pub struct ConvArgs {
     /// The epilogue's beta (default 0.5 when the epilogue reads `c`, else 0).
     #[arg(long)]
     pub beta: Option<f32>,
-    /// The GEMM's path: `auto` (the planner's) or `sm80` (the sm80-class kernel forced).
+    /// The GEMM's path: `auto` (the planner's), `sm80` (the sm80-class kernel forced), `halo`
+    /// (the Hopper path's halo load of A wherever it can take the layer) or `no-halo` (never).
     #[arg(long, default_value = "auto")]
     pub path: String,
 }
@@ -104,7 +105,11 @@ pub fn spec(a: &ConvArgs) -> Result<ConvSpec, String> {
             sm80: true,
             ..Options::default()
         },
-        p => return Err(format!("--path `{p}`: auto or sm80")),
+        "halo" | "no-halo" => Options {
+            halo: Some(a.path == "halo"),
+            ..Options::default()
+        },
+        p => return Err(format!("--path `{p}`: auto, sm80, halo or no-halo")),
     };
     let mut s = ConvSpec::new([a.n, a.c, a.h, a.w], [a.k, a.c, a.r, a.s])
         .stride(sh, sw)
@@ -229,6 +234,10 @@ pub struct ConvBenchArgs {
     /// (default) or `off`.
     #[arg(long)]
     pub dependent_launch: Option<String>,
+    /// The halo load of A for the layers it can take, `on` or `off` (an experiment; default:
+    /// where its estimate beats the im2col load's).
+    #[arg(long)]
+    pub halo: Option<String>,
 }
 
 /// The larger of a row's differences from cuDNN (plain and fused), NaN if either is.
@@ -301,6 +310,10 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    let halo = match super::gemm::on_off("bench conv: --halo", a.halo.as_deref()) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
     let ctx = match tessera_kernels::bench::harness_context(0) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -367,6 +380,7 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
             schedule,
             stages: a.stages,
             dependent_launch,
+            halo,
             ..Default::default()
         },
     };

@@ -7,6 +7,8 @@ use std::fmt::Write;
 use crate::codegen::{modes_expr, COMMON_CUH};
 use crate::plan::problem::DType;
 
+use crate::plan::halo::Halo;
+use crate::plan::sm90::ConvGeometry;
 use crate::plan::sm90::{
     ClusterShare, Sm90Plan, CONSUMER_REGS, EPI_COLS, EPI_PITCH, PRODUCER_REGS,
 };
@@ -131,8 +133,23 @@ pub fn preamble(plan: &Sm90Plan) -> String {
             "constexpr int kConvSh = {sh}, kConvSw = {sw}, kConvPt = {pt}, kConvPl = {pl}, kConvDh = {dh}, kConvDw = {dw}; // stride, padding, dilation"
         );
     }
+    match plan.halo() {
+        Some((h, g)) => write_halo(&mut s, &h, &g),
+        None => {
+            let _ = writeln!(
+                s,
+                "constexpr int kHaloTaps = 1; constexpr unsigned kHaloTapBytes = 0; // one tap a stage"
+            );
+        }
+    }
     if let Some(wd) = &plan.window {
         write_window(&mut s, wd, bm);
+    } else if let Some((h, g)) = plan.halo() {
+        let _ = writeln!(
+            s,
+            "constexpr unsigned kLoadBytesA = {}; // the bytes of a stage's A load (the strip's box)",
+            h.load_bytes(&g)
+        );
     } else {
         let _ = writeln!(
             s,
@@ -147,7 +164,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         if plan.b_panel {
             plan.k_tiles() * plan.b.tma.bytes
         } else {
-            plan.stages * plan.b.tma.bytes
+            plan.stages * crate::plan::sm90::halo_taps(plan.im2col.as_ref()) * plan.b.tma.bytes
         }
     );
     let _ = writeln!(s, "constexpr int kKSteps = {};", bk / plan.wgmma.2);
@@ -254,6 +271,29 @@ fn write_operands(s: &mut String, plan: &Sm90Plan) {
             x = o.name
         );
     }
+}
+
+/// The halo load's constants ([`Halo`]): the tile's layout of output rows, the strip's box,
+/// each tap's offset into it, and the B k-tiles of a stage's taps (`kBTapSlots` slots apart).
+fn write_halo(s: &mut String, h: &Halo, g: &ConvGeometry) {
+    let _ = writeln!(s, "#define TESSERA_SM90_HALO 1");
+    let _ = writeln!(
+        s,
+        "constexpr int kHaloPitch = {}, kHaloPRound = {}; // virtual rows an output row; output rows rounded up to whole tiles",
+        h.pitch,
+        h.p_rounded(g)
+    );
+    let _ = writeln!(
+        s,
+        "constexpr int kHaloTaps = {}; constexpr unsigned kHaloTapBytes = {}; // taps a stage (S), bytes from one tap's rows to the next",
+        g.rs.1,
+        h.tap_bytes(g, 1)
+    );
+    let _ = writeln!(
+        s,
+        "constexpr unsigned kHaloSlackBytes = {}; // stage bytes past the box, read only by rows never stored (zeroed once)",
+        (h.stage_bytes(g) - h.load_bytes(g)).max(0)
+    );
 }
 
 /// The window load's constants ([`WindowTma`]): the geometry the producer walks, the stage's

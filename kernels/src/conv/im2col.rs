@@ -216,6 +216,24 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
         let mut implicit = gs.clone().options(o);
         implicit.k = t.gemm_k();
         implicit.im2col = Some(t);
+        if let Some(h) = halo_candidate(spec, &t)? {
+            // The halo load's tiles are 128 rows (two consumers of whole output rows); the
+            // width is the one the planner gives the im2col load (N decides it alike).
+            let mut hs = implicit.clone();
+            if hs.options.tile.is_none() {
+                if let Ok(p) = implicit.plan(arch, sms) {
+                    if let Some(p90) = p.sm90() {
+                        hs.options.tile = Some((128, p90.cta_tile.1, 64));
+                    }
+                }
+            }
+            hs.im2col = Some(Im2colTma { halo: Some(h), ..t });
+            if let Ok(p) = hs.plan(arch, sms) {
+                if p.problem_im2col().is_some_and(|g| g.halo.is_some()) {
+                    return Ok(hs);
+                }
+            }
+        }
         if let Ok(p) = implicit.plan(arch, sms) {
             if p.problem_im2col().is_some() {
                 return Ok(implicit);
@@ -271,6 +289,55 @@ fn window_spec(spec: &ConvSpec, gs: &GemmSpec, arch: Arch, sms: i64) -> Result<O
     })
 }
 
+/// The rate at which TMA's im2col load brings A's k-tiles into shared memory when it bounds
+/// the mainloop: c2a's (64 channels, a 128 x 64 tile, the filter as a panel) 6272 tiles x 9
+/// k-tiles x 16 KB in 145 us on the H100 (design 014, "The epilogue beside the next tile's
+/// MMA"); with the halo load's strips the same rate is assumed per byte.
+pub(crate) const EST_A_LOAD: f64 = 6.4e12;
+
+/// The implicit GEMM's mainloop estimate in seconds for `tiles` tiles of 128 rows, each
+/// loading `a_bytes` of A: the larger of its MMA work (N rounded up to the tile width the
+/// planner takes: 64 up to 64 output channels, else 128-wide) at [`EST_FLOPS`] and its A
+/// loads at [`EST_A_LOAD`]. x and y cross DRAM alike on both loads of A and are left out.
+pub(crate) fn est_mainloop(g: &Geometry, k: i64, tiles: i64, a_bytes: i64) -> f64 {
+    let f = |v: i64| v as f64;
+    let bn = if g.k <= 64 { 64 } else { 128 };
+    let n = (g.k + bn - 1) / bn * bn;
+    let mma = 2.0 * f(tiles) * 128.0 * f(n) * f(k) / EST_FLOPS;
+    mma.max(f(tiles) * f(a_bytes) / EST_A_LOAD)
+}
+
+/// The halo load's layout for the implicit GEMM of `t` where it can take the layer (stride
+/// 1, whole 64-channel k-tiles, an epilogue that means the same over its rows: the window
+/// load's rule, [`crate::conv::window::tree_fits`]) and, unless forced by
+/// [`crate::plan::Options::halo`], where its estimate beats the im2col load's
+/// ([`est_mainloop`]: the halo load computes the rows past Q and P it never stores, and loads
+/// one strip per filter row where the im2col load loads a k-tile per tap).
+pub(crate) fn halo_candidate(spec: &ConvSpec, t: &Im2colTma) -> Result<Option<crate::plan::Halo>> {
+    let h = crate::plan::Halo::of(&t.conv);
+    // y (and aux, the residual, C: K channels a pixel alike) leaves and enters by TMA: rows
+    // of whole 16-byte chunks.
+    let rows_on_grid = [spec.out().bytes(), spec.input().bytes()]
+        .iter()
+        .all(|b| (spec.filter_dims()[0] * b) % 16 == 0);
+    if spec.options.halo == Some(false)
+        || h.refusal(&t.conv, t.pitch).is_some()
+        || !rows_on_grid
+        || !crate::conv::window::tree_fits(spec.tree())
+    {
+        return Ok(None);
+    }
+    if spec.options.halo == Some(true) {
+        return Ok(Some(h));
+    }
+    let g = spec.geometry()?;
+    let k = t.gemm_k();
+    let (r, s, cb) = (g.r, g.s, t.c_blocks());
+    let im2col = est_mainloop(&g, k, (g.gemm_m() + 127) / 128, r * s * cb * 128 * 128);
+    let halo = est_mainloop(&g, k, h.tiles(&t.conv), r * cb * h.load_bytes(&t.conv));
+    Ok((halo < im2col).then_some(h))
+}
+
 pub(crate) fn implicit_tma(spec: &ConvSpec, arch: Arch) -> Result<Option<Im2colTma>> {
     Ok(match im2col_candidate(spec, arch)? {
         Some((t, pad)) if !pad.pads() || pad.chosen() => Some(t),
@@ -300,6 +367,7 @@ pub(crate) fn im2col_candidate(
     let t = Im2colTma {
         conv: g.loads(),
         pitch: ChannelPadding::pitch(g.c, eb),
+        halo: None,
     };
     if t.refusal().is_some() {
         return Ok(None);
@@ -666,6 +734,34 @@ fn explain_path(
     match path {
         ConvPath::Direct { .. } => {
             let _ = writeln!(w, "  path         gemm: {why}");
+            let _ = writeln!(w, "  workspace    0 bytes");
+        }
+        ConvPath::Gather if plan.problem_im2col().is_some_and(|g| g.halo.is_some()) => {
+            let g = plan.problem_im2col().expect("an im2col plan");
+            let h = g.halo.expect("the halo load");
+            let spec_k = g.gemm_k();
+            let (r, s, cb) = (g.conv.rs.0, g.conv.rs.1, g.c_blocks());
+            let _ = writeln!(w, "  path         halo gemm: {why}");
+            let _ = writeln!(
+                w,
+                "               the Hopper kernel loads A straight from x by the halo load: per filter row and 64 channels one TMA strip of the tile's output rows' input rows, its {s} taps read from it {} B apart (stride 1, C a multiple of 64); no copy of A",
+                h.tap_bytes(&g.conv, 1)
+            );
+            let _ = writeln!(w, "               {}", h.describe(&g.conv));
+            let im2col = est_mainloop(&a.g, spec_k, (m + 127) / 128, r * s * cb * 128 * 128);
+            let halo = est_mainloop(
+                &a.g,
+                spec_k,
+                h.tiles(&g.conv),
+                r * cb * h.load_bytes(&g.conv),
+            );
+            let _ = writeln!(
+                w,
+                "               estimate (the larger of the MMA work at 660 TF/s and A's loads at {:.1} TB/s): {} against {} for the im2col load's k-tile per tap",
+                EST_A_LOAD / 1e12,
+                micros(halo),
+                micros(im2col)
+            );
             let _ = writeln!(w, "  workspace    0 bytes");
         }
         ConvPath::Gather if plan.problem_im2col().is_some() => {

@@ -365,7 +365,8 @@ impl Conv2d {
     }
 
     /// `"gemm"` (the GEMM reads x directly as a matrix), `"implicit gemm"` (the GEMM loads
-    /// A from x by TMA's im2col mode), `"window gemm"` (C <= 8: the GEMM loads A from x
+    /// A from x by TMA's im2col mode), `"halo gemm"` (the same GEMM loading one strip of x
+    /// per filter row for all its taps, [`crate::plan::Halo`]), `"window gemm"` (C <= 8: the GEMM loads A from x
     /// staged in phase planes, batched over the output rows) or `"im2col+gemm"` (a gather into the workspace, then
     /// the GEMM).
     pub fn path(&self) -> &'static str {
@@ -373,7 +374,16 @@ impl Conv2d {
             return "window gemm";
         }
         if self.implicit {
-            return "implicit gemm";
+            return if self
+                .gemm
+                .plan()
+                .problem_im2col()
+                .is_some_and(|g| g.halo.is_some())
+            {
+                "halo gemm"
+            } else {
+                "implicit gemm"
+            };
         }
         match self.path {
             ConvPath::Direct { .. } => "gemm",

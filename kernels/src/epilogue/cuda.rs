@@ -1067,8 +1067,29 @@ pub fn tree_sm90_plan(
         schedule: Some(schedule),
         ..opts
     };
-    let base = Sm90Plan::with_options(problem, opts)?;
     let full = tree_sm90_options(tree, binding, opts);
+    if opts.im2col.is_some_and(|g| g.halo.is_some()) {
+        // The halo load's rows are virtual: the tree's full tensors must all go through the
+        // tensor maps (staged), whatever that leaves of the pipeline.
+        let reads = [Leaf::C, Leaf::Residual, Leaf::AuxIn]
+            .iter()
+            .filter(|l| tree.d.uses(**l))
+            .count();
+        let read_c_unused = tree.d.uses(Leaf::C) && binding.beta == 0.0;
+        if stageable_inputs(tree, binding).len() + usize::from(read_c_unused) != reads {
+            return Err(crate::error::KernelError::invalid(
+                "Sm90Plan::new",
+                "halo load of A: every full input of the epilogue (C, residual, aux_in) must be a 16-bit tensor the kernel stages",
+            ));
+        }
+        let lean = crate::plan::Sm90Options {
+            epilogue_vectors: opts.epilogue_vectors,
+            ..full
+        };
+        return Sm90Plan::with_options(problem, full)
+            .or_else(|_| Sm90Plan::with_options(problem, lean));
+    }
+    let base = Sm90Plan::with_options(problem, opts)?;
     let candidates = [
         full,
         crate::plan::Sm90Options {

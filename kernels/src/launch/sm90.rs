@@ -341,10 +341,103 @@ pub(crate) fn encode_a(
         ));
     }
     match (&plan.im2col, &plan.window) {
+        (Some(g), _) if g.halo.is_some() => encode_tma_halo(a.ptr, a.dtype, g),
         (Some(g), _) => encode_tma_im2col(a.ptr, a.dtype, g, plan.a.load_box().outer),
         (_, Some(wd)) => encode_tma_window(a.ptr, a.dtype, wd, plan.cta_tile.0),
         _ => encode_tma("A", a, &plan.a.load_box()),
     }
+}
+
+/// Encodes the 4-D tiled tensor map `{C, W, H, N}` of a packed channels-last x at `ptr` from
+/// which the halo load takes its strips ([`crate::plan::Halo`]): boxes of 64 channels by the
+/// strip's pixels by the tile's output rows, 128-byte swizzled as A's tiled box is; pixels
+/// and rows outside x (the padding) read as zeros.
+pub(crate) fn encode_tma_halo(
+    ptr: u64,
+    dtype: DType,
+    g: &crate::plan::Im2colTma,
+) -> Result<TmaMap> {
+    let op = "encode_tma_halo";
+    let Some(h) = g.halo else {
+        return Err(KernelError::invalid(op, "the plan has no halo load"));
+    };
+    if let Some(why) = h.refusal(&g.conv, g.pitch) {
+        return Err(KernelError::invalid(op, why));
+    }
+    check_base(op, "x", ptr)?;
+    let dt = tma_dtype(op, dtype)?;
+    let [n, c, hh, w] = g.conv.x;
+    let eb = dtype.bytes() as u64;
+    let dims = [c as u64, w as u64, hh as u64, n as u64];
+    let strides = [c as u64 * eb, (w * c) as u64 * eb, (hh * w * c) as u64 * eb];
+    let boxd = [64u32, h.box_w(&g.conv) as u32, h.rows() as u32, 1];
+    encode_tiled(
+        "x",
+        dt,
+        ptr,
+        &dims,
+        &strides,
+        &boxd,
+        cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    )
+}
+
+/// An epilogue tensor's tensor map (D, aux, a staged input: `o` as the kernel problem's
+/// `{n, m, batch}`, boxes of `bx`): [`encode_tma`], or with the halo load the 4-D view
+/// `{n, Q, P, N}` of the convolution's output rows, whose bounds drop the virtual rows that
+/// are never stored.
+pub(crate) fn encode_epilogue_tma(
+    plan: &Sm90Plan,
+    name: &'static str,
+    o: &TmaOperand,
+    bx: &TmaBox,
+) -> Result<TmaMap> {
+    let Some((h, g)) = plan.halo() else {
+        return encode_tma(name, o, bx);
+    };
+    let op = "encode_tma";
+    let [n, _, _, _] = g.x;
+    let (pp, q) = g.pq;
+    if o.batch != 1 || o.rows != n * pp * q {
+        return Err(KernelError::invalid(
+            op,
+            format!(
+                "{name}: the halo load's output is the convolution's N·P·Q = {} rows, one batch; got {} rows, {} batches",
+                n * pp * q,
+                o.rows,
+                o.batch
+            ),
+        ));
+    }
+    debug_assert!(h.pitch >= q);
+    check_base(op, name, o.ptr)?;
+    let eb = o.dtype.bytes();
+    let row = o.ld * eb;
+    if row % 16 != 0 || row <= 0 {
+        return Err(KernelError::Misaligned {
+            op,
+            operand: name,
+            msg: format!("row stride of {row} B: TMA strides are positive multiples of 16 B"),
+        });
+    }
+    let dims = [o.k as u64, q as u64, pp as u64, n as u64];
+    let strides = [row as u64, (q * row) as u64, (pp * q * row) as u64];
+    let boxd = [bx.inner as u32, bx.outer as u32, 1, 1];
+    let swizzle = match bx.swizzle {
+        TmaSwizzle::None => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        TmaSwizzle::B32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        TmaSwizzle::B64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        TmaSwizzle::B128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    encode_tiled(
+        name,
+        tma_dtype(op, o.dtype)?,
+        o.ptr,
+        &dims,
+        &strides,
+        &boxd,
+        swizzle,
+    )
 }
 
 /// The tensor map of B (`b` as the launch gives it): with the window load, one batch (the
@@ -762,7 +855,8 @@ impl Sm90Kernel {
         // D's and aux's tensor maps (`{n, m, batch}`, the store box), or A's as placeholders
         // the kernel does not read when it stores without TMA (or has no aux).
         let out_map = |name: &'static str, buf: Mem, ld: i64, batch_stride: i64, st: &Sm90Store| {
-            encode_tma(
+            encode_epilogue_tma(
+                &self.plan,
                 name,
                 &TmaOperand {
                     ptr: buf.ptr,
@@ -793,6 +887,12 @@ impl Sm90Kernel {
             }
             _ => (tma_a, tma_a),
         };
+        if self.plan.halo().is_some() && !paths.tma_store {
+            return Err(KernelError::invalid(
+                "sm90 gemm",
+                "the halo load stores D through TMA (its maps drop the rows never stored), but D or aux is not on TMA's 16-byte grid",
+            ));
+        }
         let params = Sm90Params {
             d: args.d.ptr,
             c: if e.beta != 0.0 {
@@ -817,7 +917,7 @@ impl Sm90Kernel {
             batch_d: s.batch_d,
             batch_bias: s.batch_bias,
             batch_aux: s.batch_aux,
-            m: p.m as i32,
+            m: self.plan.kernel_rows() as i32,
             n: p.n as i32,
             k: p.k as i32,
             batch: p.batch as i32,

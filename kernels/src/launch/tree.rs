@@ -817,8 +817,16 @@ impl TreeSm90 {
         let (flags, tma_d, tma_aux, tma_in) =
             self.epilogue_maps(binding, &args, (&rows, &cols), (rm, rn), tma_a)?;
         // The tree epilogue takes everything else from `args`.
+        if plan.halo().is_some() && flags & crate::launch::sm90::FLAG_TMA_STORE == 0
+            || plan.halo().is_some() && flags & crate::launch::sm90::FLAG_ROW_STORE != 0
+        {
+            return Err(KernelError::invalid(
+                OP,
+                "the halo load stores D through TMA (its maps drop the rows never stored), but an output or staged input is not on TMA's 16-byte grid",
+            ));
+        }
         let params = Sm90Params {
-            m: p.m as i32,
+            m: plan.kernel_rows() as i32,
             n: p.n as i32,
             k: p.k as i32,
             batch: p.batch as i32,
@@ -865,7 +873,7 @@ impl TreeSm90 {
         crate::launch::sm90::TmaMap,
         [crate::launch::sm90::TmaMap; 3],
     )> {
-        use crate::launch::sm90::{encode_tma, tma_addressable, TmaOperand};
+        use crate::launch::sm90::{encode_epilogue_tma, tma_addressable, TmaOperand};
         let plan = self.kernel.plan();
         let p = &plan.problem;
         // The address of the region's first element of a tensor at `ptr`.
@@ -879,7 +887,8 @@ impl TreeSm90 {
                 if eb != 2 || !tma_addressable(first, spec.ld, spec.batch_stride, p.batch, eb) {
                     return Ok(None);
                 }
-                encode_tma(
+                encode_epilogue_tma(
+                    plan,
                     name,
                     &TmaOperand {
                         ptr: first,

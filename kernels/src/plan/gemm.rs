@@ -90,6 +90,10 @@ pub struct Options {
     /// shortens the gap between back-to-back kernels. `Some(false)` launches it as any other
     /// kernel. The results are the same either way.
     pub dependent_launch: Option<bool>,
+    /// Convolutions on the Hopper path: load A by the halo load ([`crate::plan::Halo`]: one
+    /// strip a filter row for all its taps) where it can take the layer (`Some(true)`), never
+    /// (`Some(false)`), or (`None`) where its estimate beats TMA's im2col load's.
+    pub halo: Option<bool>,
 }
 
 impl Options {

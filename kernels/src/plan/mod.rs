@@ -6,6 +6,7 @@
 
 pub(crate) mod atom_choice;
 pub(crate) mod gemm;
+pub(crate) mod halo;
 pub(crate) mod policy;
 pub(crate) mod problem;
 pub(crate) mod sm80;
@@ -15,6 +16,7 @@ pub(crate) mod window;
 
 pub use atom_choice::{AtomChoice, TileAccess};
 pub use gemm::{GemmSpec, Options, Plan};
+pub use halo::Halo;
 pub use problem::{Activation, BiasMode, Epilogue, GemmProblem};
 pub use sm80::{GemmPlan, OperandPlan, PlanOptions, SmemLayout, StageLayout, SwizzleBits};
 pub use sm90::{

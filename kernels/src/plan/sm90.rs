@@ -8,6 +8,7 @@ use tessera_layout::Layout;
 use crate::arch::Arch;
 use crate::error::{KernelError, Result};
 use crate::plan::atom_choice::{choose_swizzle, AtomChoice, Candidates, TileAccess};
+use crate::plan::halo::Halo;
 use crate::plan::problem::{BiasMode, DType, GemmProblem, Major};
 use crate::plan::window::WindowTma;
 use crate::plan::{SmemLayout, SwizzleBits};
@@ -400,6 +401,9 @@ pub struct Im2colTma {
     /// Elements from one pixel of x to the next: C when x is packed; more where the pixels
     /// are padded onto TMA's 16-byte grid (a staged copy of x).
     pub pitch: i64,
+    /// Load A by the halo load ([`Halo`]: one strip per filter row serves all its taps, the
+    /// tile's rows whole output rows `pitch` apart) instead of one im2col box per tap.
+    pub halo: Option<Halo>,
 }
 
 /// A convolution's geometry as the Hopper kernel's loads of A walk it (the im2col load,
@@ -774,7 +778,9 @@ impl Sm90Plan {
         let mut a = operand("A", bm, e)?;
         let mut b = operand("B", bn, e)?;
         let (cluster, share) = cluster_share(&opts, schedule, (&mut a, &mut b), e)?;
-        let a_stage = a_stage_bytes(&a, opts.window.as_ref(), bm);
+        let a_stage = a_stage_bytes(&a, opts.window.as_ref(), opts.im2col.as_ref(), bm);
+        // The halo load's stage carries the B k-tiles of all S taps of its filter row.
+        let b_per_stage = halo_taps(opts.im2col.as_ref());
         // The B panel: a convolution's filter, whole (one tile column), loaded once per CTA
         // with its first tile and kept (see `Sm90Plan::b_panel`); the ring then carries A only.
         let panel_k_tiles = (opts.im2col.is_some() || opts.window.is_some())
@@ -835,7 +841,7 @@ impl Sm90Plan {
         let (stage, room) = if b_panel {
             (a_stage, room - panel_bytes)
         } else {
-            (a_stage + b.tma.bytes, room)
+            (a_stage + b_per_stage * b.tma.bytes, room)
         };
         // The row store's 64 rows of D (and aux) per consumer, where D's rows are off
         // TMA's 16-byte grid and all of N is in one tile (Sm90Plan::row_store), if the ring
@@ -877,6 +883,17 @@ impl Sm90Plan {
             }
             if let Some(why) = g.refusal() {
                 return Err(KernelError::invalid(op, format!("im2col load of A: {why}")));
+            }
+            if let Some(h) = &g.halo {
+                h.check(&g.conv, g.pitch, bm)?;
+                // (Ping-pong ran the halo load correctly but measured at half the rate on
+                // c2a, as it does with the im2col load: design 019.)
+                if schedule != Schedule::Cooperative || !want_store {
+                    return Err(KernelError::invalid(
+                        op,
+                        "halo load of A: the cooperative schedule and the TMA-store epilogue (its tensor maps drop the rows that are never stored)",
+                    ));
+                }
             }
             let [n, _, _, _] = g.conv.x;
             let (p, q) = g.conv.pq;
@@ -981,7 +998,25 @@ impl Sm90Plan {
     /// Bytes of one A stage of the ring ([`Sm90Plan::a`]'s box, or the window load's
     /// strips).
     pub fn a_stage_bytes(&self) -> i64 {
-        a_stage_bytes(&self.a, self.window.as_ref(), self.cta_tile.0)
+        a_stage_bytes(
+            &self.a,
+            self.window.as_ref(),
+            self.im2col.as_ref(),
+            self.cta_tile.0,
+        )
+    }
+
+    /// The halo load's layout where the plan loads A by it.
+    pub fn halo(&self) -> Option<(Halo, ConvGeometry)> {
+        self.im2col.and_then(|g| g.halo.map(|h| (h, g.conv)))
+    }
+
+    /// Rows of the kernel's M: the problem's, or the halo load's virtual rows.
+    pub fn kernel_rows(&self) -> i64 {
+        match self.halo() {
+            Some((h, g)) => h.virtual_rows(&g),
+            None => self.kernel_problem().m,
+        }
     }
 
     /// A short name identifying the generated source.
@@ -1002,7 +1037,9 @@ impl Sm90Plan {
             (Some(_), false) => "_ts",
             (None, _) => "",
         };
-        let ts = if self.im2col.is_some() {
+        let ts = if self.halo().is_some() {
+            format!("{ts}_halo")
+        } else if self.im2col.is_some() {
             format!("{ts}_im2col")
         } else if self.window.is_some() {
             format!("{ts}_window")
@@ -1043,7 +1080,8 @@ impl Sm90Plan {
     pub fn grid_tiles(&self) -> (i64, i64) {
         let (bm, bn, _) = self.cta_tile;
         let p = self.kernel_problem();
-        ((p.m + bm - 1) / bm, (p.n + bn - 1) / bn)
+        let m = self.kernel_rows();
+        ((m + bm - 1) / bm, (p.n + bn - 1) / bn)
     }
 
     /// Tiles in all, batches included.
@@ -1278,10 +1316,24 @@ fn tile_and_schedule(
 
 /// Bytes of one A stage: the tile's box, or with the window load its strips (each a TMA
 /// box's rows, 128-byte aligned), rounded up to the 1024 bytes every stage starts on.
-fn a_stage_bytes(a: &Sm90Operand, window: Option<&WindowTma>, bm: i64) -> i64 {
-    match window {
-        Some(wd) => (wd.strips() * wd.strip_bytes(bm) + 1023) / 1024 * 1024,
-        None => a.tma.bytes,
+fn a_stage_bytes(
+    a: &Sm90Operand,
+    window: Option<&WindowTma>,
+    im2col: Option<&Im2colTma>,
+    bm: i64,
+) -> i64 {
+    match (window, im2col.and_then(|g| g.halo.map(|h| (h, g.conv)))) {
+        (Some(wd), _) => (wd.strips() * wd.strip_bytes(bm) + 1023) / 1024 * 1024,
+        (None, Some((h, g))) => h.stage_bytes(&g),
+        (None, None) => a.tma.bytes,
+    }
+}
+
+/// B k-tiles a ring stage carries: the S taps of a filter row with the halo load, else one.
+pub(crate) fn halo_taps(im2col: Option<&Im2colTma>) -> i64 {
+    match im2col {
+        Some(g) if g.halo.is_some() => g.conv.rs.1,
+        _ => 1,
     }
 }
 
@@ -1517,6 +1569,18 @@ impl fmt::Display for Sm90Plan {
                 )?;
                 continue;
             }
+            if let (Some((h, g)), "A") = (self.halo(), o.name) {
+                writeln!(
+                    f,
+                    "  A tile       by the halo load: {}; {} B a stage, its {} taps beside {} B k-tiles each; the {} swizzle as TMA writes it, each tap's descriptor starting at its row",
+                    h.describe(&g),
+                    self.a_stage_bytes(),
+                    g.rs.1,
+                    self.b.tma.bytes,
+                    o.tma.swizzle
+                )?;
+                continue;
+            }
             writeln!(
                 f,
                 "  {} tile       {}x{bk} K-major, smem {} (atom {})",
@@ -1602,7 +1666,12 @@ impl fmt::Display for Sm90Plan {
             f,
             "  pipeline     {} stages x {} B, full/empty mbarrier pairs; smem {} B",
             self.stages,
-            self.a_stage_bytes() + if self.b_panel { 0 } else { self.b.tma.bytes },
+            self.a_stage_bytes()
+                + if self.b_panel {
+                    0
+                } else {
+                    halo_taps(self.im2col.as_ref()) * self.b.tma.bytes
+                },
             self.smem_bytes
         )?;
         if self.b_panel {

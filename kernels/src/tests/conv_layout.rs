@@ -520,17 +520,25 @@ fn the_gather_kernel_compiles_with_nvrtc_for_sm80_and_sm90a() {
     assert!(srcs[1]
         .1
         .contains("constexpr int kConvCBlocks = 2, kConvS = 3"));
-    for s in [
-        ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1),
-        ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3])
-            .padding(1, 1, 1, 1)
-            .bias_residual_relu(),
-        c124.bias_residual_relu(),
+    // c2a's layer takes the halo load (one strip a filter row for its three taps), unless
+    // told not to; either way the kernel loads A from x by TMA.
+    let no_halo = crate::plan::Options {
+        halo: Some(false),
+        ..Default::default()
+    };
+    let c2a = ConvSpec::new([2, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1);
+    for (s, halo) in [
+        (c2a.clone(), true),
+        (c2a.clone().bias_residual_relu(), true),
+        (c2a.clone().bias_residual_relu().options(no_halo), false),
+        (c124.bias_residual_relu(), false),
     ] {
         let srcs = s.sources(Arch::Sm90a, 132).unwrap();
         let srcs = &srcs[srcs.len() - 1..];
-        assert!(srcs[0].0.contains("_im2col"), "{}", srcs[0].0);
+        let tag = if halo { "_halo" } else { "_im2col" };
+        assert!(srcs[0].0.contains(tag), "{}", srcs[0].0);
         assert!(srcs[0].1.contains("#define TESSERA_SM90_IM2COL 1"));
+        assert_eq!(srcs[0].1.contains("#define TESSERA_SM90_HALO 1"), halo);
         let c =
             compile(&srcs[0].1, &srcs[0].0, Arch::Sm90a, true).unwrap_or_else(|e| panic!("{e}"));
         assert!(c.cubin.len() > 1000);
