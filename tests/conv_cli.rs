@@ -21,7 +21,7 @@ const C2A: [&str; 16] = [
 ];
 
 #[test]
-fn a_padded_3x3_layer_of_64_channels_takes_the_implicit_gemm_and_says_so() {
+fn a_padded_3x3_layer_of_64_channels_takes_the_halo_load_and_says_so() {
     let o = plan(&C2A);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -30,10 +30,23 @@ fn a_padded_3x3_layer_of_64_channels_takes_the_implicit_gemm_and_says_so() {
         "L = ((56,56,128),(64,3,3)):((64,3584,200704),(1,64,3584))",
         "offset -3648",
         "coalesced (401408,(192,3)):(64,(1,3584)): (C,S) is one contiguous run of C·S = 192 elements",
-        "path         implicit gemm: taps read the zero padding",
-        "loads A straight from x with TMA's im2col mode",
+        "path         halo gemm: taps read the zero padding",
+        "loads A straight from x by the halo load",
+        "2 output rows a tile, 64 pixels apart",
         "workspace    0 bytes",
         "gemm 401408x64x576 bf16->bf16 A row, B col, D row: acc on sm_90a",
+    ] {
+        assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
+    }
+    // Told not to, the same layer takes TMA's im2col load.
+    let mut args: Vec<&str> = C2A.to_vec();
+    args.extend(["--path", "no-halo"]);
+    let o = plan(&args);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for needle in [
+        "path         implicit gemm: taps read the zero padding",
+        "loads A straight from x with TMA's im2col mode",
     ] {
         assert!(out.contains(needle), "`{needle}` missing from:\n{out}");
     }
