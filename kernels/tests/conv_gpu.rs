@@ -484,7 +484,8 @@ fn workspace_passed_per_launch_repeated_launches_and_y_over_the_residual() {
 }
 
 /// `(N,C,H,W)` sizes of more than 2^31 elements need 64-bit offsets in the gather and the
-/// GEMM. About 30 GB of device memory and a minute of host time: run with `--ignored`.
+/// GEMM; then the halo load on an x and a y of 2^31+ elements. About 40 GB of device memory
+/// and a few minutes of host time: run with `--ignored`.
 #[test]
 #[ignore]
 fn tensors_of_more_than_2_pow_31_elements() {
@@ -499,7 +500,15 @@ fn tensors_of_more_than_2_pow_31_elements() {
         .unwrap();
     // The same x under a 1x1 convolution: A is x (2^31+ elements) and y has 4.3e9.
     let direct = ConvSpec::new([1, 8, 16400, 16400], [16, 8, 1, 1]);
-    for (what, spec) in [("gather", gather), ("direct", direct)] {
+    // The halo load: x and y of 2^31+ elements each (64 channels), a pitch of 33 tiles a row;
+    // its strips and the epilogue's 4-D maps address the far images.
+    let halo = ConvSpec::new([2, 64, 4100, 4100], [64, 64, 3, 3])
+        .padding(1, 1, 1, 1)
+        .options(tessera_kernels::plan::Options {
+            halo: Some(true),
+            ..Default::default()
+        });
+    for (what, spec) in [("gather", gather), ("direct", direct), ("halo", halo)] {
         let r = run_conv_case(&ctx, &ConvCase::new(spec)).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(r.rows != "all", "checked on blocks of rows");
         assert_passed(what, &r);
