@@ -252,3 +252,25 @@ fn stride_padding_and_dilation_take_one_two_or_four_values() {
         text(&o.stderr)
     );
 }
+
+/// `bench conv --layers` takes a layer of no list as `C:K:HW:RS:STRIDE:PAD`; a malformed one
+/// is refused by name before any device is looked for.
+#[cfg(feature = "cuda")]
+#[test]
+fn bench_conv_refuses_a_malformed_layer_of_no_list() {
+    for (layer, needle) in [
+        ("64:64:56:3:1", "six numbers"),
+        ("64:64:x:3:1:1", "invalid digit"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["bench", "conv", "--layers", layer])
+            .output()
+            .expect("tessera runs");
+        let err = text(&o.stderr);
+        assert_ne!(o.status.code(), Some(0));
+        assert!(
+            err.contains(layer) && err.contains(needle),
+            "{layer}: {err}"
+        );
+    }
+}

@@ -208,7 +208,8 @@ pub struct ConvBenchArgs {
     #[arg(long, default_value = "32,128,256")]
     pub batch: String,
     /// Layers by name, separated by commas (`stem`, `c2a` ... `c5a`, `odd100`, `odd124`,
-    /// `odd127`); default: ResNet-50's ten and the odd channel counts.
+    /// `odd127`, or `C:K:HW:RS:STRIDE:PAD` for a layer of no list); default: ResNet-50's ten
+    /// and the odd channel counts.
     #[arg(long)]
     pub layers: Option<String>,
     /// Only batch 128 and the layers stem, c2a, c2b, c4a.
@@ -250,6 +251,34 @@ fn worst_diff(r: &tessera_kernels::bench::conv::ConvBenchRow) -> Option<f64> {
     }
 }
 
+/// A layer of no list, `C:K:HW:RS:STRIDE:PAD` (square input and filter, the same padding on
+/// every side), named by that text.
+#[cfg(feature = "cuda")]
+fn custom_layer(text: &str) -> Result<tessera_kernels::bench::conv::Layer, String> {
+    let v: Vec<i64> = text
+        .split(':')
+        .map(|t| t.trim().parse::<i64>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("bench conv: layer `{text}`: {e}"))?;
+    let [c, k, hw, rs, stride, pad] = v[..] else {
+        return Err(format!(
+            "bench conv: layer `{text}`: C:K:HW:RS:STRIDE:PAD (six numbers)"
+        ));
+    };
+    // The rows name their layer by a 'static str: the command line's few are kept for the
+    // program's life.
+    let id: &'static str = Box::leak(text.to_string().into_boxed_str());
+    Ok(tessera_kernels::bench::conv::Layer {
+        id,
+        c,
+        k,
+        hw,
+        rs,
+        stride,
+        pad,
+    })
+}
+
 /// `tessera bench conv`.
 #[cfg(feature = "cuda")]
 pub fn bench(a: &ConvBenchArgs) -> ExitCode {
@@ -276,6 +305,10 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
                 for name in names.split(',').map(str::trim) {
                     match all.iter().find(|l| l.id == name) {
                         Some(l) => v.push(*l),
+                        None if name.contains(':') => match custom_layer(name) {
+                            Ok(l) => v.push(l),
+                            Err(e) => return fail(e),
+                        },
                         None => {
                             let ids: Vec<_> = all.iter().map(|l| l.id).collect();
                             return fail(format!(
