@@ -816,15 +816,16 @@ impl TreeSm90 {
         // A's map stands in for the maps a launch does not use.
         let (flags, tma_d, tma_aux, tma_in) =
             self.epilogue_maps(binding, &args, (&rows, &cols), (rm, rn), tma_a)?;
-        // The tree epilogue takes everything else from `args`.
-        if plan.halo().is_some() && flags & crate::launch::sm90::FLAG_TMA_STORE == 0
-            || plan.halo().is_some() && flags & crate::launch::sm90::FLAG_ROW_STORE != 0
-        {
+        // The halo load's rows are virtual: only the tensor maps place them.
+        let mapped = flags & crate::launch::sm90::FLAG_TMA_STORE != 0
+            && flags & crate::launch::sm90::FLAG_ROW_STORE == 0;
+        if plan.halo().is_some() && !mapped {
             return Err(KernelError::invalid(
                 OP,
                 "the halo load stores D through TMA (its maps drop the rows never stored), but an output or staged input is not on TMA's 16-byte grid",
             ));
         }
+        // The tree epilogue takes everything else from `args`.
         let params = Sm90Params {
             m: plan.kernel_rows() as i32,
             n: p.n as i32,

@@ -886,8 +886,8 @@ impl Sm90Plan {
             }
             if let Some(h) = &g.halo {
                 h.check(&g.conv, g.pitch, bm)?;
-                // (Ping-pong ran the halo load correctly but measured at half the rate on
-                // c2a, as it does with the im2col load: design 019.)
+                // (Cooperative only: on ping-pong one warpgroup issues the narrow wgmma of
+                // these layers alone, which keeps the tensor cores less busy: design 019.)
                 if schedule != Schedule::Cooperative || !want_store {
                     return Err(KernelError::invalid(
                         op,
