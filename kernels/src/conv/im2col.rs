@@ -308,7 +308,7 @@ pub(crate) fn est_mainloop(g: &Geometry, k: i64, tiles: i64, a_bytes: i64) -> f6
 }
 
 /// The halo load's layout for the implicit GEMM of `t` where it can take the layer (stride
-/// 1, whole 64-channel k-tiles, an epilogue that means the same over its rows: the window
+/// 1, x read in place, an epilogue that means the same over its rows: the window
 /// load's rule, [`crate::conv::window::tree_fits`]) and, unless forced by
 /// [`crate::plan::Options::halo`], where its estimate beats the im2col load's
 /// ([`est_mainloop`]: the halo load computes the rows past Q and P it never stores, and loads
@@ -718,6 +718,33 @@ fn explain_window(
 }
 
 /// The path part of [`explain`]: which path, why, and its workspace.
+/// The implicit GEMM's channel padding where it pads (the staged filter, and x where its
+/// pixels are off TMA's grid) and the workspace that takes, in the plan's words.
+fn explain_padding(w: &mut String, spec: &ConvSpec, arch: Arch, sms: i64) -> Result<()> {
+    let bytes = spec.workspace_bytes(arch, sms)?;
+    match im2col_candidate(spec, arch)?.filter(|(_, p)| p.pads()) {
+        Some((t, pad)) => {
+            let _ = writeln!(w, "               {}", pad.describe());
+            let _ = writeln!(
+                w,
+                "               the GEMM's K = R·S·{} = {}",
+                pad.c_pad,
+                t.gemm_k()
+            );
+            let _ = writeln!(
+                w,
+                "  workspace    {bytes} bytes ({}): the staged filter{}; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
+                mib(bytes as f64),
+                if pad.stages_x() { " and x" } else { "" }
+            );
+        }
+        None => {
+            let _ = writeln!(w, "  workspace    0 bytes");
+        }
+    }
+    Ok(())
+}
+
 fn explain_path(
     w: &mut String,
     spec: &ConvSpec,
@@ -744,7 +771,7 @@ fn explain_path(
             let _ = writeln!(w, "  path         halo gemm: {why}");
             let _ = writeln!(
                 w,
-                "               the Hopper kernel loads A straight from x by the halo load: per filter row and 64 channels one TMA strip of the tile's output rows' input rows, its {s} taps read from it {} B apart (stride 1, C a multiple of 64); no copy of A",
+                "               the Hopper kernel loads A straight from x by the halo load: per filter row and 64 channels one TMA strip of the tile's output rows' input rows, its {s} taps read from it {} B apart (stride 1, x read in place); no copy of A",
                 h.tap_bytes(&g.conv, 1)
             );
             let _ = writeln!(w, "               {}", h.describe(&g.conv));
@@ -762,7 +789,7 @@ fn explain_path(
                 micros(halo),
                 micros(im2col)
             );
-            let _ = writeln!(w, "  workspace    0 bytes");
+            explain_padding(w, spec, arch, sms)?;
         }
         ConvPath::Gather if plan.problem_im2col().is_some() => {
             let _ = writeln!(w, "  path         implicit gemm: {why}");
@@ -770,27 +797,7 @@ fn explain_path(
                 w,
                 "               the Hopper kernel loads A straight from x with TMA's im2col mode: a k-tile is 64 channels of one tap, a tile's rows the output pixels the tensor map walks (padding read as zeros); no copy of A"
             );
-            let bytes = spec.workspace_bytes(arch, sms)?;
-            match im2col_candidate(spec, arch)?.filter(|(_, p)| p.pads()) {
-                Some((t, pad)) => {
-                    let _ = writeln!(w, "               {}", pad.describe());
-                    let _ = writeln!(
-                        w,
-                        "               the GEMM's K = R·S·{} = {}",
-                        pad.c_pad,
-                        t.gemm_k()
-                    );
-                    let _ = writeln!(
-                        w,
-                        "  workspace    {bytes} bytes ({}): the staged filter{}; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
-                        mib(bytes as f64),
-                        if pad.stages_x() { " and x" } else { "" }
-                    );
-                }
-                None => {
-                    let _ = writeln!(w, "  workspace    0 bytes");
-                }
-            }
+            explain_padding(w, spec, arch, sms)?;
         }
         ConvPath::Gather => {
             let bytes = spec.workspace_bytes(arch, sms)?;

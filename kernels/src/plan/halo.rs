@@ -1,6 +1,6 @@
-//! The halo load: the implicit GEMM's A for convolutions of stride 1 whose channels fill whole
-//! 64-channel k-tiles, each input pixel's channels loaded once for all the taps of a filter
-//! row instead of once per tap.
+//! The halo load: the implicit GEMM's A for convolutions of stride 1 whose packed pixels TMA
+//! can address (C a multiple of 8), each input pixel's channels loaded once for all the taps
+//! of a filter row instead of once per tap.
 //!
 //! TMA's im2col load ([`crate::plan::Im2colTma`]) brings a k-tile of 64 channels of one tap
 //! for the tile's 128 output pixels: a 3x3 layer loads every input pixel nine times. Where
@@ -137,9 +137,11 @@ impl Halo {
                 conv.stride.0, conv.stride.1
             ));
         }
-        if c % 64 != 0 || x_pitch != c {
+        // (A k-tile's channels past C are outside the tensor map: TMA writes them as zeros,
+        // against the filter's zeros there.)
+        if c % 8 != 0 || x_pitch != c {
             return Some(format!(
-                "C = {c} (pixels {x_pitch} apart): the halo load takes packed pixels of whole 64-channel k-tiles"
+                "C = {c} (pixels {x_pitch} apart): the halo load reads x in place, packed pixels on TMA's 16-byte grid (C a multiple of 8)"
             ));
         }
         let reach = (conv.rs.1 - 1) * conv.dil.1;
@@ -312,7 +314,9 @@ mod tests {
         g.stride = (2, 2);
         assert!(Halo::of(&g).refusal(&g, 64).unwrap().contains("stride"));
         let g = conv(1, 96, 56, (3, 3), 1, (1, 1));
-        assert!(Halo::of(&g).refusal(&g, 96).unwrap().contains("C = 96"));
+        assert!(Halo::of(&g).refusal(&g, 96).is_none());
+        let g = conv(1, 100, 56, (3, 3), 1, (1, 1));
+        assert!(Halo::of(&g).refusal(&g, 100).unwrap().contains("C = 100"));
         let g = conv(1, 64, 300, (3, 3), 1, (1, 70));
         assert!(Halo::of(&g).refusal(&g, 64).unwrap().contains("TMA boxes"));
         let g = conv(1, 64, 56, (3, 3), 1, (1, 1));
