@@ -77,7 +77,7 @@ fn a_3x3_layer_of_96_channels_pads_them_and_says_so() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     for needle in [
-        "path         implicit gemm: taps read the zero padding",
+        "path         halo gemm: taps read the zero padding",
         "C = 96 is not a multiple of 64: each tap's last k-tile reads channels 96..128 as zeros",
         "x is read in place",
         "the GEMM's K = R·S·128 = 1152",

@@ -608,7 +608,9 @@ impl PyConv2d {
     }
 
     /// `"gemm"` (the GEMM reads x directly), `"implicit gemm"` (the GEMM loads A from x by TMA's
-    /// im2col mode) or `"im2col+gemm"` (a gather into the workspace, then the GEMM).
+    /// im2col mode), `"halo gemm"` (from x, one strip per filter row for all its taps),
+    /// `"window gemm"` (C <= 8: from x staged in phase planes) or `"im2col+gemm"` (a gather
+    /// into the workspace, then the GEMM).
     #[getter]
     fn path(&self) -> &'static str {
         self.conv.path()
