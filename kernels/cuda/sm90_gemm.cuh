@@ -330,14 +330,33 @@ constexpr int kBTapSlots = 1;
 #endif
 constexpr unsigned kBTapBytes = kBTapSlots * kStageBytesB;
 
-// B's slot of tap 0 of stage k-tile kt held in ring stage `stage` (the panel holds k-tile
-// (tap, c-block) in slot tap kConvCBlocks + c-block, the GEMM's own order).
-__device__ __forceinline__ int tessera_sm90_b_slot(int kt, int stage) {
 #ifdef TESSERA_SM90_HALO
-  return kBPanel ? kt / kConvCBlocks * kHaloTaps * kConvCBlocks + kt % kConvCBlocks : stage * kHaloTaps;
-#else
-  return kBPanel ? kt : stage;
+// The halo load's virtual row v (the kernel's M) as output pixel q of row p of image n:
+// q = v % kHaloPitch of output row v / kHaloPitch, kHaloPRound rows an image. Rows with
+// q >= Q or p >= P are never stored (the epilogue's maps drop them).
+__device__ __forceinline__ void tessera_sm90_halo_pixel(int v, int& q, int& p, int& n) {
+  const int vr = v / kHaloPitch;
+  q = v % kHaloPitch;
+  p = vr % kHaloPRound;
+  n = vr / kHaloPRound;
+}
 #endif
+
+// The GEMM's k-tile of tap 0 of stage k-tile kt: with the halo load stage kt is filter row
+// kt / kConvCBlocks of channel block kt % kConvCBlocks, and its tap s is GEMM k-tile
+// (r kHaloTaps + s) kConvCBlocks + cb, so tap s lies kConvCBlocks k-tiles past tap 0.
+__device__ __forceinline__ int tessera_sm90_ktile0(int kt) {
+#ifdef TESSERA_SM90_HALO
+  return kt / kConvCBlocks * kHaloTaps * kConvCBlocks + kt % kConvCBlocks;
+#else
+  return kt;
+#endif
+}
+
+// B's slot of tap 0 of stage k-tile kt held in ring stage `stage` (the panel holds every
+// k-tile in its GEMM order; the ring a stage's kHaloTaps k-tiles side by side).
+__device__ __forceinline__ int tessera_sm90_b_slot(int kt, int stage) {
+  return kBPanel ? tessera_sm90_ktile0(kt) : stage * kHaloTaps;
 }
 
 // A consumer's wgmma of one k-tile into acc (every tap of a halo stage), from the stage's A
@@ -496,9 +515,8 @@ __device__ __forceinline__ void tessera_sm90_load_a(unsigned dst, const TesseraT
   // The tile's first virtual row v0 = tm kBM is output pixel q0 = v0 % kHaloPitch of output
   // row v0 / kHaloPitch (image n, row p0 of kHaloPRound).
   const int cb = kt % kConvCBlocks, r = kt / kConvCBlocks;
-  const int v0 = tm * kBM;
-  const int q0 = v0 % kHaloPitch, vr = v0 / kHaloPitch;
-  const int p0 = vr % kHaloPRound, n = vr / kHaloPRound;
+  int q0, p0, n;
+  tessera_sm90_halo_pixel(tm * kBM, q0, p0, n);
   (void)b;
   tessera_tma_load_4d(dst, map, bar, cb * kBK, q0 - kConvPl, p0 - kConvPt + r * kConvDh, n);
 #elif defined(TESSERA_SM90_IM2COL)
@@ -580,7 +598,7 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
       // The B k-tiles of the stage's taps: GEMM k-tile (r S + s) kConvCBlocks + cb.
       if (load_b) {
         const int slot = tessera_sm90_b_slot(kt, stage);
-        const int g0 = kt / kConvCBlocks * kHaloTaps * kConvCBlocks + kt % kConvCBlocks;
+        const int g0 = tessera_sm90_ktile0(kt);
 #pragma unroll
         for (int s = 0; s < kHaloTaps; ++s)
           tessera_tma_load_3d(smem_b + (slot + s * kBTapSlots) * kStageBytesB, &tma_b, full,
@@ -784,8 +802,9 @@ __device__ __forceinline__ void tessera_sm90_pass_regs(const float (&acc)[kMHalv
 __device__ __forceinline__ void tessera_sm90_store_box(const TesseraTmaMap* map, unsigned src,
                                                        int cb, int row, int b) {
 #ifdef TESSERA_SM90_HALO
-  const int vr = row / kHaloPitch;
-  tessera_tma_store_4d(map, src, cb, row % kHaloPitch, vr % kHaloPRound, vr / kHaloPRound);
+  int q, p, n;
+  tessera_sm90_halo_pixel(row, q, p, n);
+  tessera_tma_store_4d(map, src, cb, q, p, n);
 #else
   tessera_tma_store_3d(map, src, cb, row, b);
 #endif
@@ -793,8 +812,9 @@ __device__ __forceinline__ void tessera_sm90_store_box(const TesseraTmaMap* map,
 __device__ __forceinline__ void tessera_sm90_load_box(unsigned dst, const TesseraTmaMap* map,
                                                       unsigned bar, int cb, int row, int b) {
 #ifdef TESSERA_SM90_HALO
-  const int vr = row / kHaloPitch;
-  tessera_tma_load_4d(dst, map, bar, cb, row % kHaloPitch, vr % kHaloPRound, vr / kHaloPRound);
+  int q, p, n;
+  tessera_sm90_halo_pixel(row, q, p, n);
+  tessera_tma_load_4d(dst, map, bar, cb, q, p, n);
 #else
   tessera_tma_load_3d(dst, map, bar, cb, row, b);
 #endif
@@ -802,8 +822,9 @@ __device__ __forceinline__ void tessera_sm90_load_box(unsigned dst, const Tesser
 __device__ __forceinline__ void tessera_sm90_prefetch_box(const TesseraTmaMap* map, int cb,
                                                           int row, int b) {
 #ifdef TESSERA_SM90_HALO
-  const int vr = row / kHaloPitch;
-  tessera_tma_prefetch_4d(map, cb, row % kHaloPitch, vr % kHaloPRound, vr / kHaloPRound);
+  int q, p, n;
+  tessera_sm90_halo_pixel(row, q, p, n);
+  tessera_tma_prefetch_4d(map, cb, q, p, n);
 #else
   tessera_tma_prefetch_3d(map, cb, row, b);
 #endif

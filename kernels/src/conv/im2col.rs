@@ -216,16 +216,14 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
         let mut implicit = gs.clone().options(o);
         implicit.k = t.gemm_k();
         implicit.im2col = Some(t);
+        let plan = implicit.plan(arch, sms).ok();
+        let width = plan.as_ref().and_then(|p| p.sm90()).map(|p| p.cta_tile.1);
         if let Some(h) = halo_candidate(spec, &t)? {
             // The halo load's tiles are 128 rows (two consumers of whole output rows); the
             // width is the one the planner gives the im2col load (N decides it alike).
             let mut hs = implicit.clone();
-            if hs.options.tile.is_none() {
-                if let Ok(p) = implicit.plan(arch, sms) {
-                    if let Some(p90) = p.sm90() {
-                        hs.options.tile = Some((128, p90.cta_tile.1, 64));
-                    }
-                }
+            if let (None, Some(bn)) = (hs.options.tile, width) {
+                hs.options.tile = Some((128, bn, 64));
             }
             hs.im2col = Some(Im2colTma { halo: Some(h), ..t });
             if let Ok(p) = hs.plan(arch, sms) {
@@ -234,10 +232,8 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
                 }
             }
         }
-        if let Ok(p) = implicit.plan(arch, sms) {
-            if p.problem_im2col().is_some() {
-                return Ok(implicit);
-            }
+        if plan.is_some_and(|p| p.problem_im2col().is_some()) {
+            return Ok(implicit);
         }
     }
     let plan = gs.plan(arch, sms)?;
@@ -330,12 +326,20 @@ pub(crate) fn halo_candidate(spec: &ConvSpec, t: &Im2colTma) -> Result<Option<cr
     if spec.options.halo == Some(true) {
         return Ok(Some(h));
     }
-    let g = spec.geometry()?;
+    let (halo, im2col) = halo_estimates(&spec.geometry()?, t, &h);
+    Ok((halo < im2col).then_some(h))
+}
+
+/// [`est_mainloop`] of the halo load `h` and of the im2col load for the implicit GEMM `t`:
+/// one strip a filter row and channel block against one 16 KB k-tile a tap and channel
+/// block, each over its own tiles.
+fn halo_estimates(g: &Geometry, t: &Im2colTma, h: &crate::plan::Halo) -> (f64, f64) {
     let k = t.gemm_k();
     let (r, s, cb) = (g.r, g.s, t.c_blocks());
-    let im2col = est_mainloop(&g, k, (g.gemm_m() + 127) / 128, r * s * cb * 128 * 128);
-    let halo = est_mainloop(&g, k, h.tiles(&t.conv), r * cb * h.load_bytes(&t.conv));
-    Ok((halo < im2col).then_some(h))
+    (
+        est_mainloop(g, k, h.tiles(&t.conv), r * cb * h.load_bytes(&t.conv)),
+        est_mainloop(g, k, (g.gemm_m() + 127) / 128, r * s * cb * 128 * 128),
+    )
 }
 
 pub(crate) fn implicit_tma(spec: &ConvSpec, arch: Arch) -> Result<Option<Im2colTma>> {
@@ -766,8 +770,7 @@ fn explain_path(
         ConvPath::Gather if plan.problem_im2col().is_some_and(|g| g.halo.is_some()) => {
             let g = plan.problem_im2col().expect("an im2col plan");
             let h = g.halo.expect("the halo load");
-            let spec_k = g.gemm_k();
-            let (r, s, cb) = (g.conv.rs.0, g.conv.rs.1, g.c_blocks());
+            let s = g.conv.rs.1;
             let _ = writeln!(w, "  path         halo gemm: {why}");
             let _ = writeln!(
                 w,
@@ -775,13 +778,7 @@ fn explain_path(
                 h.tap_bytes(&g.conv, 1)
             );
             let _ = writeln!(w, "               {}", h.describe(&g.conv));
-            let im2col = est_mainloop(&a.g, spec_k, (m + 127) / 128, r * s * cb * 128 * 128);
-            let halo = est_mainloop(
-                &a.g,
-                spec_k,
-                h.tiles(&g.conv),
-                r * cb * h.load_bytes(&g.conv),
-            );
+            let (halo, im2col) = halo_estimates(&a.g, &g, &h);
             let _ = writeln!(
                 w,
                 "               estimate (the larger of the MMA work at 660 TF/s and A's loads at {:.1} TB/s): {} against {} for the im2col load's k-tile per tap",

@@ -1071,12 +1071,16 @@ pub fn tree_sm90_plan(
     if opts.im2col.is_some_and(|g| g.halo.is_some()) {
         // The halo load's rows are virtual: the tree's full tensors must all go through the
         // tensor maps (staged), whatever that leaves of the pipeline.
-        let reads = [Leaf::C, Leaf::Residual, Leaf::AuxIn]
-            .iter()
-            .filter(|l| tree.d.uses(**l))
-            .count();
-        let read_c_unused = tree.d.uses(Leaf::C) && binding.beta == 0.0;
-        if stageable_inputs(tree, binding).len() + usize::from(read_c_unused) != reads {
+        // (C is read only where beta is not 0.)
+        let reads = [
+            (Leaf::C, binding.beta != 0.0),
+            (Leaf::Residual, true),
+            (Leaf::AuxIn, true),
+        ]
+        .iter()
+        .filter(|(l, read)| *read && tree.d.uses(*l))
+        .count();
+        if stageable_inputs(tree, binding).len() != reads {
             return Err(crate::error::KernelError::invalid(
                 "Sm90Plan::new",
                 "halo load of A: every full input of the epilogue (C, residual, aux_in) must be a 16-bit tensor the kernel stages",

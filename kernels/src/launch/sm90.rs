@@ -120,6 +120,16 @@ fn check_base(op: &'static str, operand: &'static str, ptr: u64) -> Result<()> {
     Ok(())
 }
 
+/// The driver's swizzle mode of a box.
+fn tma_swizzle(sw: TmaSwizzle) -> cu::CUtensorMapSwizzle {
+    match sw {
+        TmaSwizzle::None => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        TmaSwizzle::B32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        TmaSwizzle::B64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        TmaSwizzle::B128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    }
+}
+
 /// Encodes the 3-D tensor map `{k, rows, batch}` that loads `bx` boxes of `o`.
 ///
 /// Errors with [`KernelError::Misaligned`] when the address is not 16-byte aligned or a
@@ -149,12 +159,7 @@ pub fn encode_tma(name: &'static str, o: &TmaOperand, bx: &TmaBox) -> Result<Tma
         }
     }
     let dtype = tma_dtype(op, o.dtype)?;
-    let swizzle = match bx.swizzle {
-        TmaSwizzle::None => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
-        TmaSwizzle::B32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
-        TmaSwizzle::B64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
-        TmaSwizzle::B128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-    };
+    let swizzle = tma_swizzle(bx.swizzle);
     let dims = [o.k as u64, o.rows as u64, o.batch as u64];
     let strides = [row_bytes as u64, batch_bytes as u64];
     let boxd = [bx.inner as u32, bx.outer as u32, 1];
@@ -378,7 +383,7 @@ pub(crate) fn encode_tma_halo(
         &dims,
         &strides,
         &boxd,
-        cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        tma_swizzle(TmaSwizzle::B128),
     )
 }
 
@@ -423,12 +428,7 @@ pub(crate) fn encode_epilogue_tma(
     let dims = [o.k as u64, q as u64, pp as u64, n as u64];
     let strides = [row as u64, (q * row) as u64, (pp * q * row) as u64];
     let boxd = [bx.inner as u32, bx.outer as u32, 1, 1];
-    let swizzle = match bx.swizzle {
-        TmaSwizzle::None => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
-        TmaSwizzle::B32 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
-        TmaSwizzle::B64 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
-        TmaSwizzle::B128 => cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-    };
+    let swizzle = tma_swizzle(bx.swizzle);
     encode_tiled(
         name,
         tma_dtype(op, o.dtype)?,

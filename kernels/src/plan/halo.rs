@@ -110,19 +110,21 @@ impl Halo {
     /// The output pixel `(n, p, q)` of row `i` of tile `tm`, or `None` for a row that is never
     /// stored.
     pub fn pixel(&self, conv: &ConvGeometry, tm: i64, i: i64) -> Option<(i64, i64, i64)> {
-        let v = tm * TILE_ROWS + i;
+        let (n, p, q) = self.virtual_pixel(conv, tm * TILE_ROWS + i);
+        (q < conv.pq.1 && p < conv.pq.0 && n < conv.x[0]).then_some((n, p, q))
+    }
+
+    /// Virtual row `v` as `(n, p, q)`, stored or not: pixel `v mod pitch` of output row
+    /// `v / pitch`, that row `p` of `P'` rows of image `n` (the kernel's decode alike).
+    fn virtual_pixel(&self, conv: &ConvGeometry, v: i64) -> (i64, i64, i64) {
         let (q, vr) = (v % self.pitch, v / self.pitch);
         let pr = self.p_rounded(conv);
-        let (n, p) = (vr / pr, vr % pr);
-        (q < conv.pq.1 && p < conv.pq.0 && n < conv.x[0]).then_some((n, p, q))
+        (vr / pr, vr % pr, q)
     }
 
     /// The strip's box origin `(w, h)` in x for filter row r of tile `tm`, and its image.
     pub fn box_origin(&self, conv: &ConvGeometry, tm: i64, r: i64) -> (i64, i64, i64) {
-        let v = tm * TILE_ROWS;
-        let (q0, vr) = (v % self.pitch, v / self.pitch);
-        let pr = self.p_rounded(conv);
-        let (n, p0) = (vr / pr, vr % pr);
+        let (n, p0, q0) = self.virtual_pixel(conv, tm * TILE_ROWS);
         let (pt, _, pl, _) = conv.pad;
         (q0 - pl, p0 - pt + r * conv.dil.0, n)
     }
