@@ -14,6 +14,7 @@ use common::conv::{run_conv_case, ConvCase};
 use common::{assert_passed, gpu, Rng};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use half::bf16;
+use tessera_kernels::plan::Schedule;
 use tessera_kernels::{Context, Conv2d, ConvSpec, DType, Operands, Tensor, TensorMut};
 use tessera_layout::Layout;
 
@@ -362,6 +363,70 @@ fn the_halo_load_over_pitches_taps_and_epilogues() {
             "{spec}"
         );
         run(&ctx, "halo gemm", &ConvCase::new(spec));
+    }
+}
+
+/// Output channel counts that take the planner's exact-width tiles (96, 160, 192 or 224 wide:
+/// K rounded up to 32), plain and with both residual orders, K itself a multiple of 32 or not.
+#[test]
+fn output_channels_on_exact_width_tiles() {
+    let Some(ctx) = gpu("output_channels_on_exact_width_tiles") else {
+        return;
+    };
+    let c = |x: [i64; 4], f: [i64; 4]| ConvSpec::new(x, f);
+    let cases = [
+        c([16, 64, 28, 28], [96, 64, 3, 3]).padding(1, 1, 1, 1),
+        // (The filter held as a B panel beside a ring that still stages the residual.)
+        c([16, 64, 28, 28], [96, 64, 3, 3])
+            .padding(1, 1, 1, 1)
+            .bias_residual_relu(),
+        c([24, 128, 20, 21], [160, 128, 3, 3])
+            .padding(1, 1, 1, 1)
+            .bias_residual_relu(),
+        c([20, 64, 23, 23], [184, 64, 3, 3])
+            .padding(1, 1, 1, 1)
+            .bias_relu_residual(),
+        c([12, 96, 30, 30], [224, 96, 1, 1]),
+    ];
+    for spec in cases {
+        let conv = Conv2d::new(&ctx, &spec).expect("conv");
+        run(&ctx, conv.path(), &ConvCase::new(spec));
+    }
+}
+
+/// The residual block over many tiles a CTA (the grid capped), so that the per-tile bias stage
+/// and the staged residual's buffers are reused: the halo load, TMA's im2col load at stride 2,
+/// ping-pong.
+#[test]
+fn the_residual_block_over_many_tiles_a_cta() {
+    let Some(ctx) = gpu("the_residual_block_over_many_tiles_a_cta") else {
+        return;
+    };
+    let capped = |schedule| tessera_kernels::plan::Options {
+        max_ctas: Some(5),
+        schedule,
+        ..Default::default()
+    };
+    let c = |x: [i64; 4], f: [i64; 4], o| ConvSpec::new(x, f).options(o);
+    let cases = [
+        c([4, 64, 20, 20], [64, 64, 3, 3], capped(None))
+            .padding(1, 1, 1, 1)
+            .bias_residual_relu(),
+        c([3, 128, 15, 15], [128, 128, 3, 3], capped(None))
+            .stride(2, 2)
+            .padding(1, 1, 1, 1)
+            .bias_relu_residual(),
+        c(
+            [3, 64, 17, 17],
+            [96, 64, 3, 3],
+            capped(Some(Schedule::PingPong)),
+        )
+        .padding(1, 1, 1, 1)
+        .bias_residual_relu(),
+    ];
+    for spec in cases {
+        let conv = Conv2d::new(&ctx, &spec).expect("conv");
+        run(&ctx, conv.path(), &ConvCase::new(spec));
     }
 }
 

@@ -266,6 +266,58 @@ hopper_choices! {
     hopper_without_tma_store: Options { tma_store: Some(false), ..Options::default() };
     hopper_generated_epilogue: Options { generated_epilogue: true, ..Options::default() };
     hopper_raster_group_2: Options { group_m: Some(2), ..Options::default() };
+    hopper_cooperative_128x96: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 96, 64)), ..Options::default() };
+    hopper_cooperative_128x160: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 160, 64)), ..Options::default() };
+    hopper_cooperative_128x192: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 192, 64)), ..Options::default() };
+    hopper_cooperative_128x224: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 224, 64)), ..Options::default() };
+    hopper_pingpong_128x96: Options { schedule: Some(Schedule::PingPong), tile: Some((128, 96, 64)), ..Options::default() };
+}
+
+/// The planner's exact-width tiles (one column of N rounded up to 32 where 128- and 256-wide
+/// tiles would pad it by a quarter tile or more): N = 96, 150, 200 and 224 with tails in M and K,
+/// flag-driven and generated epilogues, masks and reductions.
+#[test]
+fn exact_width_tiles_where_n_pads_wider_ones() {
+    let test = "exact_width_tiles_where_n_pads_wider_ones";
+    let Some(ctx) = hopper(test) else { return };
+    for n in [96, 150, 200, 224] {
+        let cases: Vec<Case> = [
+            "acc",
+            "relu_bias",
+            "gelu_aux_bias",
+            "drelu_bgrad",
+            "relu(acc + bias_col + residual)",
+        ]
+        .iter()
+        .map(|e| Case::new(spec(8500, n, 136, e)))
+        .collect();
+        run_cases(&ctx, test, &format!("N = {n}"), &cases);
+    }
+}
+
+/// A tree's staged bias vectors and residual where one tile column covers N, on both
+/// schedules, a CTA taking many tiles (the stages' buffers reused); beside a row bias and with
+/// a batch.
+#[test]
+fn tree_stages_over_many_tiles_a_cta() {
+    let test = "tree_stages_over_many_tiles_a_cta";
+    let Some(ctx) = hopper(test) else { return };
+    for schedule in [Schedule::Cooperative, Schedule::PingPong] {
+        let opts = Options {
+            schedule: Some(schedule),
+            tile: Some((128, 64, 64)),
+            max_ctas: Some(3),
+            ..Options::default()
+        };
+        let cases = [
+            spec(1000, 64, 256, "relu(acc + bias_col + residual)"),
+            spec(777, 50, 136, "gelu(acc + bias_col) + residual"),
+            spec(700, 64, 128, "relu(acc + bias_col + bias_row)"),
+            spec(300, 64, 128, "relu(acc + bias_col + residual)").batch(3),
+        ]
+        .map(|s| Case::new(s.options(opts)));
+        run_cases(&ctx, test, &format!("{schedule:?}"), &cases);
+    }
 }
 
 /// Many short tiles under ping-pong, the same `Gemm` launched again and again (the turn

@@ -231,6 +231,9 @@ pub struct ConvBenchArgs {
     /// Force our GEMM's pipeline depth (an experiment; default: the planner's).
     #[arg(long)]
     pub stages: Option<i64>,
+    /// Force our GEMM's Hopper CTA tile, `BMxBN` (an experiment; default: the planner's).
+    #[arg(long)]
+    pub tile: Option<String>,
     /// Our GEMM kernel launched as a programmatic dependent of the kernel before it, `on`
     /// (default) or `off`.
     #[arg(long)]
@@ -239,6 +242,10 @@ pub struct ConvBenchArgs {
     /// where its estimate beats the im2col load's).
     #[arg(long)]
     pub halo: Option<String>,
+    /// The fused row's epilogue, a tree over `bias_col` and `residual` (an experiment: ours
+    /// alone, no cuDNN row); default: the residual block against cuDNN's fused call.
+    #[arg(long)]
+    pub fused_epilogue: Option<String>,
 }
 
 /// The larger of a row's differences from cuDNN (plain and fused), NaN if either is.
@@ -347,6 +354,27 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    let tile = match a.tile.as_deref() {
+        None => None,
+        Some(t) => match t
+            .split('x')
+            .map(str::parse::<i64>)
+            .collect::<Result<Vec<_>, _>>()
+            .as_deref()
+        {
+            Ok([bm, bn]) => Some((*bm, *bn, 64)),
+            _ => return fail(format!("bench conv: --tile `{t}`: BMxBN")),
+        },
+    };
+    let fused_epilogue = match a
+        .fused_epilogue
+        .as_deref()
+        .map(tessera_kernels::epilogue::parse_epilogue)
+    {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => return fail(format!("bench conv: --fused-epilogue: {e}")),
+    };
     let ctx = match tessera_kernels::bench::harness_context(0) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -412,10 +440,12 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         options: tessera_kernels::plan::Options {
             schedule,
             stages: a.stages,
+            tile,
             dependent_launch,
             halo,
             ..Default::default()
         },
+        fused_epilogue,
     };
     let rows = match run_conv_bench(&ctx, &cfg, |r| println!("{}", line(r))) {
         Ok(r) => r,

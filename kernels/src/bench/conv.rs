@@ -12,6 +12,7 @@ use crate::bench::check::Rng;
 use crate::bench::conv_check::{Dev, Host};
 use crate::bench::cudnn::{self, CudnnConv};
 use crate::conv::{Conv2d, ConvSpec};
+use crate::epilogue::Leaf;
 use crate::error::Result;
 use crate::launch::gemm::Context;
 use crate::launch::operand::Operands;
@@ -151,6 +152,10 @@ pub struct ConvBenchConfig {
     /// Forced choices of our convolutions' GEMM planner (its schedule, tile, stages), for
     /// experiments; default: the planner's.
     pub options: crate::plan::Options,
+    /// The fused row's epilogue: `None` the residual block `relu(conv + bias_col +
+    /// residual)` against cuDNN's fused call; another tree (over `bias_col` and `residual`)
+    /// times ours alone, to see what each part of the block costs.
+    pub fused_epilogue: Option<crate::epilogue::EpilogueTree>,
 }
 
 fn event_ms(
@@ -343,25 +348,35 @@ fn time_plain(
 fn time_fused(
     ctx: &Context,
     stream: &Arc<CudaStream>,
-    rounds: usize,
+    cfg: &ConvBenchConfig,
     spec: &ConvSpec,
     t: &LayerData,
     cd: Option<&CudnnConv>,
     ws: Workspace,
 ) -> Result<(Option<f64>, Option<f64>, Option<f64>, Option<String>)> {
-    let fconv = Conv2d::new(ctx, &spec.clone().bias_residual_relu())?;
+    let (rounds, tree) = (cfg.rounds, cfg.fused_epilogue.as_ref());
+    let fspec = match tree {
+        None => spec.clone().bias_residual_relu(),
+        Some(t) => spec.clone().epilogue_tree(t.clone()),
+    };
+    let uses = |leaf| tree.map_or(true, |t| t.d.uses(leaf));
+    let fconv = Conv2d::new(ctx, &fspec)?;
     let mut y_ours = Dev::poisoned(stream, DType::Bf16, t.y_len);
     let y_cudnn = Dev::poisoned(stream, DType::Bf16, t.y_len);
     let mut ours = || {
-        fconv.launch(
-            stream,
-            t.x.tensor(),
-            t.w.tensor(),
-            y_ours.tensor_mut(),
-            Operands::new()
-                .bias_col(t.bias.tensor())
-                .residual(t.z.tensor()),
-        )
+        fconv.launch(stream, t.x.tensor(), t.w.tensor(), y_ours.tensor_mut(), {
+            let o = Operands::new();
+            let o = if uses(Leaf::BiasCol) {
+                o.bias_col(t.bias.tensor())
+            } else {
+                o
+            };
+            if uses(Leaf::Residual) {
+                o.residual(t.z.tensor())
+            } else {
+                o
+            }
+        })
     };
     let (xp, wp, zp, bp, yp) = (
         ptr(stream, &t.x),
@@ -374,6 +389,7 @@ fn time_fused(
     // implicit precomputed GEMM.
     let precomp =
         cudarc::cudnn::sys::cudnnConvolutionFwdAlgo_t::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    let cd = if tree.is_some() { None } else { cd };
     let algo = cd.and_then(|cd| {
         [cd.algo.0, precomp].into_iter().find(|&a| {
             // SAFETY: the layer's live buffers and cuDNN's workspace.
@@ -445,8 +461,7 @@ pub fn run_conv_bench(
             let (ours_ms, cudnn_ms, rel) =
                 time_plain(ctx, &stream, cfg.rounds, &conv, &t, cd.as_ref(), ws)?;
             let (fused_ms, cudnn_fused_ms, fused_rel) = if cfg.fused {
-                let (o, c, d, why) =
-                    time_fused(ctx, &stream, cfg.rounds, &spec, &t, cd.as_ref(), ws)?;
+                let (o, c, d, why) = time_fused(ctx, &stream, cfg, &spec, &t, cd.as_ref(), ws)?;
                 if let Some(why) = why {
                     note = why;
                 }

@@ -229,8 +229,9 @@ fn launcher<'a>(
             let tk = TreeSm90::from_source(rt, plan, t, b, source).map_err(|e| e.to_string())?;
             let uses_bits = b.aux.is_some_and(|a| a.bits) || b.aux_in_bits.is_some();
             let grid = tk.grid_ctas() as usize;
-            let (x, w, d, aux, bits, bias, grad, b) = (
+            let (x, w, c, d, aux, bits, bias, grad, b) = (
                 x.mem(rt),
+                c.mem(rt),
                 w.mem(rt),
                 d.mem(rt),
                 aux.mem(rt),
@@ -246,6 +247,8 @@ fn launcher<'a>(
                     aux: Some(if uses_bits { bits } else { aux }),
                     bias_col: Some(bias),
                     bias_row: Some(bias),
+                    // (The residual is C's buffer: an M x N tensor of random values.)
+                    residual: Some(c),
                     bgrad_col: Some(grad),
                     bgrad_row: Some(grad),
                     ..EpBuffers::default()

@@ -1040,7 +1040,9 @@ pub(crate) fn tree_schedule(
 /// of [`tree_sm90_options`] where the plan keeps the stages it has without them; else with the
 /// staged inputs alone, else with the vectors alone, else the plan of `opts`: a pipeline stage
 /// fewer costs the mainloop more than either saves the epilogue
-/// (`docs/design/003-epilogue-vector-loads.md`).
+/// (`docs/design/003-epilogue-vector-loads.md`). Where the plan without them holds a B panel
+/// (a convolution's filter), the extras need only keep [`crate::plan::policy::PANEL_MIN_STAGES`]
+/// stages (`docs/design/020-exact-width-tiles.md`).
 ///
 /// For a 4096 x 4096 x 4096 bf16 problem (B column-major) with the cooperative schedule asked
 /// for, `relu(acc + bias_col) + aux_in` keeps four 128 x 256 stages with aux_in staged and the
@@ -1094,6 +1096,16 @@ pub fn tree_sm90_plan(
             .or_else(|_| Sm90Plan::with_options(problem, lean));
     }
     let base = Sm90Plan::with_options(problem, opts)?;
+    // The stages a plan with the extras must keep: the base's; but where the base holds a
+    // convolution's filter as a B panel its ring refills A alone and runs deeper than a ring
+    // of A and B in the same bytes, so there a plan that keeps the panel's least ring
+    // (PANEL_MIN_STAGES) is taken: unstaged, the residual block of a 64 -> 96 layer cost 84%
+    // over the plain convolution (design 020).
+    let keeps = if base.b_panel {
+        base.stages.min(crate::plan::policy::PANEL_MIN_STAGES)
+    } else {
+        base.stages
+    };
     let candidates = [
         full,
         crate::plan::Sm90Options {
@@ -1110,7 +1122,7 @@ pub fn tree_sm90_plan(
             continue;
         }
         if let Ok(p) = Sm90Plan::with_options(problem, o) {
-            if p.stages >= base.stages {
+            if p.stages >= keeps {
                 return Ok(p);
             }
         }

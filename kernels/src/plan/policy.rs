@@ -264,6 +264,21 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
     ceil_div(p.m, bm) * ceil_div(p.n, bn) * p.batch
 }
 
+/// The fewest exact-width tiles ([`exact_width`]) the planner takes for N above 128: the
+/// fewest its measurements covered (2048 x 192 x 8192, 16 tiles, design 020); below it
+/// stream-K's splits decide more than the width, and the other rules stay.
+pub const EXACT_WIDTH_MIN_TILES: i64 = 16;
+
+/// The width of one tile column holding all of `n` on the epilogue's 32-column grid, where
+/// that is narrower than what 128- and 256-wide tiles take by a quarter tile or more: 96 for
+/// N in 65..=96, 160, 192 or 224 for N in 129..=224; `None` elsewhere (N <= 64 takes 64-wide
+/// tiles, 97..=128 and 225..=256 fill 128 and 256 as well, and wider N spans several columns
+/// whatever the width).
+pub fn exact_width(n: i64) -> Option<i64> {
+    let w = ceil_div(n, 32) * 32;
+    (matches!(w, 96 | 160 | 192 | 224)).then_some(w)
+}
+
 /// The Hopper plan's CTA tile `(BM, BN)` when none is forced (the cooperative schedule's;
 /// ping-pong takes 128 x 128, [`hopper_pingpong`]):
 /// - M <= 64: 64 x 128 (64 x 64 where N <= 64 too), one consumer warpgroup whose 64 rows
@@ -271,6 +286,17 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 /// - N <= 64: 128 x 64, the same tiles as any wider BN, whose columns past N the MMAs would
 ///   compute and the epilogue walk for nothing (a convolution with 64 output channels, a
 ///   projection to a few classes);
+/// - N <= 256 that 128- or 256-wide tiles would pad by a quarter tile or more (N in 65..=96 or
+///   129..=224): 128 x W, W = N rounded up to the epilogue's 32-column passes (96, 160, 192
+///   or 224), one tile column: for N > 128 with at least [`EXACT_WIDTH_MIN_TILES`] such
+///   tiles, for N <= 96 with at least half the SMs' worth (with fewer, the rules below put
+///   more CTAs to work). The MMA work a tile does is
+///   in proportion to its width, so the 128-wide columns would compute up to 127 columns past
+///   N (a 128 x 128 pair for N = 160 does 1.6 times the work), and for N > 128 two tile
+///   columns read A twice, which for such a narrow D is most of the bytes. Measured on the
+///   H100 (docs/design/020-exact-width-tiles.md): 3x3 convolutions with 96, 160, 192 and 224
+///   output channels 1.1-2.3 times faster; GEMMs of N = 160 and 192 with 16 to 256 tiles
+///   1.1-1.6 times; GEMMs of N = 96 with 32-64 tiles slower (so the tile count's bound);
 /// - fewer 128 x 256 tiles than SMs, compute-bound, stream-K splitting each in 2 to
 ///   [`LONG_K_MAX_PARTS`] whole parts ([`single_wave_grid`]) of at least
 ///   [`LONG_K_MIN_PART`] k-tiles (long K against a small D), and
@@ -331,6 +357,24 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
                 tiles(p, 128, 64)
             ),
         );
+    }
+    if let Some(w) = exact_width(p.n) {
+        let t = tiles(p, 128, w);
+        // Past 128 the other widths take two tile columns, reading A twice: one column of W
+        // measured faster at every tile count tried (from EXACT_WIDTH_MIN_TILES). Up to 96 a
+        // 128-wide column reads A once too, and W saves only its padding, which outweighs
+        // twice the CTAs of 64-row tiles only where W's tiles fill half the SMs.
+        if (p.n > 128 && t >= EXACT_WIDTH_MIN_TILES) || 2 * t >= sms {
+            return Decision::new(
+                (128, w),
+                format!(
+                    "N = {} pads 128- and 256-wide tiles by a quarter tile or more: one column of {w} (N on the 32-column grid) computes {} columns past N, not {}, and reads A once, in {t} tiles",
+                    p.n,
+                    w - p.n,
+                    ceil_div(p.n, 128) * 128 - p.n
+                ),
+            );
+        }
     }
     let (big, small) = (tiles(p, 128, 256), tiles(p, 128, 128));
     let waves = |t: i64| ceil_div(t, sms);

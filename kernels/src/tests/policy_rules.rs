@@ -36,6 +36,48 @@ fn min_bytes_rule() {
     );
 }
 
+/// What [`crate::plan::policy::exact_width`] and the exact-width tiles of
+/// [`crate::plan::policy::hopper_tile`] decide, on the values their documentation states.
+#[test]
+fn exact_width_rule() {
+    use crate::plan::{
+        policy::{exact_width, hopper_tile, EXACT_WIDTH_MIN_TILES},
+        GemmProblem,
+    };
+    let widths: Vec<Option<i64>> = [64, 65, 96, 97, 128, 129, 160, 200, 224, 225, 256, 300]
+        .iter()
+        .map(|&n| exact_width(n))
+        .collect();
+    assert_eq!(
+        widths,
+        [
+            None,
+            Some(96),
+            Some(96),
+            None,
+            None,
+            Some(160),
+            Some(160),
+            Some(224),
+            Some(224),
+            None,
+            None,
+            None
+        ]
+    );
+    let tile = |m, n, k| hopper_tile(&GemmProblem::new(m, n, k), false).value;
+    // A 3x3 convolution with 96 and 160 output channels (M = N·P·Q = 256·28·28).
+    assert_eq!(tile(200704, 96, 1152), (128, 96));
+    assert_eq!(tile(200704, 160, 1152), (128, 160));
+    // N above 128 from EXACT_WIDTH_MIN_TILES tiles; N up to 96 from half the SMs' worth.
+    assert_eq!(tile(128 * EXACT_WIDTH_MIN_TILES, 192, 8192), (128, 192));
+    assert_ne!(tile(128 * (EXACT_WIDTH_MIN_TILES - 1), 192, 8192).1, 192);
+    assert_eq!(tile(128 * 66, 96, 4096), (128, 96));
+    assert_ne!(tile(4096, 96, 8192).1, 96);
+    // Widths the standard tiles fill keep the other rules.
+    assert_eq!(tile(200704, 128, 1152).1 % 128, 0);
+}
+
 /// What [`crate::plan::policy::hopper_tile`] decides, on the values its documentation states.
 #[test]
 fn hopper_tile_rule() {
