@@ -266,6 +266,7 @@ hopper_choices! {
     hopper_without_tma_store: Options { tma_store: Some(false), ..Options::default() };
     hopper_generated_epilogue: Options { generated_epilogue: true, ..Options::default() };
     hopper_raster_group_2: Options { group_m: Some(2), ..Options::default() };
+    hopper_cooperative_128x32: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 32, 64)), ..Options::default() };
     hopper_cooperative_128x96: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 96, 64)), ..Options::default() };
     hopper_cooperative_128x160: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 160, 64)), ..Options::default() };
     hopper_cooperative_128x192: Options { schedule: Some(Schedule::Cooperative), tile: Some((128, 192, 64)), ..Options::default() };

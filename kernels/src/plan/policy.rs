@@ -283,9 +283,12 @@ pub fn exact_width(n: i64) -> Option<i64> {
 /// ping-pong takes 128 x 128, [`hopper_pingpong`]):
 /// - M <= 64: 64 x 128 (64 x 64 where N <= 64 too), one consumer warpgroup whose 64 rows
 ///   hold all of M (a 128-row tile would compute at least half zeros);
-/// - N <= 64: 128 x 64, the same tiles as any wider BN, whose columns past N the MMAs would
-///   compute and the epilogue walk for nothing (a convolution with 64 output channels, a
-///   projection to a few classes);
+/// - N <= 64: 128 x 64 (128 x 32 for N <= 32), the same tiles as any wider BN, whose columns
+///   past N the MMAs would compute and the epilogue walk for nothing (a convolution with 64
+///   output channels, a projection to a few classes). The 32-wide tile's k16 step reads A's
+///   2 KB for half the MMA work, so it runs at about two thirds of the tensor cores' rate
+///   (bound by shared memory), which still beats computing zeros: 3x3 convolutions to 16-32
+///   channels +25-41%, memory-bound GEMMs of N = 30-32 unchanged (design 020);
 /// - N <= 256 that 128- or 256-wide tiles would pad by a quarter tile or more (N in 65..=96 or
 ///   129..=224): 128 x W, W = N rounded up to the epilogue's 32-column passes (96, 160, 192
 ///   or 224), one tile column: for N > 128 with at least [`EXACT_WIDTH_MIN_TILES`] such
@@ -349,12 +352,14 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         );
     }
     if p.n <= 64 {
+        // (The epilogue's passes are 32 columns: no narrower tile.)
+        let bn = if p.n <= 32 { 32 } else { 64 };
         return Decision::new(
-            (128, 64),
+            (128, bn),
             format!(
-                "N = {} <= 64: 64 columns hold all of N in {} tiles; a wider tile, in as many, would compute zeros past N",
+                "N = {} <= {bn}: {bn} columns hold all of N in {} tiles; a wider tile, in as many, would compute zeros past N",
                 p.n,
-                tiles(p, 128, 64)
+                tiles(p, 128, bn)
             ),
         );
     }

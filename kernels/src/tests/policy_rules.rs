@@ -135,6 +135,11 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(4096, 40, 4096), false).value,
         (128, 64)
     );
+    // N <= 32: the 32-wide tile (a 3x3 convolution to 32 channels at 112 x 112, N = 128).
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1605632, 32, 288), false).value,
+        (128, 32)
+    );
     assert_eq!(
         hopper_tile(&GemmProblem::new(48, 64, 4096), false).value,
         (64, 64)
