@@ -366,8 +366,9 @@ fn the_halo_load_over_pitches_taps_and_epilogues() {
     }
 }
 
-/// Output channel counts that take the planner's exact-width tiles (96, 160, 192 or 224 wide:
-/// K rounded up to 32), plain and with both residual orders, K itself a multiple of 32 or not.
+/// Output channel counts that take the planner's exact-width tiles (the fewest equal columns of
+/// K on the 32-column grid: 96, 160, 192 or 224 wide), plain and with both residual orders, K
+/// itself a multiple of 32 or not, one column or several.
 #[test]
 fn output_channels_on_exact_width_tiles() {
     let Some(ctx) = gpu("output_channels_on_exact_width_tiles") else {
@@ -387,6 +388,11 @@ fn output_channels_on_exact_width_tiles() {
             .padding(1, 1, 1, 1)
             .bias_relu_residual(),
         c([12, 96, 30, 30], [224, 96, 1, 1]),
+        // Two columns of 160 for 320 channels, three of 224 for 600.
+        c([12, 64, 24, 24], [320, 64, 3, 3])
+            .padding(1, 1, 1, 1)
+            .bias_residual_relu(),
+        c([12, 64, 24, 24], [600, 64, 1, 1]),
     ];
     for spec in cases {
         let conv = Conv2d::new(&ctx, &spec).expect("conv");

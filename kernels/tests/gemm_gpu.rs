@@ -274,14 +274,15 @@ hopper_choices! {
     hopper_pingpong_128x96: Options { schedule: Some(Schedule::PingPong), tile: Some((128, 96, 64)), ..Options::default() };
 }
 
-/// The planner's exact-width tiles (one column of N rounded up to 32 where 128- and 256-wide
-/// tiles would pad it by a quarter tile or more): N = 96, 150, 200 and 224 with tails in M and K,
-/// flag-driven and generated epilogues, masks and reductions.
+/// The planner's exact-width tiles (the fewest equal columns on the 32-column grid where the
+/// standard tiles would leave part of a column empty): N = 96, 150, 200, 224 (one column), 300
+/// (two of 160) and 600 (three of 224), with tails in M and K, flag-driven and generated
+/// epilogues, masks and reductions.
 #[test]
 fn exact_width_tiles_where_n_pads_wider_ones() {
     let test = "exact_width_tiles_where_n_pads_wider_ones";
     let Some(ctx) = hopper(test) else { return };
-    for n in [96, 150, 200, 224] {
+    for n in [96, 150, 200, 224, 300, 600] {
         let cases: Vec<Case> = [
             "acc",
             "relu_bias",

@@ -269,14 +269,20 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 /// stream-K's splits decide more than the width, and the other rules stay.
 pub const EXACT_WIDTH_MIN_TILES: i64 = 16;
 
-/// The width of one tile column holding all of `n` on the epilogue's 32-column grid, where
-/// that is narrower than what 128- and 256-wide tiles take by a quarter tile or more: 96 for
-/// N in 65..=96, 160, 192 or 224 for N in 129..=224; `None` elsewhere (N <= 64 takes 64-wide
-/// tiles, 97..=128 and 225..=256 fill 128 and 256 as well, and wider N spans several columns
-/// whatever the width).
+/// The width of equal tile columns that hold `n` in the fewest columns (one per 256, as the
+/// widest tile does), each on the epilogue's 32-column grid: `W = ⌈N / c⌉` rounded up to 32
+/// with `c = ⌈N / 256⌉`; `Some(W)` where that is narrower than 256 and not 128, i.e. where N
+/// is not a multiple of 128 and the standard tiles would leave part of a column empty: 96 for
+/// N in 65..=96, 160 to 224 for N in 129..=224, then 160 to 224 for N in 257..=448 (two
+/// columns, e.g. 160 for 288 and 320), and so on; `None` for N <= 64 (64- and 32-wide tiles),
+/// for N in 97..=128 and for N where the balanced width is 256 anyway (N > 1568 always: from
+/// there 256-wide columns pad less than 32 a column).
 pub fn exact_width(n: i64) -> Option<i64> {
-    let w = ceil_div(n, 32) * 32;
-    (matches!(w, 96 | 160 | 192 | 224)).then_some(w)
+    if n <= 64 || n % 128 == 0 {
+        return None;
+    }
+    let w = ceil_div(ceil_div(n, ceil_div(n, 256)), 32) * 32;
+    (w != 128 && w != 256).then_some(w)
 }
 
 /// The Hopper plan's CTA tile `(BM, BN)` when none is forced (the cooperative schedule's;
@@ -289,17 +295,21 @@ pub fn exact_width(n: i64) -> Option<i64> {
 ///   2 KB for half the MMA work, so it runs at about two thirds of the tensor cores' rate
 ///   (bound by shared memory), which still beats computing zeros: 3x3 convolutions to 16-32
 ///   channels +25-41%, memory-bound GEMMs of N = 30-32 unchanged (design 020);
-/// - N <= 256 that 128- or 256-wide tiles would pad by a quarter tile or more (N in 65..=96 or
-///   129..=224): 128 x W, W = N rounded up to the epilogue's 32-column passes (96, 160, 192
-///   or 224), one tile column: for N > 128 with at least [`EXACT_WIDTH_MIN_TILES`] such
-///   tiles, for N <= 96 with at least half the SMs' worth (with fewer, the rules below put
-///   more CTAs to work). The MMA work a tile does is
-///   in proportion to its width, so the 128-wide columns would compute up to 127 columns past
-///   N (a 128 x 128 pair for N = 160 does 1.6 times the work), and for N > 128 two tile
-///   columns read A twice, which for such a narrow D is most of the bytes. Measured on the
-///   H100 (docs/design/020-exact-width-tiles.md): 3x3 convolutions with 96, 160, 192 and 224
-///   output channels 1.1-2.3 times faster; GEMMs of N = 160 and 192 with 16 to 256 tiles
-///   1.1-1.6 times; GEMMs of N = 96 with 32-64 tiles slower (so the tile count's bound);
+/// - N that the standard tiles would leave part of a column empty ([`exact_width`]: N not a
+///   multiple of 128, balanced columns narrower than 256): 128 x W, the fewest columns of
+///   equal width W on the 32-column grid (96 for N = 96, 160 for N = 160, 288 and 320, 224
+///   for N = 448): for N > 128 with at least [`EXACT_WIDTH_MIN_TILES`] such tiles unless the
+///   GEMM is compute-bound and its 128 x 128 tiles fit one wave, for N <= 96 with at least
+///   half the SMs' worth (otherwise the rules below put more CTAs to work).
+///   The MMA work a tile does is in proportion to its width, so the standard columns would
+///   compute up to 127 columns past N (a 128 x 128 pair for N = 160 does 1.6 times the
+///   work), and every column reads A again, which for a narrow D is most of the bytes (N =
+///   320 in three 128-wide columns reads A three times, in two of 160 twice). Measured on the
+///   H100 (docs/design/020-exact-width-tiles.md): 3x3 convolutions with 96, 160, 192, 224,
+///   288, 320 and 448 output channels 1.1-2.3 times faster; GEMMs of N = 160 to 448 with 16
+///   to 640 tiles 1.1-2.2 times (8192 x 288 x 8192: one wave of 128 tiles of 160 against 1.5
+///   waves of 128 x 128); GEMMs of N = 96 with 32-64 tiles and 700 x 1100 x 2200 slower (so
+///   the bounds);
 /// - fewer 128 x 256 tiles than SMs, compute-bound, stream-K splitting each in 2 to
 ///   [`LONG_K_MAX_PARTS`] whole parts ([`single_wave_grid`]) of at least
 ///   [`LONG_K_MIN_PART`] k-tiles (long K against a small D), and
@@ -365,18 +375,25 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
     }
     if let Some(w) = exact_width(p.n) {
         let t = tiles(p, 128, w);
-        // Past 128 the other widths take two tile columns, reading A twice: one column of W
-        // measured faster at every tile count tried (from EXACT_WIDTH_MIN_TILES). Up to 96 a
-        // 128-wide column reads A once too, and W saves only its padding, which outweighs
-        // twice the CTAs of 64-row tiles only where W's tiles fill half the SMs.
-        if (p.n > 128 && t >= EXACT_WIDTH_MIN_TILES) || 2 * t >= sms {
+        // Past 128 the standard widths take more columns, each reading A again, and W
+        // measured faster from EXACT_WIDTH_MIN_TILES tiles, except where the GEMM is
+        // compute-bound and the 128-wide tiles, more of them, still fit one wave: there they
+        // put more SMs to work in the same single wave (700 x 1100 x 2200: 30 tiles of 224
+        // against 54 of 128, 25% slower). Up to 96 a 128-wide column reads A once too, and W
+        // saves only its padding, which outweighs twice the CTAs of 64-row tiles only where
+        // W's tiles fill half the SMs.
+        let one_wave_128 = !memory_bound(p) && tiles(p, 128, 128) <= sms;
+        if (p.n > 128 && t >= EXACT_WIDTH_MIN_TILES && !one_wave_128) || (p.n <= 96 && 2 * t >= sms)
+        {
+            let cols = ceil_div(p.n, w);
             return Decision::new(
                 (128, w),
                 format!(
-                    "N = {} pads 128- and 256-wide tiles by a quarter tile or more: one column of {w} (N on the 32-column grid) computes {} columns past N, not {}, and reads A once, in {t} tiles",
+                    "N = {} leaves part of a 128- or 256-wide column empty: {cols} column(s) of {w} (the fewest, of equal width on the 32-column grid) compute {} columns past N and read A {cols} time(s), not {} columns and {} times with 128-wide tiles, in {t} tiles",
                     p.n,
-                    w - p.n,
-                    ceil_div(p.n, 128) * 128 - p.n
+                    cols * w - p.n,
+                    ceil_div(p.n, 128) * 128 - p.n,
+                    ceil_div(p.n, 128)
                 ),
             );
         }

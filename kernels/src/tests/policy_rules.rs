@@ -44,10 +44,13 @@ fn exact_width_rule() {
         policy::{exact_width, hopper_tile, EXACT_WIDTH_MIN_TILES},
         GemmProblem,
     };
-    let widths: Vec<Option<i64>> = [64, 65, 96, 97, 128, 129, 160, 200, 224, 225, 256, 300]
-        .iter()
-        .map(|&n| exact_width(n))
-        .collect();
+    let widths: Vec<Option<i64>> = [
+        64, 65, 96, 97, 128, 129, 160, 200, 224, 225, 256, 288, 320, 384, 448, 449, 600, 1100,
+        1568, 1600, 5000,
+    ]
+    .iter()
+    .map(|&n| exact_width(n))
+    .collect();
     assert_eq!(
         widths,
         [
@@ -62,6 +65,15 @@ fn exact_width_rule() {
             Some(224),
             None,
             None,
+            Some(160),
+            Some(160),
+            None,
+            Some(224),
+            None,
+            Some(224),
+            Some(224),
+            Some(224),
+            None,
             None
         ]
     );
@@ -74,6 +86,8 @@ fn exact_width_rule() {
     assert_ne!(tile(128 * (EXACT_WIDTH_MIN_TILES - 1), 192, 8192).1, 192);
     assert_eq!(tile(128 * 66, 96, 4096), (128, 96));
     assert_ne!(tile(4096, 96, 8192).1, 96);
+    // Two balanced columns: N = 320 in two of 160, not three of 128.
+    assert_eq!(tile(16384, 320, 4096), (128, 160));
     // Widths the standard tiles fill keep the other rules.
     assert_eq!(tile(200704, 128, 1152).1 % 128, 0);
 }
