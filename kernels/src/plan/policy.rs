@@ -300,7 +300,9 @@ pub fn exact_width(n: i64) -> Option<i64> {
 ///   equal width W on the 32-column grid (96 for N = 96, 160 for N = 160, 288 and 320, 224
 ///   for N = 448): for N > 128 with at least [`EXACT_WIDTH_MIN_TILES`] such tiles unless the
 ///   GEMM is compute-bound and its 128 x 128 tiles fit one wave, for N <= 96 with at least
-///   half the SMs' worth (otherwise the rules below put more CTAs to work).
+///   half the SMs' worth (otherwise the rules below put more CTAs to work); and only where
+///   the rows of A and B lie on the 32-byte sector grid ([`stage_off_sector_rows`] was fitted
+///   on 128- and 256-wide tiles).
 ///   The MMA work a tile does is in proportion to its width, so the standard columns would
 ///   compute up to 127 columns past N (a 128 x 128 pair for N = 160 does 1.6 times the
 ///   work), and every column reads A again, which for a narrow D is most of the bytes (N =
@@ -382,18 +384,25 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         // against 54 of 128, 25% slower). Up to 96 a 128-wide column reads A once too, and W
         // saves only its padding, which outweighs twice the CTAs of 64-row tiles only where
         // W's tiles fill half the SMs.
+        // (And only where A's and B's rows lie on the 32-byte sector grid: off it, which
+        // operands are copied first was fitted on 128- and 256-wide tiles, design 013.)
         let one_wave_128 = !memory_bound(p) && tiles(p, 128, 128) <= sms;
-        if (p.n > 128 && t >= EXACT_WIDTH_MIN_TILES && !one_wave_128) || (p.n <= 96 && 2 * t >= sms)
+        let on_sectors = (p.k * p.input.bytes()) % 32 == 0;
+        if on_sectors
+            && ((p.n > 128 && t >= EXACT_WIDTH_MIN_TILES && !one_wave_128)
+                || (p.n <= 96 && 2 * t >= sms))
         {
             let cols = ceil_div(p.n, w);
             return Decision::new(
                 (128, w),
                 format!(
-                    "N = {} leaves part of a 128- or 256-wide column empty: {cols} column(s) of {w} (the fewest, of equal width on the 32-column grid) compute {} columns past N and read A {cols} time(s), not {} columns and {} times with 128-wide tiles, in {t} tiles",
+                    "N = {} leaves part of a 128- or 256-wide column empty: {cols} column(s) of {w} (the fewest, of equal width on the 32-column grid) compute {} columns past N and read A {cols} time(s), in {t} tiles (128-wide: {} columns past N, A read {} times; 256-wide: {}, {})",
                     p.n,
                     cols * w - p.n,
                     ceil_div(p.n, 128) * 128 - p.n,
-                    ceil_div(p.n, 128)
+                    ceil_div(p.n, 128),
+                    ceil_div(p.n, 256) * 256 - p.n,
+                    ceil_div(p.n, 256)
                 ),
             );
         }
