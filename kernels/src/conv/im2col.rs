@@ -217,13 +217,17 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
         implicit.k = t.gemm_k();
         implicit.im2col = Some(t);
         let plan = implicit.plan(arch, sms).ok();
-        let width = plan.as_ref().and_then(|p| p.sm90()).map(|p| p.cta_tile.1);
+        let tile = plan.as_ref().and_then(|p| p.sm90()).map(|p| p.cta_tile);
         if let Some(h) = halo_candidate(spec, &t)? {
             // The halo load's tiles are 128 rows (two consumers of whole output rows); the
-            // width is the one the planner gives the im2col load (N decides it alike).
+            // width is the one the planner gives the im2col load (N decides it alike). Asked
+            // for only where the planner's rows differ, so that the plan's text gives the
+            // planner's reason for the tile wherever it stands.
             let mut hs = implicit.clone();
-            if let (None, Some(bn)) = (hs.options.tile, width) {
-                hs.options.tile = Some((128, bn, 64));
+            if let (None, Some((bm, bn, _))) = (hs.options.tile, tile) {
+                if bm != 128 {
+                    hs.options.tile = Some((128, bn, 64));
+                }
             }
             hs.im2col = Some(Im2colTma { halo: Some(h), ..t });
             if let Ok(p) = hs.plan(arch, sms) {
