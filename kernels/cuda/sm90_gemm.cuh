@@ -93,6 +93,7 @@ constexpr bool kEpiCoarse = kEpiOut == 0;
 // The plan stages a tile's bias exactly when the epilogue has one (tree kernels: neither).
 constexpr bool kStageBias = kBiasStage > 0;
 static_assert(kStageBias == (kEpiBias != 0), "a bias stage for a bias, none without");
+static_assert(!kBiasInAcc || !kStreamK, "the bias in the accumulators: whole tiles");
 static_assert(!kBPanel || (!kStreamK && !kPingPong && kCluster == 1),
               "the B panel: whole tiles, cooperative (both consumers see the first tile), no cluster");
 #if TESSERA_SM90_CLUSTER > 1
@@ -1770,7 +1771,8 @@ __device__ __forceinline__ int tessera_sm90_mainloop(float (&acc)[kMHalves][kBN 
     if (kPingPong && kt == k_tiles - 1 && t == 0) tessera_mbar_arrive(turns + 8 * (1 - cw));
     const unsigned a_addr = smem_a + stage * kStageBytesA + (kPingPong ? 0 : cw * kConsumerBytesA);
     const unsigned b_addr = smem_b + tessera_sm90_b_slot(kt, stage) * kStageBytesB;
-    tessera_sm90_mma_ktile(acc, a_addr, b_addr, kt > w.kb);
+    // (With the bias in the accumulators the first k-tile adds to the values they start at.)
+    tessera_sm90_mma_ktile(acc, a_addr, b_addr, kBiasInAcc || kt > w.kb);
     after_issue(kt);
     if (kt > w.kb) {
       // The group of the previous stage is done: hand that stage back to the producer.
@@ -2124,6 +2126,23 @@ __device__ __forceinline__ void tessera_sm90_epilogue_scratch(float (&acc)[kMHal
   }
 }
 
+#ifdef TESSERA_EPILOGUE_TREE
+// The bias in the accumulators (kBiasInAcc, Sm90Plan::bias_in_acc): this thread's accumulator
+// registers' column biases, zero past N. The plan takes it with one tile column and one batch
+// only, so every tile of the CTA starts from these values: loaded once, before the first tile.
+__device__ __forceinline__ void tessera_sm90_load_bias_acc(const TesseraEpArgs& a,
+                                                           const TesseraSm90Params& p,
+                                                           float (&bias)[kBN / 2], int t) {
+#pragma unroll
+  for (int i = 0; i < kBN / 2; ++i) {
+    const int col = tessera_acc_col(t, i);
+    bias[i] = col < p.n ? tessera_raw_to_f32(tessera_load_raw(a.bias_col, a.col0 + col, TESSERA_EP_DT_BIAS_COL),
+                                             TESSERA_EP_DT_BIAS_COL)
+                        : 0.0f;
+  }
+}
+#endif
+
 // Consumer warpgroup `cw` = wg - 1. Cooperative: rows [64 cw, 64 cw + 64) of every tile of
 // the CTA. Ping-pong: all kBM rows (kMHalves m64 halves) of every other tile of the CTA, so
 // that one warpgroup's epilogue runs while the other's wgmma keep the tensor cores busy. Per
@@ -2142,6 +2161,11 @@ __device__ __forceinline__ void tessera_sm90_consume(
   // This warp's staged-input barriers: in_bar + 8 s for buffer s.
   const unsigned in_bar = in_bars + 8 * kInBufs * (kEpiWarps * cw + t / 32);
   float acc[kMHalves][kBN / 2];
+#ifdef TESSERA_EPILOGUE_TREE
+  // (Unused, and so compiled away, without the bias in the accumulators.)
+  float bias_acc[kBN / 2];
+  if (kBiasInAcc) tessera_sm90_load_bias_acc(tessera_ep_args, p, bias_acc, t);
+#endif
   float* scratch = reinterpret_cast<float*>(tessera_smem_raw + (scratch_base - raw)) + cw * 64 * kEpiPitch;
   float* bias_s = reinterpret_cast<float*>(tessera_smem_raw + (bias_base - raw)) + cw * 2 * kSm90BiasLen;
   float* vec_s = reinterpret_cast<float*>(tessera_smem_raw + (vec_base - raw)) + cw * 2 * kSm90VecBuf;
@@ -2230,6 +2254,15 @@ __device__ __forceinline__ void tessera_sm90_consume(
     // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
     // spilled. docs/design/004-tree-input-staging.md)
     if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
+#endif
+#ifdef TESSERA_EPILOGUE_TREE
+    if (kBiasInAcc) {
+#pragma unroll
+      for (int h = 0; h < kMHalves; ++h) {
+#pragma unroll
+        for (int i = 0; i < kBN / 2; ++i) acc[h][i] = bias_acc[i];
+      }
+    }
 #endif
     // This unit's mainloop; after each k-tile's wgmma are issued, the epilogue's prefetches
     // and (cooperative, during the last) the next tile's coordinates.

@@ -85,6 +85,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     );
     let _ = writeln!(
         s,
+        "constexpr bool kBiasInAcc = {}; // the tree's column bias starts the accumulators",
+        plan.bias_in_acc
+    );
+    let _ = writeln!(
+        s,
         "constexpr int kAccRegs = {}; // fp32 accumulators per consumer thread and m64 half",
         bn / 2
     );

@@ -884,7 +884,19 @@ pub fn sm90_tree_source(
     if let Some(b) = binding {
         s.push_str(&static_types(tree, b));
     }
-    s.push_str(&epilogue_source(tree)?);
+    // (With the bias in the accumulators the tree runs without it; the types above stay the
+    // whole tree's, the kernel loading the bias with them.)
+    if plan.bias_in_acc {
+        if !bias_col_in_acc(tree) {
+            return Err(EpilogueError::Type {
+                expr: tree.to_string(),
+                msg: "the plan adds bias_col to the accumulators, and the tree does not read acc + bias_col".into(),
+            });
+        }
+        s.push_str(&epilogue_source(&without_bias_col(tree))?);
+    } else {
+        s.push_str(&epilogue_source(tree)?);
+    }
     s.push('\n');
     s.push_str(&abi_asserts());
     let staged = binding.map_or(Vec::new(), |b| staged_inputs(plan, tree, b));
@@ -1051,6 +1063,94 @@ pub(crate) fn tree_schedule(
 /// tree takes the plain GEMM's ping-pong 128 x 128 plan (K is 64 k-tiles) with its six stages;
 /// `gelu(acc + bias_col)` keeps the cooperative 128 x 256 one.
 pub fn tree_sm90_plan(
+    problem: &crate::plan::problem::GemmProblem,
+    tree: &EpilogueTree,
+    binding: &super::check::Binding,
+    opts: crate::plan::Sm90Options,
+) -> crate::error::Result<crate::plan::Sm90Plan> {
+    let plan = tree_sm90_plan_for(problem, tree, binding, opts)?;
+    // The column bias in the accumulators ([`crate::plan::Sm90Plan::bias_in_acc`]) where the
+    // tree reads `acc + bias_col` and the plan runs whole tiles of one column and one batch:
+    // the same plan, planned for the tree without the bias (which then stages no bias vector).
+    let (bm, bn, _) = plan.cta_tile;
+    if bias_col_in_acc(tree)
+        && binding.bias_col.is_some()
+        && !plan.stream_k
+        && plan.kernel_problem().n <= bn
+        && plan.problem.batch == 1
+        && bn <= 128
+    {
+        let o = crate::plan::Sm90Options {
+            bias_in_acc: true,
+            tile: Some((bm, bn)),
+            schedule: Some(plan.schedule),
+            ..opts
+        };
+        if let Ok(p) = tree_sm90_plan_for(problem, &without_bias_col(tree), binding, o) {
+            return Ok(p);
+        }
+    }
+    Ok(plan)
+}
+
+/// Whether `tree` reads `acc` and `bias_col` once each, as two summands of one sum, as
+/// `relu(acc + bias_col + residual)` and `gelu(aux(acc + bias_col))` do: then every value the
+/// tree computes depends on them only through their sum, and the bias may start the
+/// accumulators ([`crate::plan::Sm90Plan::bias_in_acc`]). Not `relu(alpha * acc + bias_col)`
+/// (acc scaled first), `relu(acc + bias_col) + acc` (acc read twice) nor
+/// `relu(acc + residual) + bias_col` (not one sum).
+pub fn bias_col_in_acc(tree: &EpilogueTree) -> bool {
+    let mut acc = 0;
+    let mut bias = 0;
+    let mut together = false;
+    tree.d.visit_post(&mut |e| match e {
+        Expr::Leaf(Leaf::Acc) => acc += 1,
+        Expr::Leaf(Leaf::BiasCol) => bias += 1,
+        Expr::Binary(BinaryOp::Add, _, _) => {
+            let mut terms = Vec::new();
+            summands(e, &mut terms);
+            together |= terms.contains(&&Expr::Leaf(Leaf::Acc))
+                && terms.contains(&&Expr::Leaf(Leaf::BiasCol));
+        }
+        _ => {}
+    });
+    acc == 1 && bias == 1 && together && tree.sum_k.is_empty()
+}
+
+/// The terms of the sum `e` (its nested `+` flattened).
+fn summands<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::Binary(BinaryOp::Add, a, b) => {
+            summands(a, out);
+            summands(b, out);
+        }
+        _ => out.push(e),
+    }
+}
+
+/// `tree` without its `bias_col` summand (where [`bias_col_in_acc`] holds): what the kernel
+/// computes after the bias started the accumulators.
+pub fn without_bias_col(tree: &EpilogueTree) -> EpilogueTree {
+    fn drop(e: &Expr) -> Expr {
+        let bias = Expr::Leaf(Leaf::BiasCol);
+        match e {
+            Expr::Binary(BinaryOp::Add, a, b) if **a == bias => drop(b),
+            Expr::Binary(BinaryOp::Add, a, b) if **b == bias => drop(a),
+            Expr::Binary(op, a, b) => Expr::Binary(*op, Box::new(drop(a)), Box::new(drop(b))),
+            Expr::Unary(op, x) => Expr::Unary(*op, Box::new(drop(x))),
+            Expr::Select(p, a, b) => Expr::Select(p.clone(), Box::new(drop(a)), Box::new(drop(b))),
+            Expr::Sink(k, x) => Expr::Sink(*k, Box::new(drop(x))),
+            other => other.clone(),
+        }
+    }
+    EpilogueTree {
+        d: drop(&tree.d),
+        sum_k: tree.sum_k.clone(),
+    }
+}
+
+/// [`tree_sm90_plan`] without the bias in the accumulators.
+fn tree_sm90_plan_for(
     problem: &crate::plan::problem::GemmProblem,
     tree: &EpilogueTree,
     binding: &super::check::Binding,

@@ -119,6 +119,7 @@ impl Options {
                 epilogue_vectors: (false, false),
                 im2col: None,
                 window: None,
+                bias_in_acc: false,
             },
             generated_epilogue: self.generated_epilogue,
             // Decided by the planner from the problem (see `Plan::staged_k`).

@@ -529,6 +529,9 @@ pub struct Sm90Options {
     /// ([`WindowTma`]): a batched GEMM (batch `N·P`, `M = Q`), B shared by every batch, no
     /// cluster, no stream-K.
     pub window: Option<WindowTma>,
+    /// The tree epilogue's column bias added to the accumulators before the mainloop
+    /// ([`Sm90Plan::bias_in_acc`]); set by the tree planner where the tree allows it.
+    pub bias_in_acc: bool,
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -666,6 +669,13 @@ pub struct Sm90Plan {
     /// wait for the first tile's stages, which bring the panel) where the ring still holds
     /// [`policy::PANEL_MIN_STAGES`] stages beside it.
     pub b_panel: bool,
+    /// The column bias of a tree epilogue that reads `acc + bias_col` (each once, summands of
+    /// one sum) starts the accumulators: each consumer thread loads its columns' bias values
+    /// once, sets its accumulators to them before every tile's mainloop, and the epilogue's
+    /// tree is compiled without the bias. Whole tiles (no stream-K: a part would add the bias
+    /// once per part), one tile column and one batch (every tile of the CTA then starts from
+    /// the same values), BN at most 128 (a register a thread per accumulator).
+    pub bias_in_acc: bool,
     /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
     /// [`STREAM_K_MIN_IDLE`] by default, 0 (any) when stream-K was asked for.
     pub stream_k_min_idle: i64,
@@ -937,6 +947,12 @@ impl Sm90Plan {
                 "the cp.async load of A and B takes one CTA a tile (no cluster), row-major operands (no im2col or window load, no B panel) and stages in the 128-byte swizzle, a 128-byte row a k-tile",
             ));
         }
+        if opts.bias_in_acc && (stream_k || problem.n > bn || problem.batch != 1 || bn > 128) {
+            return Err(KernelError::invalid(
+                op,
+                format!("the bias in the accumulators takes whole tiles (no stream-K), one tile column and one batch, BN at most 128: stream-K {stream_k}, N = {} in tiles of {bn}, batch {}", problem.n, problem.batch),
+            ));
+        }
         let group_m = opts
             .group_m
             .unwrap_or_else(|| policy::hopper_group_m().value);
@@ -971,6 +987,7 @@ impl Sm90Plan {
             im2col: opts.im2col,
             window: opts.window,
             b_panel,
+            bias_in_acc: opts.bias_in_acc,
             stream_k_min_idle: if opts.stream_k == Some(true) {
                 0
             } else {
@@ -1031,6 +1048,11 @@ impl Sm90Plan {
         let cl = match self.share {
             None => String::new(),
             Some(s) => format!("_c{}{}", self.cluster, s.to_string().to_lowercase()),
+        };
+        let cl = if self.bias_in_acc {
+            format!("{cl}_bacc")
+        } else {
+            cl
         };
         let ts = match (&self.store, self.row_store()) {
             (Some(_), true) => "_tsr",
@@ -1620,6 +1642,13 @@ impl fmt::Display for Sm90Plan {
                 f,
                 "  tree stage   {} input(s) by TMA, {} buffers per consumer; bias vectors per tile: {} rows, {} columns (fp32, 2 buffers per consumer)",
                 self.staged_inputs, IN_BUFFERS, self.vector_stage.0, self.vector_stage.1
+            )?;
+        }
+        if self.bias_in_acc {
+            writeln!(
+                f,
+                "  bias         bias_col starts the accumulators: each consumer thread loads its {} columns' values once and sets its accumulators to them before every tile; the tree runs without it",
+                self.cta_tile.1 / 2
             )?;
         }
         if self.stream_k {

@@ -228,3 +228,42 @@ fn static_types_fix_a_bf16_output_and_no_read_of_c() {
     assert!(s.contains("#define TESSERA_EP_DT_D 0"));
     assert!(s.contains("#define TESSERA_EP_READ_C false")); // beta = 0
 }
+
+/// Which trees start the accumulators with their column bias, and the tree left to the
+/// epilogue then (`epilogue::cuda::bias_col_in_acc`, `without_bias_col`).
+#[test]
+fn bias_col_in_the_accumulators() {
+    use crate::epilogue::cuda::{bias_col_in_acc, without_bias_col};
+    use crate::epilogue::parse_epilogue;
+    let tree = |t: &str| parse_epilogue(t).expect("epilogue");
+    for (text, folds, rest) in [
+        (
+            "relu(acc + bias_col + residual)",
+            true,
+            "relu(acc + residual)",
+        ),
+        (
+            "relu(bias_col + acc) + residual",
+            true,
+            "relu(acc) + residual",
+        ),
+        ("gelu(aux(acc + bias_col))", true, "gelu(aux(acc))"),
+        (
+            "relu(residual + (acc + bias_col))",
+            true,
+            "relu(residual + acc)",
+        ),
+        ("relu(alpha * acc + bias_col)", false, ""),
+        ("relu(acc + bias_col) + acc", false, ""),
+        ("relu(acc + residual) + bias_col", false, ""),
+        ("relu(acc + bias_col + bias_col)", false, ""),
+        ("relu(acc - bias_col)", false, ""),
+        ("relu(acc + bias_row)", false, ""),
+    ] {
+        let t = tree(text);
+        assert_eq!(bias_col_in_acc(&t), folds, "{text}");
+        if folds {
+            assert_eq!(without_bias_col(&t), tree(rest), "{text}");
+        }
+    }
+}
