@@ -2254,8 +2254,7 @@ __device__ __forceinline__ void tessera_sm90_consume(
     // fence waits for the warp's outstanding loads. Loaded here, the trees with C staged
     // spilled. docs/design/004-tree-input-staging.md)
     if (!kEarly && epi_unit) tessera_sm90_preload_tile<true>(tessera_ep_args, p, b, tm, tn, cw, t, tile_words);
-#endif
-#ifdef TESSERA_EPILOGUE_TREE
+    // The bias in the accumulators: the tile's mainloop adds to it.
     if (kBiasInAcc) {
 #pragma unroll
       for (int h = 0; h < kMHalves; ++h) {

@@ -354,17 +354,14 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let tile = match a.tile.as_deref() {
-        None => None,
-        Some(t) => match t
-            .split('x')
-            .map(str::parse::<i64>)
-            .collect::<Result<Vec<_>, _>>()
-            .as_deref()
-        {
-            Ok([bm, bn]) => Some((*bm, *bn, 64)),
-            _ => return fail(format!("bench conv: --tile `{t}`: BMxBN")),
-        },
+    let tile = match a
+        .tile
+        .as_deref()
+        .map(super::gemm::hopper_tile_arg)
+        .transpose()
+    {
+        Ok(t) => t,
+        Err(e) => return fail(format!("bench conv: --tile {e}")),
     };
     let fused_epilogue = match a
         .fused_epilogue

@@ -155,30 +155,34 @@ fn parse_triple(s: &str) -> Result<(i64, i64, i64), String> {
     }
 }
 
+/// A `--tile` for `choice`: `BMxBNxBK` on the sm80-class path, `BMxBN` (BK 64) on the Hopper
+/// path, either with `auto`.
+fn tile_arg(t: &str, choice: PathChoice) -> Result<(i64, i64, i64), String> {
+    let v: Vec<i64> = t
+        .split('x')
+        .map(|x| x.trim().parse::<i64>().map_err(|e| format!("`{t}`: {e}")))
+        .collect::<Result<_, _>>()?;
+    match (choice, &v[..]) {
+        (PathChoice::Sm80, [bm, bn, bk]) => Ok((*bm, *bn, *bk)),
+        (PathChoice::Sm80, _) => Err(format!("`{t}`: expected AxBxC (BMxBNxBK)")),
+        (_, [bm, bn]) | (_, [bm, bn, 64]) => Ok((*bm, *bn, 64)),
+        (PathChoice::Sm90, _) => Err(format!("`{t}`: the Hopper tile is BMxBN (BK is 64)")),
+        (_, [bm, bn, bk]) => Ok((*bm, *bn, *bk)),
+        _ => Err(format!("`{t}`: expected BMxBN or BMxBNxBK")),
+    }
+}
+
+/// A Hopper `--tile`, `BMxBN` (BK 64), as [`tile_arg`] reads it for `--path sm90`.
+pub(super) fn hopper_tile_arg(t: &str) -> Result<(i64, i64, i64), String> {
+    tile_arg(t, PathChoice::Sm90)
+}
+
 /// The forced choices of `--path`, `--tile`, `--stages` and the Hopper options. The tile is
 /// `BMxBNxBK` on the sm80-class path and `BMxBN` (BK 64) on the Hopper path; with `--path
 /// auto` either form is taken and the plan checks it for the path it takes.
 fn options(k: &KernelArgs) -> Result<Options, String> {
     let choice = path_choice(&k.path)?;
-    let tile = match &k.tile {
-        None => None,
-        Some(t) => {
-            let v: Vec<i64> = t
-                .split('x')
-                .map(|x| x.trim().parse::<i64>().map_err(|e| format!("`{t}`: {e}")))
-                .collect::<Result<_, _>>()?;
-            match (choice, &v[..]) {
-                (PathChoice::Sm80, [bm, bn, bk]) => Some((*bm, *bn, *bk)),
-                (PathChoice::Sm80, _) => return Err(format!("`{t}`: expected AxBxC (BMxBNxBK)")),
-                (_, [bm, bn]) | (_, [bm, bn, 64]) => Some((*bm, *bn, 64)),
-                (PathChoice::Sm90, _) => {
-                    return Err(format!("`{t}`: the Hopper tile is BMxBN (BK is 64)"))
-                }
-                (_, [bm, bn, bk]) => Some((*bm, *bn, *bk)),
-                _ => return Err(format!("`{t}`: expected BMxBN or BMxBNxBK")),
-            }
-        }
-    };
+    let tile = k.tile.as_deref().map(|t| tile_arg(t, choice)).transpose()?;
     if choice == PathChoice::Sm80 && k.hopper_given() {
         return Err(
             "--cluster, --share, --tma-store, --schedule, --group-m, --stream-k and --dependent-launch are options of the Hopper path (--path sm90)"

@@ -1070,16 +1070,11 @@ pub fn tree_sm90_plan(
 ) -> crate::error::Result<crate::plan::Sm90Plan> {
     let plan = tree_sm90_plan_for(problem, tree, binding, opts)?;
     // The column bias in the accumulators ([`crate::plan::Sm90Plan::bias_in_acc`]) where the
-    // tree reads `acc + bias_col` and the plan runs whole tiles of one column and one batch:
-    // the same plan, planned for the tree without the bias (which then stages no bias vector).
+    // tree reads `acc + bias_col`: the same tile and schedule, planned for the tree without
+    // the bias (which then stages no bias vector); where that plan cannot take it (its
+    // conditions are Sm90Plan's to check), the plan as it was.
     let (bm, bn, _) = plan.cta_tile;
-    if bias_col_in_acc(tree)
-        && binding.bias_col.is_some()
-        && !plan.stream_k
-        && plan.kernel_problem().n <= bn
-        && plan.problem.batch == 1
-        && bn <= 128
-    {
+    if bias_col_in_acc(tree) && binding.bias_col.is_some() {
         let o = crate::plan::Sm90Options {
             bias_in_acc: true,
             tile: Some((bm, bn)),

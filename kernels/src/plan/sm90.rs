@@ -1647,7 +1647,7 @@ impl fmt::Display for Sm90Plan {
         if self.bias_in_acc {
             writeln!(
                 f,
-                "  bias         bias_col starts the accumulators: each consumer thread loads its {} columns' values once and sets its accumulators to them before every tile; the tree runs without it",
+                "  bias         bias_col starts the accumulators: each consumer thread loads the column biases of its {} accumulators once and sets them to those before every tile; the tree runs without it",
                 self.cta_tile.1 / 2
             )?;
         }
