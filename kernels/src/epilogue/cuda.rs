@@ -1194,8 +1194,8 @@ fn tree_sm90_plan_for(
     // The stages a plan with the extras must keep: the base's; but where the base holds a
     // convolution's filter as a B panel its ring refills A alone and runs deeper than a ring
     // of A and B in the same bytes, so there a plan that keeps the panel's least ring
-    // (PANEL_MIN_STAGES) is taken: unstaged, the residual block of a 64 -> 96 layer cost 84%
-    // over the plain convolution (design 020).
+    // (PANEL_MIN_STAGES) is taken: an unstaged residual costs the block far more than the
+    // stages it gives up (design 020).
     let keeps = if base.b_panel {
         base.stages.min(crate::plan::policy::PANEL_MIN_STAGES)
     } else {

@@ -265,8 +265,8 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
 }
 
 /// The fewest exact-width tiles ([`exact_width`]) the planner takes for N above 128: the
-/// fewest its measurements covered (2048 x 192 x 8192, 16 tiles, design 020); below it
-/// stream-K's splits decide more than the width, and the other rules stay.
+/// fewest the rule was measured on (design 020); below it stream-K's splits decide more than
+/// the width, and the other rules stay.
 pub const EXACT_WIDTH_MIN_TILES: i64 = 16;
 
 /// The width of equal tile columns that hold `n` in the fewest columns (one per 256, as the
@@ -293,8 +293,7 @@ pub fn exact_width(n: i64) -> Option<i64> {
 ///   past N the MMAs would compute and the epilogue walk for nothing (a convolution with 64
 ///   output channels, a projection to a few classes). The 32-wide tile's k16 step reads A's
 ///   2 KB for half the MMA work, so it runs at about two thirds of the tensor cores' rate
-///   (bound by shared memory), which still beats computing zeros: 3x3 convolutions to 16-32
-///   channels +25-41%, memory-bound GEMMs of N = 30-32 unchanged (design 020);
+///   (bound by shared memory), which still beats computing zeros (design 020);
 /// - N that the standard tiles would leave part of a column empty ([`exact_width`]: N not a
 ///   multiple of 128, balanced columns narrower than 256): 128 x W, the fewest columns of
 ///   equal width W on the 32-column grid (96 for N = 96, 160 for N = 160, 288 and 320, 224
@@ -306,12 +305,9 @@ pub fn exact_width(n: i64) -> Option<i64> {
 ///   The MMA work a tile does is in proportion to its width, so the standard columns would
 ///   compute up to 127 columns past N (a 128 x 128 pair for N = 160 does 1.6 times the
 ///   work), and every column reads A again, which for a narrow D is most of the bytes (N =
-///   320 in three 128-wide columns reads A three times, in two of 160 twice). Measured on the
-///   H100 (docs/design/020-exact-width-tiles.md): 3x3 convolutions with 96, 160, 192, 224,
-///   288, 320 and 448 output channels 1.1-2.3 times faster; GEMMs of N = 160 to 448 with 16
-///   to 640 tiles 1.1-2.2 times (8192 x 288 x 8192: one wave of 128 tiles of 160 against 1.5
-///   waves of 128 x 128); GEMMs of N = 96 with 32-64 tiles and 700 x 1100 x 2200 slower (so
-///   the bounds);
+///   320 in three 128-wide columns reads A three times, in two of 160 twice). The bounds are
+///   where the measurements (docs/design/020-exact-width-tiles.md) found the other tiles
+///   faster;
 /// - fewer 128 x 256 tiles than SMs, compute-bound, stream-K splitting each in 2 to
 ///   [`LONG_K_MAX_PARTS`] whole parts ([`single_wave_grid`]) of at least
 ///   [`LONG_K_MIN_PART`] k-tiles (long K against a small D), and
@@ -380,10 +376,9 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         // Past 128 the standard widths take more columns, each reading A again, and W
         // measured faster from EXACT_WIDTH_MIN_TILES tiles, except where the GEMM is
         // compute-bound and the 128-wide tiles, more of them, still fit one wave: there they
-        // put more SMs to work in the same single wave (700 x 1100 x 2200: 30 tiles of 224
-        // against 54 of 128, 25% slower). Up to 96 a 128-wide column reads A once too, and W
-        // saves only its padding, which outweighs twice the CTAs of 64-row tiles only where
-        // W's tiles fill half the SMs.
+        // put more SMs to work in the same single wave. Up to 96 a 128-wide column reads A
+        // once too, and W saves only its padding, which outweighs twice the CTAs of 64-row
+        // tiles only where W's tiles fill half the SMs.
         // (And only where A's and B's rows lie on the 32-byte sector grid: off it, which
         // operands are copied first was fitted on 128- and 256-wide tiles, design 013.)
         let one_wave_128 = !memory_bound(p) && tiles(p, 128, 128) <= sms;
