@@ -868,7 +868,9 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
   const int w = t / 32;
   const bool lead = t % 32 == 0;
   TESSERA_TLP(seq, 0);
-  if (lead) tessera_bulk_wait_read<kInFlight>();
+  // (With the staged input in the store buffers the pass's load into this buffer already
+  // waited for the store that last used it: tessera_sm90_stage_in_store.)
+  if (lead && !kStagedInStore) tessera_bulk_wait_read<kInFlight>();
   // The consumer warps are warps 4 and up (warps 0-3 are the producer warpgroup's).
   tessera_bar_sync(1 + kConsumers + (int)(threadIdx.x / 32) - 4, 32);
   TESSERA_TLP(seq, 1);
@@ -1036,6 +1038,8 @@ constexpr int kTesseraEpStaged = int(kTesseraEpStageC) + int(kTesseraEpStageR) +
 constexpr int kTesseraEpInRows = kTesseraEpStaged > 0 ? kTesseraEpStaged : 1;
 static_assert(kTesseraEpStaged <= kStagedInputs, "the plan has buffers for every staged input");
 static_assert(kTesseraEpStaged == 0 || kEpiTmaStore, "inputs are staged on the fragment path");
+static_assert(!kStagedInStore || (kTesseraEpStaged == 1 && !kTesseraEpAuxFull && kInBufs == kStoreBufs),
+              "the staged input in the store buffers: one input, no aux output, a barrier a buffer");
 
 // The type of staged input `i`.
 __device__ __forceinline__ int tessera_sm90_in_dtype(const TesseraEpArgs& a, int i) {
@@ -1101,6 +1105,40 @@ __device__ __forceinline__ void tessera_sm90_stage_tile_pass(
   } else {
     tessera_sm90_stage_pass<true>(&tma_in_c, &tma_in_r, &tma_in_x, 0, 0, row0, cb, b, t / 32);
   }
+}
+
+// The staged input in the store buffers (kStagedInStore): pass q of the consumer's part of
+// tile (tm, tn) of batch b, for this warp's rows, into the store buffer that pass stores D
+// from. The warp's stores run through the buffers in order, one a pass, every tile
+// kTilePasses of them: the pass's buffer is (local kTilePasses + q) mod kStoreBufs of the
+// consumer's, and its barrier completes once per use of the buffer. At this tile's mainloop
+// the warp has committed the stores of every earlier tile; the one that last used the buffer
+// (kStoreBufs passes back) has kStoreBufs - 1 - q stores after it, so once at most that many
+// are still reading, the buffer is free.
+template <int kN>
+__device__ __forceinline__ void tessera_sm90_wait_read_upto(int n) {
+  if constexpr (kN == 0) {
+    tessera_bulk_wait_read<0>();
+  } else {
+    if (n >= kN) {
+      tessera_bulk_wait_read<kN>();
+    } else {
+      tessera_sm90_wait_read_upto<kN - 1>(n);
+    }
+  }
+}
+static_assert(!kStagedInStore || kTilePasses <= kStoreBufs, "every pass of a tile has a store buffer");
+__device__ __forceinline__ void tessera_sm90_stage_in_store(
+    int q, int local, const TesseraTmaMap& tma_in_c, const TesseraTmaMap& tma_in_r,
+    const TesseraTmaMap& tma_in_x, unsigned store_base, unsigned in_bar, int b, int tm, int tn,
+    int cw, int t) {
+  int row0, cb;
+  tessera_sm90_pass_origin(q, tm, tn, cw, row0, cb);
+  const int slot = (local * kTilePasses + q) % kStoreBufs;
+  tessera_sm90_wait_read_upto<kStoreBufs - 1>(kStoreBufs - 1 - q);
+  tessera_sm90_stage_pass<false>(&tma_in_c, &tma_in_r, &tma_in_x,
+                                 store_base + (cw * kStoreBufs + slot) * kStoreBufBytes,
+                                 in_bar + 8 * slot, row0, cb, b, t / 32);
 }
 
 // The aux_in mask words of the fragment path: for each pass, the words of this thread's 2
@@ -1859,10 +1897,14 @@ __device__ __forceinline__ void tessera_sm90_epilogue_tree_tma(
       float cs[kPairs];
       if (j == 0) rs[0] = rs[1] = -0.0f;
       // This pass's staged inputs: wait for their blocks (read by the elements).
-      const int slot = pass % kInBufs;
-      const unsigned in_slot = in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
+      const int slot = kStagedInStore ? store_slot : pass % kInBufs;
+      const unsigned in_slot = kStagedInStore ? bufs + slot * kStoreBufBytes
+                                              : in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;
       const unsigned char* in = tessera_smem_raw + (in_slot - raw);
-      if (kTesseraEpStaged > 0) {
+      if (kStagedInStore) {
+        // (The store buffer's uses before: one per kStoreBufs passes of the warp's run.)
+        tessera_mbar_wait(in_bar + 8 * slot, (unsigned)(((local * kTilePasses + pass) / kStoreBufs) & 1));
+      } else if (kTesseraEpStaged > 0) {
         // Blocks completed on this slot's barrier before: slot_uses per earlier tile of
         // this warpgroup, and this tile's earlier passes on the slot.
         const int slot_uses = kTilePasses / kInBufs + (slot < kTilePasses % kInBufs ? 1 : 0);
@@ -2239,7 +2281,11 @@ __device__ __forceinline__ void tessera_sm90_consume(
     // warp's first lane for the warp's own rows (what K leaves is issued after the loop).
     const bool stage_in = kTesseraEpStaged > 0 && (p.flags & kSm90FlagTmaStore) && t % 32 == 0;
     auto stage_tile_pass = [&](int q) {
-      tessera_sm90_stage_tile_pass(q, tma_in_c, tma_in_r, tma_in_x, in_base, in_bar, b, tm, tn, cw, t);
+      if (kStagedInStore) {
+        tessera_sm90_stage_in_store(q, local, tma_in_c, tma_in_r, tma_in_x, sm.store_base, in_bar, b, tm, tn, cw, t);
+      } else {
+        tessera_sm90_stage_tile_pass(q, tma_in_c, tma_in_r, tma_in_x, in_base, in_bar, b, tm, tn, cw, t);
+      }
     };
 #endif
 #ifndef TESSERA_EPILOGUE_TREE

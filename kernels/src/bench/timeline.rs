@@ -231,8 +231,8 @@ fn launcher<'a>(
             let grid = tk.grid_ctas() as usize;
             let (x, w, c, d, aux, bits, bias, grad, b) = (
                 x.mem(rt),
-                c.mem(rt),
                 w.mem(rt),
+                c.mem(rt),
                 d.mem(rt),
                 aux.mem(rt),
                 bits.mem(rt),

@@ -90,6 +90,11 @@ pub fn preamble(plan: &Sm90Plan) -> String {
     );
     let _ = writeln!(
         s,
+        "constexpr bool kStagedInStore = {}; // the staged input loaded into the store buffers",
+        plan.staged_in_store
+    );
+    let _ = writeln!(
+        s,
         "constexpr int kAccRegs = {}; // fp32 accumulators per consumer thread and m64 half",
         bn / 2
     );
@@ -195,7 +200,7 @@ pub fn preamble(plan: &Sm90Plan) -> String {
         s,
         "constexpr int kStagedInputs = {}, kInBufs = {}; constexpr unsigned kEpiRegionBytes = {}; // staged epilogue inputs; the epilogue's bytes",
         plan.staged_inputs,
-        crate::plan::sm90::IN_BUFFERS,
+        plan.in_buffers,
         plan.epilogue_scratch_bytes
     );
     let _ = writeln!(

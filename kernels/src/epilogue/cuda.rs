@@ -1082,10 +1082,57 @@ pub fn tree_sm90_plan(
             ..opts
         };
         if let Ok(p) = tree_sm90_plan_for(problem, &without_bias_col(tree), binding, o) {
-            return Ok(p);
+            return Ok(staged_in_store(
+                problem,
+                &without_bias_col(tree),
+                binding,
+                opts,
+                p,
+            ));
         }
     }
-    Ok(plan)
+    Ok(staged_in_store(problem, tree, binding, opts, plan))
+}
+
+/// `plan` (of `tree`, the tree its kernel compiles), or where it stages one input, a
+/// consumer's tile has more passes than [`crate::plan::sm90::IN_BUFFERS`] (so that the later
+/// passes' blocks would be loaded from L2 inside the epilogue) and the plan allows it, the
+/// same plan with that input loaded into the store buffers
+/// ([`crate::plan::Sm90Plan::staged_in_store`]): every pass's block arrives during the
+/// mainloop, in no shared memory of its own, so the plan keeps at least the stages `plan`
+/// has (design 021).
+fn staged_in_store(
+    problem: &crate::plan::problem::GemmProblem,
+    tree: &EpilogueTree,
+    binding: &super::check::Binding,
+    opts: crate::plan::Sm90Options,
+    plan: crate::plan::Sm90Plan,
+) -> crate::plan::Sm90Plan {
+    let (bm, bn, _) = plan.cta_tile;
+    let aux_out = tree
+        .d
+        .any(&|e| matches!(e, Expr::Sink(Sink::Aux(AuxFormat::Full(_)), _)));
+    let passes = plan.m_halves * bn / crate::plan::sm90::EPI_COLS;
+    if plan.staged_inputs != 1
+        || plan.store.is_none()
+        || plan.row_store()
+        || aux_out
+        || passes <= crate::plan::sm90::IN_BUFFERS
+    {
+        return plan;
+    }
+    let o = crate::plan::Sm90Options {
+        staged_in_store: true,
+        epilogue_inputs: Some(1),
+        bias_in_acc: plan.bias_in_acc,
+        tile: Some((bm, bn)),
+        schedule: Some(plan.schedule),
+        ..opts
+    };
+    match tree_sm90_plan_for(problem, tree, binding, o) {
+        Ok(p) if p.staged_in_store && p.staged_inputs == 1 && p.stages >= plan.stages => p,
+        _ => plan,
+    }
 }
 
 /// Whether `tree` reads `acc` and `bias_col` once each, as two summands of one sum, as

@@ -120,6 +120,7 @@ impl Options {
                 im2col: None,
                 window: None,
                 bias_in_acc: false,
+                staged_in_store: false,
             },
             generated_epilogue: self.generated_epilogue,
             // Decided by the planner from the problem (see `Plan::staged_k`).

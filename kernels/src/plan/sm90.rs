@@ -532,6 +532,9 @@ pub struct Sm90Options {
     /// The tree epilogue's column bias added to the accumulators before the mainloop
     /// ([`Sm90Plan::bias_in_acc`]); set by the tree planner where the tree allows it.
     pub bias_in_acc: bool,
+    /// The tree epilogue's one staged input loaded into the TMA-store buffers
+    /// ([`Sm90Plan::staged_in_store`]); set by the tree planner where the plan allows it.
+    pub staged_in_store: bool,
 }
 
 /// The operand the two CTAs of a cluster share: each loads half of its tile and multicasts
@@ -676,6 +679,19 @@ pub struct Sm90Plan {
     /// once per part), one tile column and one batch (every tile of the CTA then starts from
     /// the same values), BN at most 128 (a register a thread per accumulator).
     pub bias_in_acc: bool,
+    /// The one staged input of a tree epilogue (C, the residual or aux_in) is loaded into
+    /// the TMA-store buffers instead of buffers of its own: pass `q` of a tile into the store
+    /// buffer that pass will store D from, once the store that last used that buffer has
+    /// read it. So every pass of the tile is loaded during its mainloop (with buffers of its
+    /// own, two a consumer, the later passes waited on L2 inside the epilogue), in no shared
+    /// memory beyond the store buffers; each thread reads its input values and writes its D
+    /// values at the same places of the buffer. A consumer's passes of a tile
+    /// (`m_halves x BN / EPI_COLS`) must fit in the store buffers; no aux output (it would
+    /// take a buffer a pass) and no row store.
+    pub staged_in_store: bool,
+    /// Staged-input barriers per consumer warp: one per input buffer ([`IN_BUFFERS`]), or
+    /// with [`Sm90Plan::staged_in_store`] one per store buffer.
+    pub in_buffers: i64,
     /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
     /// [`STREAM_K_MIN_IDLE`] by default, 0 (any) when stream-K was asked for.
     pub stream_k_min_idle: i64,
@@ -822,11 +838,26 @@ impl Sm90Plan {
                 format!("{staged_inputs} staged epilogue inputs: 0 to {MAX_STAGED_INPUTS}, and only with the TMA-store epilogue"),
             ));
         }
+        // Staged inputs in the store buffers: a store buffer for every pass of a consumer's
+        // tile, and no input buffers of their own.
+        let passes = m_halves * bn / EPI_COLS;
+        if opts.staged_in_store
+            && (staged_inputs != 1
+                || store.is_none()
+                || rows_off_grid_in_one_tile(problem, bn)
+                || passes > MAX_STORE_BUFFERS)
+        {
+            return Err(KernelError::invalid(
+                op,
+                format!("staged inputs in the store buffers: one staged input, the TMA-store epilogue without the row store, and at most {MAX_STORE_BUFFERS} passes a consumer (a {bm}x{bn} tile has {passes}), not {staged_inputs} inputs"),
+            ));
+        }
+        let own_in_buffers = if opts.staged_in_store { 0 } else { IN_BUFFERS };
         let fp32_scratch = consumers * 64 * EPI_PITCH * 4;
         // The epilogue's bytes with `buffers` store buffers per consumer.
         let scratch_bytes = |buffers: i64| match &store {
             Some(st) => {
-                let bufs = consumers * (buffers + staged_inputs * IN_BUFFERS) * st.tma.bytes;
+                let bufs = consumers * (buffers + staged_inputs * own_in_buffers) * st.tma.bytes;
                 fp32_scratch.max(bufs + st.tma.align - 16)
             }
             None => fp32_scratch,
@@ -868,6 +899,7 @@ impl Sm90Plan {
                     STORE_BUFFERS
                 }
             }
+            _ if opts.staged_in_store => STORE_BUFFERS.max(passes),
             _ => STORE_BUFFERS,
         };
         let (stages, buffers) = fit_stages(opts.stages, stage, room, budget, least, scratch_bytes)?;
@@ -988,6 +1020,12 @@ impl Sm90Plan {
             window: opts.window,
             b_panel,
             bias_in_acc: opts.bias_in_acc,
+            staged_in_store: opts.staged_in_store,
+            in_buffers: if opts.staged_in_store {
+                buffers
+            } else {
+                IN_BUFFERS
+            },
             stream_k_min_idle: if opts.stream_k == Some(true) {
                 0
             } else {
@@ -998,7 +1036,7 @@ impl Sm90Plan {
                 + 16 * stages
                 + 16
                 // The staged inputs' barriers: one per buffer, warp and consumer.
-                + 8 * IN_BUFFERS * (64 / WARP_ROWS) * consumers
+                + 8 * if opts.staged_in_store { buffers } else { IN_BUFFERS } * (64 / WARP_ROWS) * consumers
                 + epilogue_scratch_bytes
                 + bias_stage_bytes
                 + vector_stage_bytes
@@ -1051,6 +1089,11 @@ impl Sm90Plan {
         };
         let cl = if self.bias_in_acc {
             format!("{cl}_bacc")
+        } else {
+            cl
+        };
+        let cl = if self.staged_in_store {
+            format!("{cl}_ins")
         } else {
             cl
         };
@@ -1640,8 +1683,21 @@ impl fmt::Display for Sm90Plan {
         if self.staged_inputs > 0 || self.vector_stage != (0, 0) {
             writeln!(
                 f,
-                "  tree stage   {} input(s) by TMA, {} buffers per consumer; bias vectors per tile: {} rows, {} columns (fp32, 2 buffers per consumer)",
-                self.staged_inputs, IN_BUFFERS, self.vector_stage.0, self.vector_stage.1
+                "  tree stage   {} input(s) by TMA, {}; bias vectors per tile: {} rows, {} columns (fp32, 2 buffers per consumer)",
+                self.staged_inputs,
+                if self.staged_in_store {
+                    "into the store buffers".to_string()
+                } else {
+                    format!("{IN_BUFFERS} buffers per consumer")
+                },
+                self.vector_stage.0,
+                self.vector_stage.1
+            )?;
+        }
+        if self.staged_in_store {
+            writeln!(
+                f,
+                "  staged in    the store buffers: pass q of a tile into the buffer it stores D from, during the tile's mainloop (no buffers of its own)"
             )?;
         }
         if self.bias_in_acc {

@@ -635,3 +635,36 @@ fn the_filter_is_a_panel_where_it_is_one_tile_column_and_fits() {
     let g = crate::plan::Sm90Plan::new(&crate::plan::GemmProblem::new(4096, 64, 576)).unwrap();
     assert!(!g.b_panel);
 }
+
+/// Where a consumer's tile has more passes than its staged input has buffers of its own, the
+/// fused block's residual is loaded into the store buffers (`Sm90Plan::staged_in_store`):
+/// every pass during the mainloop, the stages kept; where the own buffers hold every pass, or
+/// the tree stores an aux output beside D, not.
+#[test]
+fn the_residual_goes_into_the_store_buffers_where_passes_outnumber_its_own() {
+    use crate::plan::sm90::{EPI_COLS, IN_BUFFERS};
+    let sm90 = |s: &ConvSpec| s.plan(Arch::Sm90a, 132).unwrap().sm90().unwrap().clone();
+    // c3a and c3s: 128 x 128 tiles, 4 passes a consumer.
+    for x in [[256, 128, 28, 28], [256, 128, 56, 56]] {
+        let stride = if x[2] == 56 { 2 } else { 1 };
+        let spec = ConvSpec::new(x, [128, 128, 3, 3])
+            .padding(1, 1, 1, 1)
+            .stride(stride, stride);
+        let plain = sm90(&spec);
+        let fused = sm90(&spec.clone().bias_residual_relu());
+        assert!(fused.staged_in_store, "{fused}");
+        assert_eq!(fused.staged_inputs, 1);
+        let passes = fused.m_halves * fused.cta_tile.1 / EPI_COLS;
+        assert!(passes > IN_BUFFERS);
+        let bufs = fused.store.as_ref().unwrap().buffers;
+        assert!(bufs >= passes && fused.in_buffers == bufs, "{fused}");
+        assert_eq!(fused.stages, plain.stages, "{fused}");
+        assert!(fused.kernel_name().contains("_ins"));
+        // The other residual order reads the residual after the ReLU: staged alike.
+        assert!(sm90(&spec.clone().bias_relu_residual()).staged_in_store);
+    }
+    // c2a: a 128 x 64 tile, 2 passes a consumer, both in the residual's own buffers.
+    let c2a = ConvSpec::new([256, 64, 56, 56], [64, 64, 3, 3]).padding(1, 1, 1, 1);
+    let p = sm90(&c2a.bias_residual_relu());
+    assert!(!p.staged_in_store && p.in_buffers == IN_BUFFERS, "{p}");
+}
