@@ -1019,3 +1019,39 @@ fn tree_sm90_plan_stages_only_what_keeps_the_pipeline_stages() {
         (Schedule::Cooperative, (128, 256, 64))
     );
 }
+
+/// The tree planner loads a tree's one staged input into the TMA-store buffers where a
+/// consumer's tile has more passes than the input's own buffers (`Sm90Plan::staged_in_store`),
+/// and not where the tree also stores an aux output (which takes a store buffer a pass), where
+/// it stages two inputs, or where two passes fit its own buffers.
+#[test]
+fn tree_plans_stage_one_input_in_the_store_buffers_where_passes_outnumber_its_own() {
+    use tessera_kernels::epilogue::cuda::tree_sm90_plan;
+    use tessera_kernels::epilogue::{parse_epilogue, Binding};
+    use tessera_kernels::Major;
+    let coop = |tile| Sm90Options {
+        schedule: Some(Schedule::Cooperative),
+        tile: Some(tile),
+        ..Sm90Options::default()
+    };
+    let plan = |text: &str, tile, beta: f32| {
+        let mut p = GemmProblem::new(2048, 1024, 1024);
+        p.b_major = Major::Col;
+        let t = parse_epilogue(text).unwrap();
+        let mut b = Binding::for_tree(&t, 2048, 1024, 1024, 1, DType::Bf16);
+        b.beta = beta;
+        tree_sm90_plan(&p, &t, &b, coop(tile)).unwrap()
+    };
+    // 128 x 128: four passes a consumer, two buffers of its own.
+    let p = plan("relu(acc + bias_col + residual)", (128, 128), 0.0);
+    assert!(p.staged_in_store && p.staged_inputs == 1, "{p}");
+    assert_eq!(p.store.as_ref().unwrap().buffers, p.in_buffers);
+    assert!(p.in_buffers >= 4 && p.stages == 6, "{p}");
+    assert!(plan("acc + c", (128, 128), 0.5).staged_in_store);
+    assert!(plan("relu(acc + aux_in)", (128, 96), 0.0).staged_in_store);
+    // An aux output beside D; two staged inputs; two passes, both in the input's buffers.
+    assert!(!plan("aux(acc + residual)", (128, 128), 0.0).staged_in_store);
+    assert!(!plan("acc + c + residual", (128, 128), 0.5).staged_in_store);
+    let p = plan("relu(acc + bias_col + residual)", (128, 64), 0.0);
+    assert!(!p.staged_in_store && p.staged_inputs == 1, "{p}");
+}
