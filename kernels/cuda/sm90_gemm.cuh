@@ -59,6 +59,9 @@ struct TesseraSm90Params {
   const void* a;
   const void* b;
   long long lda, ldb, batch_a, batch_b;
+  // Stream-K: the parts a tile where a single wave of whole parts is numbered part by part
+  // (tessera_sm90_sk_cta), else 0.
+  int sk_parts;
 };
 
 // D, C, aux rows may be accessed two elements at a time (checked on the host). The rest of
@@ -227,6 +230,20 @@ __device__ __forceinline__ int tessera_sm90_sk_cut(const TesseraSm90Params& p, i
   return (int)((unsigned)c * (unsigned)(p.sk_tiles * k_tiles) / gridDim.x);
 }
 
+// This CTA's place in the stream-K run. Where the launch numbers a single wave of whole
+// parts part by part (sk_parts > 0: G CTAs = sk_tiles x sk_parts, no whole tiles before the
+// parts; the launch decides it, policy::stream_k_part_order), CTA c runs place
+// (c % sk_tiles) sk_parts + c / sk_tiles: part c / sk_tiles of tile c % sk_tiles, so the CTAs
+// that read the same k-tiles (of tiles sharing A's rows or B's columns) are numbered
+// together; else place c. A bijection of [0, G): the places' partial-sum slots and flags are
+// the CTAs' own, and a tile's last part is still the highest place (and CTA) of its parts,
+// which wait only for lower places, all resident in the one wave.
+__device__ __forceinline__ int tessera_sm90_sk_cta(const TesseraSm90Params& p) {
+  const int c = blockIdx.x;
+  if (p.sk_parts > 0) return (c % p.sk_tiles) * p.sk_parts + c / p.sk_tiles;
+  return c;
+}
+
 // The u-th unit of this CTA (false past the last): first the whole tiles blockIdx.x,
 // blockIdx.x + gridDim.x, ... below the stream-K tiles (in step with the other CTAs, as
 // without stream-K), then the parts of its stream-K run, the later tile's first (a part
@@ -234,7 +251,6 @@ __device__ __forceinline__ int tessera_sm90_sk_cut(const TesseraSm90Params& p, i
 // anyone's, and waits only for CTAs of lower index). (docs/design/002-stream-k-unit-order.md)
 __device__ __forceinline__ bool tessera_sm90_unit(const TesseraSm90Params& p, int total, int k_tiles, int u,
                                                   TesseraSm90Unit& w) {
-  const int c = blockIdx.x;
   w.kb = 0;
   w.ke = k_tiles;
   w.role = 0;
@@ -243,12 +259,13 @@ __device__ __forceinline__ bool tessera_sm90_unit(const TesseraSm90Params& p, in
   // (Whole tiles without divisions: the consumers look the next unit up while the last
   // k-tile's wgmma run.)
   if (!kStreamK || p.sk_tiles == 0 || u < p.sk_waves) {
-    w.tile = c + u * (int)gridDim.x;
+    w.tile = (int)blockIdx.x + u * (int)gridDim.x;
     return w.tile < total - (kStreamK ? p.sk_tiles : 0);
   }
   const int whole_end = total - p.sk_tiles;
   const int waves = p.sk_waves;
   const int v = u - waves;
+  const int c = tessera_sm90_sk_cta(p);
   const int g0 = tessera_sm90_sk_cut(p, k_tiles, c), g1 = tessera_sm90_sk_cut(p, k_tiles, c + 1);
   const int parts = g1 > g0 ? (g1 - 1) / k_tiles - g0 / k_tiles + 1 : 0;
   if (v >= parts) return false;
@@ -625,8 +642,9 @@ __device__ __forceinline__ void tessera_sm90_produce_single(const TesseraTmaMap&
   // through the loop of whole tiles spilled.)
   if (kStreamK && p.sk_tiles > 0) {
     // (The parts' bounds as tessera_sm90_unit has them, with as few values live as may be.)
-    const int g0 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x);
-    const int g1 = tessera_sm90_sk_cut(p, k_tiles, blockIdx.x + 1);
+    const int sc = tessera_sm90_sk_cta(p);
+    const int g0 = tessera_sm90_sk_cut(p, k_tiles, sc);
+    const int g1 = tessera_sm90_sk_cut(p, k_tiles, sc + 1);
     for (t0 = g1 > g0 ? (g1 - 1) / k_tiles * k_tiles : g0; t0 + k_tiles > g0 && g1 > g0; t0 -= k_tiles) {
       tessera_sm90_tile(end + t0 / k_tiles, p, b, tm, tn);
       for (kt = max(g0, t0) - t0; kt < min(g1, t0 + k_tiles) - t0; ++kt) {
@@ -1595,7 +1613,8 @@ __device__ __forceinline__ float4* tessera_sm90_sk_slot(const TesseraSm90Params&
 __device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Params& p,
                                                            const float (&acc)[kMHalves][kBN / 2],
                                                            const int& cw, int t, bool live) {
-  float4* dst = tessera_sm90_sk_slot(p, blockIdx.x, cw);
+  const int sc = tessera_sm90_sk_cta(p);
+  float4* dst = tessera_sm90_sk_slot(p, sc, cw);
   if (live) {
 #pragma unroll
     for (int q = 0; q < kBN / 8; ++q) {
@@ -1603,7 +1622,7 @@ __device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Para
     }
   }
   tessera_bar_sync(1 + cw, 128);
-  if (t == 0) tessera_flag_release(p.sk_flags + blockIdx.x * kConsumers + cw, 1);
+  if (t == 0) tessera_flag_release(p.sk_flags + sc * kConsumers + cw, 1);
 }
 
 // Stream-K, unit w, the part with its tile's last k-tile: the parts of the CTAs before this
@@ -1613,7 +1632,7 @@ __device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Param
                                                           float (&acc)[kMHalves][kBN / 2],
                                                           int k_tiles, const TesseraSm90Unit& w,
                                                           const int& cw, int t, bool live) {
-  for (int c = (int)blockIdx.x - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
+  for (int c = tessera_sm90_sk_cta(p) - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
     if (t == 0) {
       int* flag = p.sk_flags + c * kConsumers + cw;
       while (tessera_flag_acquire(flag) == 0) __nanosleep(64);

@@ -488,6 +488,9 @@ pub(crate) struct Sm90Params {
     pub(crate) ldb: i64,
     pub(crate) batch_a: i64,
     pub(crate) batch_b: i64,
+    /// Stream-K: the parts a tile where a single wave of whole parts is numbered part by part
+    /// ([`crate::plan::policy::stream_k_part_order`]), else 0.
+    pub(crate) sk_parts: i32,
 }
 
 // SAFETY: plain-old-data, `#[repr(C)]`, mirrored field by field on the device.
@@ -994,6 +997,19 @@ impl Sm90Kernel {
         };
         params.sk_tiles = tiles as i32;
         params.sk_waves = ((self.plan.total_tiles() - tiles) / grid) as i32;
+        // A single wave of whole parts (every CTA one part of one tile, the parts dividing
+        // the k-tiles), numbered part by part from the plan's least count of parts a tile.
+        let parts = grid / tiles.max(1);
+        params.sk_parts = if params.sk_waves == 0
+            && tiles > 0
+            && grid % tiles == 0
+            && parts >= self.plan.sk_part_order_min
+            && self.plan.k_tiles() % parts == 0
+        {
+            parts as i32
+        } else {
+            0
+        };
         params.sk_work = base;
         params.sk_flags = base + (slots * slot_bytes) as u64;
         Ok(params)

@@ -779,6 +779,37 @@ pub fn single_wave_grid(
     Decision::new((d.value > 0).then_some(grid), why)
 }
 
+/// The fewest parts a tile from which a single wave split in whole parts
+/// ([`single_wave_grid`]) numbers its CTAs part by part (CTA `c` runs part `c / tiles` of tile
+/// `c % tiles`, so that the CTAs reading the same k-tiles of tiles that share A's rows or B's
+/// columns are numbered together) instead of tile by tile (a tile's parts on consecutive
+/// CTAs). Measured on 17 shapes (design 022): part by part, 512 x 512 x 131072 in 8 parts ran
+/// 0.54-0.62 -> 0.94-0.97 of cuBLAS, 256 x 256 x 262144 in 16 parts +50%, 1024 x 512 x 65536
+/// in 4 parts of 128 x 128 tiles +39%; but the memory-bound splits of decode batches (B
+/// streamed once, each slice used by a few tile rows) in 2 or 4 parts lost 2-10%, and 128 x
+/// 256 tiles in 4 parts (a third fewer bytes a flop than 128 x 128) gained nothing. So: from
+/// 4 parts where the problem is compute-bound and the tile at most 128 wide, else from 8.
+pub fn stream_k_part_order(memory_bound: bool, bn: i64) -> Decision<i64> {
+    if !memory_bound && bn <= 128 {
+        Decision::new(
+            4,
+            "CTAs numbered part by part from 4 parts a tile: compute-bound, tiles of at most 128 columns (design 022)",
+        )
+    } else {
+        Decision::new(
+            8,
+            format!(
+                "CTAs numbered part by part from 8 parts a tile: {} (design 022)",
+                if memory_bound {
+                    "memory-bound, fewer parts keep a tile's parts together".to_string()
+                } else {
+                    format!("tiles {bn} wide, fewer parts keep a tile's parts together")
+                }
+            ),
+        )
+    }
+}
+
 /// The sm80-class plan's CTA tile when none is forced: 128 x 256 x 64 (8 warps) when the
 /// problem has as many such tiles as an H100 has SMs, else 128 x 128 x 64 (4 warps), twice
 /// the CTAs. (The sm80-class path is the fallback on sm_90a and the path of A100 / L4 / RTX

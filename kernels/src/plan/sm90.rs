@@ -692,6 +692,9 @@ pub struct Sm90Plan {
     /// Staged-input barriers per consumer warp: one per input buffer ([`IN_BUFFERS`]), or
     /// with [`Sm90Plan::staged_in_store`] one per store buffer.
     pub in_buffers: i64,
+    /// The fewest parts a tile from which a single wave split in whole parts numbers its CTAs
+    /// part by part ([`policy::stream_k_part_order`]); without stream-K unused.
+    pub sk_part_order_min: i64,
     /// The fewest idle k-tiles a CTA (on average) of a last wave that stream-K splits:
     /// [`STREAM_K_MIN_IDLE`] by default, 0 (any) when stream-K was asked for.
     pub stream_k_min_idle: i64,
@@ -1026,6 +1029,11 @@ impl Sm90Plan {
             } else {
                 IN_BUFFERS
             },
+            sk_part_order_min: policy::stream_k_part_order(
+                policy::memory_bound(&problem.row_major_d()),
+                bn,
+            )
+            .value,
             stream_k_min_idle: if opts.stream_k == Some(true) {
                 0
             } else {
@@ -1726,9 +1734,19 @@ impl fmt::Display for Sm90Plan {
             let (grid, total) = (self.persistent_ctas(sms, None), self.total_tiles());
             let split = self.stream_k_tiles(grid, sms);
             if split > 0 && split == total {
+                let parts = grid / total.max(1);
+                let by_part = grid % total.max(1) == 0
+                    && parts >= self.sk_part_order_min
+                    && self.k_tiles() % parts.max(1) == 0;
                 writeln!(
                     f,
-                    "               on {sms} SMs: all {total} tiles in parts over {grid} CTAs"
+                    "               on {sms} SMs: all {total} tiles in parts over {grid} CTAs, numbered {} ({})",
+                    if by_part { "part by part" } else { "tile by tile" },
+                    policy::stream_k_part_order(
+                        policy::memory_bound(&self.kernel_problem()),
+                        self.cta_tile.1
+                    )
+                    .why
                 )?;
             } else if split > 0 {
                 writeln!(

@@ -315,6 +315,30 @@ fn single_wave_grid_rule() {
     assert_eq!(single_wave_grid(2, 132, 3, 32, false).value, None); // 6 k-tiles in all
 }
 
+/// What [`crate::plan::policy::stream_k_part_order`] decides, and where a plan's single wave
+/// of whole parts is numbered part by part (its text says which).
+#[test]
+fn stream_k_part_order_rule() {
+    use crate::plan::policy::stream_k_part_order;
+    use crate::plan::{GemmProblem, Sm90Plan};
+    assert_eq!(stream_k_part_order(false, 128).value, 4);
+    assert_eq!(stream_k_part_order(false, 256).value, 8);
+    assert_eq!(stream_k_part_order(true, 128).value, 8);
+    let text = |m, n, k| {
+        Sm90Plan::new(&GemmProblem::new(m, n, k))
+            .unwrap()
+            .to_string()
+    };
+    // 16 tiles of 128 x 128 in 8 parts; 32 in 4, compute-bound: part by part.
+    assert!(text(512, 512, 131072).contains("numbered part by part"));
+    assert!(text(1024, 512, 65536).contains("numbered part by part"));
+    // 8 tiles of 64 x 128 in 16 parts, memory-bound: part by part.
+    assert!(text(256, 256, 262144).contains("numbered part by part"));
+    // A decode batch, 32 tiles in 4 parts, memory-bound; 128 x 256 tiles in 4 parts.
+    assert!(text(16, 4096, 4096).contains("numbered tile by tile"));
+    assert!(text(1024, 1024, 32768).contains("numbered tile by tile"));
+}
+
 /// What [`crate::plan::policy::sm80_tile`] decides, on the values its documentation states.
 #[test]
 fn sm80_tile_rule() {
