@@ -1735,9 +1735,7 @@ impl fmt::Display for Sm90Plan {
             let split = self.stream_k_tiles(grid, sms);
             if split > 0 && split == total {
                 let parts = grid / total.max(1);
-                let by_part = grid % total.max(1) == 0
-                    && parts >= self.sk_part_order_min
-                    && self.k_tiles() % parts.max(1) == 0;
+                let by_part = grid % total.max(1) == 0 && parts >= self.sk_part_order_min;
                 writeln!(
                     f,
                     "               on {sms} SMs: all {total} tiles in parts over {grid} CTAs, numbered {} ({})",

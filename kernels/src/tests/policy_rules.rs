@@ -321,7 +321,7 @@ fn single_wave_grid_rule() {
 fn stream_k_part_order_rule() {
     use crate::plan::policy::stream_k_part_order;
     use crate::plan::{GemmProblem, Sm90Plan};
-    assert_eq!(stream_k_part_order(false, 128).value, 4);
+    assert_eq!(stream_k_part_order(false, 128).value, 3);
     assert_eq!(stream_k_part_order(false, 256).value, 8);
     assert_eq!(stream_k_part_order(true, 128).value, 8);
     let text = |m, n, k| {
@@ -332,6 +332,11 @@ fn stream_k_part_order_rule() {
     // 16 tiles of 128 x 128 in 8 parts; 32 in 4, compute-bound: part by part.
     assert!(text(512, 512, 131072).contains("numbered part by part"));
     assert!(text(1024, 512, 65536).contains("numbered part by part"));
+    // 25 tiles in 5 parts and 36 in 3, which do not divide their k-tiles (the cut still
+    // falls on the tiles' boundaries): part by part; 48 tiles in 2: tile by tile.
+    assert!(text(640, 640, 65536).contains("numbered part by part"));
+    assert!(text(768, 768, 16384).contains("numbered part by part"));
+    assert!(text(1024, 768, 16384).contains("numbered tile by tile"));
     // 8 tiles of 64 x 128 in 16 parts, memory-bound: part by part.
     assert!(text(256, 256, 262144).contains("numbered part by part"));
     // A decode batch, 32 tiles in 4 parts, memory-bound; 128 x 256 tiles in 4 parts.
