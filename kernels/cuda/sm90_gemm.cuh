@@ -1916,6 +1916,9 @@ __device__ __forceinline__ void tessera_sm90_epilogue_tree_tma(
       float cs[kPairs];
       if (j == 0) rs[0] = rs[1] = -0.0f;
       // This pass's staged inputs: wait for their blocks (read by the elements).
+      // (In the store buffers: store_slot, the buffer this pass stores D from, is
+      // (local kTilePasses + pass) mod kStoreBufs, where tessera_sm90_stage_in_store loaded it:
+      // every earlier pass of the warp stored once.)
       const int slot = kStagedInStore ? store_slot : pass % kInBufs;
       const unsigned in_slot = kStagedInStore ? bufs + slot * kStoreBufBytes
                                               : in_base + (cw * kStagedInputs * kInBufs + slot) * kStoreBufBytes;

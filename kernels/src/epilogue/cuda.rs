@@ -1081,14 +1081,9 @@ pub fn tree_sm90_plan(
             schedule: Some(plan.schedule),
             ..opts
         };
-        if let Ok(p) = tree_sm90_plan_for(problem, &without_bias_col(tree), binding, o) {
-            return Ok(staged_in_store(
-                problem,
-                &without_bias_col(tree),
-                binding,
-                opts,
-                p,
-            ));
+        let rest = without_bias_col(tree);
+        if let Ok(p) = tree_sm90_plan_for(problem, &rest, binding, o) {
+            return Ok(staged_in_store(problem, &rest, binding, opts, p));
         }
     }
     Ok(staged_in_store(problem, tree, binding, opts, plan))

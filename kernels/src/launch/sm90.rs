@@ -997,20 +997,7 @@ impl Sm90Kernel {
         };
         params.sk_tiles = tiles as i32;
         params.sk_waves = ((self.plan.total_tiles() - tiles) / grid) as i32;
-        // A single wave of whole parts (every CTA one part of one tile: with G = tiles x P
-        // CTAs the cut c I / G falls on tile boundaries at every multiple of P, and part j of
-        // every tile starts at the same k-tile), numbered part by part from the plan's least
-        // count of parts a tile.
-        let parts = grid / tiles.max(1);
-        params.sk_parts = if params.sk_waves == 0
-            && tiles > 0
-            && grid % tiles == 0
-            && parts >= self.plan.sk_part_order_min
-        {
-            parts as i32
-        } else {
-            0
-        };
+        params.sk_parts = self.plan.sk_parts(grid, tiles) as i32;
         params.sk_work = base;
         params.sk_flags = base + (slots * slot_bytes) as u64;
         Ok(params)

@@ -782,15 +782,13 @@ pub fn single_wave_grid(
 /// The fewest parts a tile from which a single wave split in whole parts
 /// ([`single_wave_grid`]) numbers its CTAs part by part (CTA `c` runs part `c / tiles` of tile
 /// `c % tiles`, so that the CTAs reading the same k-tiles of tiles that share A's rows or B's
-/// columns are numbered together) instead of tile by tile (a tile's parts on consecutive
-/// CTAs). Measured on 21 shapes (design 022): part by part, 512 x 512 x 131072 in 8 parts ran
-/// 0.54-0.65 -> 0.94-0.97 of cuBLAS, 640 x 640 x 65536 in 5 parts 0.71 -> 0.99, 256 x 256 x
-/// 262144 in 16 parts +50%, 1024 x 512 x 65536 in 4 parts of 128 x 128 tiles +39%, 768 x 768 x
-/// 16384 in 3 parts +5-9%; but 2 parts lost 1-5% (1024 x 768 x 16384, 896 x 896 x 16384), the
-/// memory-bound splits of decode batches (B streamed once, each slice used by a few tile
-/// rows) in 2 or 4 parts lost 2-10%, and 128 x 256 tiles in 4 parts (a third fewer bytes a
-/// flop than 128 x 128) gained nothing. So: from 3 parts where the problem is compute-bound
-/// and the tile at most 128 wide, else from 8.
+/// columns are numbered together and share those slices in L2) instead of tile by tile (a
+/// tile's parts on consecutive CTAs, the CTAs sharing a slice P apart). From 3 parts where
+/// the problem is compute-bound and the tile at most 128 wide (the mainloop reading the most
+/// bytes a flop, so most bound by the slices it misses); else from 8: a memory-bound split
+/// (a decode batch streams B once, each slice read by a few tile rows only) and 128 x 256
+/// tiles measured as fast or faster tile by tile with fewer parts, and 2 parts faster tile
+/// by tile everywhere (docs/design/022-stream-k-part-order.md).
 pub fn stream_k_part_order(memory_bound: bool, bn: i64) -> Decision<i64> {
     if !memory_bound && bn <= 128 {
         Decision::new(

@@ -1240,6 +1240,35 @@ impl Sm90Plan {
         )
     }
 
+    /// The parts a tile by which a launch splitting `tiles` tiles over `grid` CTAs numbers
+    /// its CTAs part by part ([`policy::stream_k_part_order`]), or 0 (tile by tile): where
+    /// every tile of the launch is split (one wave, no whole tiles before the parts) into
+    /// whole parts, `grid = tiles x P` with P at least [`Sm90Plan::sk_part_order_min`]. Then
+    /// the stream-K cut `c I / grid` falls on a tile boundary at every multiple of P, so every
+    /// CTA runs one part of one tile and part j of every tile starts at the same k-tile.
+    ///
+    /// ```
+    /// use tessera_kernels::plan::{GemmProblem, Sm90Plan};
+    /// // 16 tiles of 128 x 128 over 128 CTAs: 8 parts a tile, compute-bound.
+    /// let long_k = Sm90Plan::new(&GemmProblem::new(512, 512, 131072)).unwrap();
+    /// assert_eq!(long_k.sk_parts(128, 16), 8);
+    /// // A decode batch, 32 tiles in 4 parts, memory-bound: tile by tile.
+    /// let decode = Sm90Plan::new(&GemmProblem::new(16, 4096, 4096)).unwrap();
+    /// assert_eq!(decode.sk_parts(128, 32), 0);
+    /// ```
+    pub fn sk_parts(&self, grid: i64, tiles: i64) -> i64 {
+        let parts = grid / tiles.max(1);
+        if tiles > 0
+            && tiles == self.total_tiles()
+            && grid % tiles == 0
+            && parts >= self.sk_part_order_min
+        {
+            parts
+        } else {
+            0
+        }
+    }
+
     /// k-tiles of one tile: `ceil(K / BK)`.
     ///
     /// ```
@@ -1734,8 +1763,7 @@ impl fmt::Display for Sm90Plan {
             let (grid, total) = (self.persistent_ctas(sms, None), self.total_tiles());
             let split = self.stream_k_tiles(grid, sms);
             if split > 0 && split == total {
-                let parts = grid / total.max(1);
-                let by_part = grid % total.max(1) == 0 && parts >= self.sk_part_order_min;
+                let by_part = self.sk_parts(grid, total) > 0;
                 writeln!(
                     f,
                     "               on {sms} SMs: all {total} tiles in parts over {grid} CTAs, numbered {} ({})",
