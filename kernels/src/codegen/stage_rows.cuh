@@ -6,30 +6,65 @@
 // GEMM operand whose K makes rows TMA cannot address fills only the chunk past K (the tensor
 // map's extent along K is `cols`, so the columns beyond are never read); a convolution's
 // filter padded to whole 64-channel k-tiles fills every padding channel, which the GEMM
-// multiplies.
+// multiplies, and its staged x every channel up to the pitch, which the tensor map reads.
 //
 // Invariants the host guarantees: dst is 16-byte aligned and dst_ld is a multiple of 8, so
-// every 8-element chunk of a destination row is one aligned 16-byte store; the source is read
-// element by element (its rows start anywhere). The kernel copies bits, so bf16 and fp16
-// alike. Indices are 64-bit; grid-stride loop, any grid.
+// every 8-element chunk of a destination row is one aligned 16-byte store; `vec` (1, 2, 4 or
+// 8) divides src_ld, cols and src_bs and the source's address in elements, so the source is
+// read `vec` elements at a time (each such run lies wholly before or past `cols`), or element
+// by element where its rows start anywhere. The kernel copies bits, so bf16 and fp16 alike.
+// Grid-stride loop, any grid; indices are 32-bit where the chunks fit (the divisions by the
+// row's chunks are the loop's main cost after the memory), else 64-bit.
 
 struct alignas(16) tessera_stage_u16x8 { unsigned short v[8]; };
+template <int V> struct alignas(2 * V) tessera_stage_vec { unsigned short v[V]; };
+
+template <int V, typename I>
+__device__ __forceinline__ void tessera_stage_rows_run(const unsigned short* __restrict__ src,
+                                                       unsigned short* __restrict__ dst,
+                                                       I rows, I cols, I src_ld, I src_bs,
+                                                       I dst_ld, I chunks, I total) {
+  const I step = (I)gridDim.x * blockDim.x;
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
+    const I row = i / chunks;  // over all batches: destination rows are contiguous
+    const I c0 = (i - row * chunks) * 8;
+    const I b = row / rows;
+    const unsigned short* s = src + (long long)b * src_bs + (long long)(row - b * rows) * src_ld + c0;
+    tessera_stage_u16x8 v;
+#pragma unroll
+    for (int j = 0; j < 8; j += V) {
+      tessera_stage_vec<V> e{};
+      if (c0 + j < cols) e = *reinterpret_cast<const tessera_stage_vec<V>*>(s + j);
+#pragma unroll
+      for (int u = 0; u < V; ++u) v.v[j + u] = e.v[u];
+    }
+    *reinterpret_cast<tessera_stage_u16x8*>(dst + (long long)row * dst_ld + c0) = v;
+  }
+}
+
+template <typename I>
+__device__ __forceinline__ void tessera_stage_rows_vec(const unsigned short* src, unsigned short* dst,
+                                                       I rows, I cols, I src_ld, I src_bs,
+                                                       I dst_ld, I chunks, I total, int vec) {
+  switch (vec) {
+    case 8: tessera_stage_rows_run<8, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
+    case 4: tessera_stage_rows_run<4, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
+    case 2: tessera_stage_rows_run<2, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
+    default: tessera_stage_rows_run<1, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
+  }
+}
 
 extern "C" __global__ void __launch_bounds__(256)
     tessera_stage_rows(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
                        long long rows, long long cols, long long batch, long long src_ld,
-                       long long src_bs, long long dst_ld, long long fill) {
+                       long long src_bs, long long dst_ld, long long fill, int vec) {
   const long long chunks = (fill + 7) / 8;  // 16-byte chunks written per destination row
   const long long total = batch * rows * chunks;
-  const long long step = (long long)gridDim.x * blockDim.x;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-    const long long row = i / chunks;  // over all batches: destination rows are contiguous
-    const long long c0 = (i - row * chunks) * 8;
-    const long long b = row / rows;
-    const unsigned short* s = src + b * src_bs + (row - b * rows) * src_ld + c0;
-    tessera_stage_u16x8 v;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) v.v[j] = c0 + j < cols ? s[j] : (unsigned short)0;
-    *reinterpret_cast<tessera_stage_u16x8*>(dst + row * dst_ld + c0) = v;
+  // 32-bit indices where the chunk index, stepped past the end by one grid, fits (offsets
+  // are formed in 64 bits either way).
+  if (total < 0x7fffffffLL - (long long)gridDim.x * blockDim.x) {
+    tessera_stage_rows_vec<int>(src, dst, (int)rows, (int)cols, (int)src_ld, (int)src_bs, (int)dst_ld, (int)chunks, (int)total, vec);
+  } else {
+    tessera_stage_rows_vec<long long>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, vec);
   }
 }

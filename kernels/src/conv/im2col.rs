@@ -372,9 +372,16 @@ pub(crate) fn im2col_candidate(
         return Ok(None);
     }
     let eb = spec.input().bytes();
+    let pitch = ChannelPadding::pitch(g.c, eb);
+    // A staged x holds zeros in channels C..pitch of every pixel (its pitch is C rounded up
+    // to whole k-tiles), so the tensor map sees a convolution of `pitch` channels: each
+    // 64-channel load then lies inside the map. A box that runs past the map's channel
+    // extent, filled by TMA, loads markedly slower (design 023).
+    let mut conv = g.loads();
+    conv.x[1] = pitch;
     let t = Im2colTma {
-        conv: g.loads(),
-        pitch: ChannelPadding::pitch(g.c, eb),
+        conv,
+        pitch,
         halo: None,
     };
     if t.refusal().is_some() {
@@ -511,8 +518,13 @@ impl ChannelPadding {
         } else {
             "x is read in place".to_string()
         };
+        let zeros = if self.stages_x() {
+            "the staged copy's zeros"
+        } else {
+            "the tensor map's bounds"
+        };
         format!(
-            "C = {} is not a multiple of 64: each tap's last k-tile reads channels {}..{} as zeros (the tensor map's bounds) against a filter staged with zeros there; {x}; MMA work x{:.2}. Roofline estimate (660 TF/s, 3.0 TB/s): {} padded, {} gathered",
+            "C = {} is not a multiple of 64: each tap's last k-tile reads channels {}..{} as zeros ({zeros}) against a filter staged with zeros there; {x}; MMA work x{:.2}. Roofline estimate (660 TF/s, 3.0 TB/s): {} padded, {} gathered",
             self.c,
             self.c,
             self.c_pad,

@@ -112,8 +112,8 @@ impl Padded {
                 fill: pad.c_pad,
             },
             w_elems: g.k * taps * pad.c_pad,
-            // N·H·W pixels of C channels into pixels `pitch` apart (the tensor map's extent
-            // is C: the channels past it are never read).
+            // N·H·W pixels of C channels into pixels `pitch` apart, zeros past C: the tensor
+            // map reads all `pitch` channels (im2col_candidate).
             x: pad.stages_x().then_some(StageCopy {
                 rows: g.n * g.h * g.w,
                 cols: g.c,
@@ -121,7 +121,7 @@ impl Padded {
                 src_ld: g.c,
                 src_bs: 0,
                 dst_ld: pad.pitch,
-                fill: g.c,
+                fill: pad.pitch,
             }),
             x_at: x_at as u64,
             x_elems: g.n * g.h * g.w * pad.pitch,

@@ -23,6 +23,25 @@ pub(crate) struct StageCopy {
     pub fill: i64,
 }
 
+impl StageCopy {
+    /// Elements the kernel reads at a time from `src`: the largest of 8, 4, 2 and 1 that
+    /// divides the source's address in elements, its row and matrix strides and `cols`, so
+    /// that every read is one aligned vector wholly before or past `cols` (a 200-byte pixel
+    /// of 100 channels is read in 8-byte pieces, an odd channel count element by element).
+    pub fn source_vector(&self, src: u64) -> i32 {
+        let strides = [
+            (src / 2) as i64,
+            self.src_ld,
+            if self.batch > 1 { self.src_bs } else { 0 },
+            self.cols,
+        ];
+        [8, 4, 2]
+            .into_iter()
+            .find(|&v| src % 2 == 0 && strides.iter().all(|&s| s % v == 0))
+            .unwrap_or(1) as i32
+    }
+}
+
 /// The compiled staging kernel.
 pub(crate) struct StageRows {
     func: CudaFunction,
@@ -55,6 +74,7 @@ impl StageRows {
         debug_assert!(dst % 16 == 0 && c.dst_ld % 8 == 0);
         debug_assert!(c.cols <= c.fill && c.fill <= c.dst_ld);
         let chunks = c.batch * c.rows * ((c.fill + 7) / 8);
+        let vec = c.source_vector(src);
         let blocks = ((chunks + 255) / 256).clamp(1, (16 * sms).max(1));
         let mut params = [
             param(&src),
@@ -66,6 +86,7 @@ impl StageRows {
             param(&c.src_bs),
             param(&c.dst_ld),
             param(&c.fill),
+            param(&vec),
         ];
         launch_kernel(
             &self.func,
@@ -76,5 +97,40 @@ impl StageRows {
             &mut params,
             "launch tessera_stage_rows",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StageCopy;
+
+    fn copy(cols: i64, src_ld: i64, batch: i64, src_bs: i64) -> StageCopy {
+        StageCopy {
+            rows: 10,
+            cols,
+            batch,
+            src_ld,
+            src_bs,
+            dst_ld: 128,
+            fill: 128,
+        }
+    }
+
+    #[test]
+    fn source_vectors_follow_every_stride_and_the_address() {
+        // x of 100 channels a pixel: 200-byte rows, read 4 elements (8 bytes) at a time.
+        assert_eq!(copy(100, 100, 1, 0).source_vector(0x1000), 4);
+        // 124 channels: 248 bytes, also 8-byte pieces; 127: element by element.
+        assert_eq!(copy(124, 124, 1, 0).source_vector(0x1000), 4);
+        assert_eq!(copy(127, 127, 1, 0).source_vector(0x1000), 1);
+        // 16-byte rows at a 16-byte address: whole chunks; the address alone can lower it.
+        assert_eq!(copy(64, 64, 1, 0).source_vector(0x1000), 8);
+        assert_eq!(copy(64, 64, 1, 0).source_vector(0x1004), 2);
+        assert_eq!(copy(64, 64, 1, 0).source_vector(0x1001), 1);
+        // A batch's stride counts only where there is more than one matrix.
+        assert_eq!(copy(8, 8, 3, 90).source_vector(0x1000), 2);
+        assert_eq!(copy(8, 8, 1, 90).source_vector(0x1000), 8);
+        // cols decides too: a run never straddles the last column.
+        assert_eq!(copy(6, 8, 1, 0).source_vector(0x1000), 2);
     }
 }

@@ -165,6 +165,10 @@ fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so
     let plan = odd.plan(Arch::Sm90a, 132).unwrap();
     let t = plan.problem_im2col().expect("the implicit GEMM");
     assert_eq!((t.pitch, t.c_blocks(), t.gemm_k()), (128, 2, 9 * 128));
+    // The staged copy holds zeros in channels 124..128, and the tensor map reads all 128: no
+    // load runs past its channel extent, and the map's last element is the copy's last.
+    assert_eq!(t.conv.x[1], 128);
+    assert_eq!(t.extent(), 128 * 28 * 28 * 128);
     assert_eq!(plan.problem.k, 9 * 128);
     let w_bytes: usize = 124 * 9 * 128 * 2;
     let x_at = w_bytes.div_ceil(256) * 256;
@@ -175,7 +179,7 @@ fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so
     let text = odd.explain(Arch::Sm90a, 132).unwrap();
     for needle in [
         "path         implicit gemm",
-        "C = 124 is not a multiple of 64: each tap's last k-tile reads channels 124..128 as zeros",
+        "C = 124 is not a multiple of 64: each tap's last k-tile reads channels 124..128 as zeros (the staged copy's zeros)",
         "x is staged with pixels 128 elements apart",
         "the GEMM's K = R·S·128 = 1152",
         "the staged filter and x",
@@ -190,6 +194,8 @@ fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so
         .problem_im2col()
         .unwrap();
     assert_eq!((t.pitch, t.gemm_k()), (96, 9 * 128));
+    // In place, the map's extent is C: TMA fills channels 96..128.
+    assert_eq!(t.conv.x[1], 96);
     assert_eq!(
         c96.workspace_bytes(Arch::Sm90a, 132).unwrap(),
         96 * 9 * 128 * 2
