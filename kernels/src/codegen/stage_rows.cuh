@@ -1,5 +1,6 @@
 // Staging of an operand into rows TMA can address: `batch` matrices of `rows` x `cols`
-// 16-bit elements, rows `src_ld` elements apart and matrices `src_bs` apart (any values: the
+// 16-bit elements (of which the source holds the first `src_batch`; the rest are written as
+// zeros: a convolution's filter padded with zero output channels to its tiles' columns), rows `src_ld` elements apart and matrices `src_bs` apart (any values: the
 // source's rows need not be multiples of 16 bytes), copied to `dst` with rows `dst_ld`
 // elements apart and matrices `rows * dst_ld` apart. The first `fill` columns of every
 // destination row are written (`cols <= fill <= dst_ld`), those past `cols` with zeros: a
@@ -23,18 +24,20 @@ template <int V, typename I>
 __device__ __forceinline__ void tessera_stage_rows_run(const unsigned short* __restrict__ src,
                                                        unsigned short* __restrict__ dst,
                                                        I rows, I cols, I src_ld, I src_bs,
-                                                       I dst_ld, I chunks, I total) {
+                                                       I dst_ld, I chunks, I total, I src_batch) {
   const I step = (I)gridDim.x * blockDim.x;
   for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
     const I row = i / chunks;  // over all batches: destination rows are contiguous
     const I c0 = (i - row * chunks) * 8;
     const I b = row / rows;
     const unsigned short* s = src + (long long)b * src_bs + (long long)(row - b * rows) * src_ld + c0;
+    // The source's columns of this matrix: none past its matrices (never read there).
+    const I live = b < src_batch ? cols : 0;
     tessera_stage_u16x8 v;
 #pragma unroll
     for (int j = 0; j < 8; j += V) {
       tessera_stage_vec<V> e{};
-      if (c0 + j < cols) e = *reinterpret_cast<const tessera_stage_vec<V>*>(s + j);
+      if (c0 + j < live) e = *reinterpret_cast<const tessera_stage_vec<V>*>(s + j);
 #pragma unroll
       for (int u = 0; u < V; ++u) v.v[j + u] = e.v[u];
     }
@@ -45,26 +48,27 @@ __device__ __forceinline__ void tessera_stage_rows_run(const unsigned short* __r
 template <typename I>
 __device__ __forceinline__ void tessera_stage_rows_vec(const unsigned short* src, unsigned short* dst,
                                                        I rows, I cols, I src_ld, I src_bs,
-                                                       I dst_ld, I chunks, I total, int vec) {
+                                                       I dst_ld, I chunks, I total, I src_batch, int vec) {
   switch (vec) {
-    case 8: tessera_stage_rows_run<8, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
-    case 4: tessera_stage_rows_run<4, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
-    case 2: tessera_stage_rows_run<2, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
-    default: tessera_stage_rows_run<1, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total); break;
+    case 8: tessera_stage_rows_run<8, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, src_batch); break;
+    case 4: tessera_stage_rows_run<4, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, src_batch); break;
+    case 2: tessera_stage_rows_run<2, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, src_batch); break;
+    default: tessera_stage_rows_run<1, I>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, src_batch); break;
   }
 }
 
 extern "C" __global__ void __launch_bounds__(256)
     tessera_stage_rows(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
                        long long rows, long long cols, long long batch, long long src_ld,
-                       long long src_bs, long long dst_ld, long long fill, int vec) {
+                       long long src_bs, long long dst_ld, long long fill, long long src_batch,
+                       int vec) {
   const long long chunks = (fill + 7) / 8;  // 16-byte chunks written per destination row
   const long long total = batch * rows * chunks;
   // 32-bit indices where the chunk index, stepped past the end by one grid, fits (offsets
   // are formed in 64 bits either way).
   if (total < 0x7fffffffLL - (long long)gridDim.x * blockDim.x) {
-    tessera_stage_rows_vec<int>(src, dst, (int)rows, (int)cols, (int)src_ld, (int)src_bs, (int)dst_ld, (int)chunks, (int)total, vec);
+    tessera_stage_rows_vec<int>(src, dst, (int)rows, (int)cols, (int)src_ld, (int)src_bs, (int)dst_ld, (int)chunks, (int)total, (int)src_batch, vec);
   } else {
-    tessera_stage_rows_vec<long long>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, vec);
+    tessera_stage_rows_vec<long long>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, src_batch, vec);
   }
 }

@@ -216,7 +216,24 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
         let mut implicit = gs.clone().options(o);
         implicit.k = t.gemm_k();
         implicit.im2col = Some(t);
-        let plan = implicit.plan(arch, sms).ok();
+        let mut plan = implicit.plan(arch, sms).ok();
+        // A staged filter takes zero output channels up to the tile columns' end (the rows
+        // B's loads span): a box of B that runs past its map's rows loads slower (design
+        // 024). The planner's choices do not depend on it, so the plan is the same.
+        let t = match plan.as_ref().and_then(|p| p.sm90()) {
+            Some(p) if t.c_blocks() * 64 != spec.geometry()?.c => {
+                let (_, tiles_n) = p.grid_tiles();
+                Im2colTma {
+                    filter_rows: tiles_n * p.cta_tile.1,
+                    ..t
+                }
+            }
+            _ => t,
+        };
+        if implicit.im2col != Some(t) {
+            implicit.im2col = Some(t);
+            plan = implicit.plan(arch, sms).ok();
+        }
         let tile = plan.as_ref().and_then(|p| p.sm90()).map(|p| p.cta_tile);
         if let Some(h) = halo_candidate(spec, &t)? {
             // The halo load's tiles are 128 rows (two consumers of whole output rows); the
@@ -383,6 +400,7 @@ pub(crate) fn im2col_candidate(
         conv,
         pitch,
         halo: None,
+        filter_rows: g.k,
     };
     if t.refusal().is_some() {
         return Ok(None);
@@ -399,7 +417,7 @@ pub(crate) fn padded_workspace(
     eb: i64,
 ) -> Result<(i64, i64, i64)> {
     let over = || KernelError::invalid("conv workspace", "the staged copies' bytes overflow i64");
-    let wb = [g.k, g.r, g.s, pad.c_pad, eb]
+    let wb = [pad.k_rows, g.r, g.s, pad.c_pad, eb]
         .iter()
         .try_fold(1i64, |a, &v| a.checked_mul(v))
         .ok_or_else(over)?;
@@ -452,6 +470,9 @@ pub(crate) struct ChannelPadding {
     pub c_pad: i64,
     /// x's pixel pitch: C, or in the staged copy C rounded up to 64.
     pub pitch: i64,
+    /// The staged filter's rows (output channels): K and zero rows up to
+    /// [`Im2colTma::filter_rows`].
+    pub k_rows: i64,
     /// The estimates, in seconds: padded channels, the gather.
     pub est_pad: f64,
     pub est_gather: f64,
@@ -488,6 +509,7 @@ impl ChannelPadding {
             c: g.c,
             c_pad,
             pitch: t.pitch,
+            k_rows: t.filter_rows.max(g.k),
             est_pad,
             est_gather,
         }

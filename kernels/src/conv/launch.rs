@@ -101,17 +101,18 @@ impl Padded {
         Ok(Padded {
             stage: StageRows::new(rt)?,
             // K matrices (output channels) of R·S rows (taps) of C channels, into rows of
-            // c_pad with zeros past C.
+            // c_pad with zeros past C, and zero matrices up to k_rows (B's map spans them).
             w: StageCopy {
                 rows: taps,
                 cols: g.c,
-                batch: g.k,
+                batch: pad.k_rows,
                 src_ld: g.c,
                 src_bs: taps * g.c,
                 dst_ld: pad.c_pad,
                 fill: pad.c_pad,
+                src_batch: g.k,
             },
-            w_elems: g.k * taps * pad.c_pad,
+            w_elems: pad.k_rows * taps * pad.c_pad,
             // N·H·W pixels of C channels into pixels `pitch` apart, zeros past C: the tensor
             // map reads all `pitch` channels (im2col_candidate).
             x: pad.stages_x().then_some(StageCopy {
@@ -122,6 +123,7 @@ impl Padded {
                 src_bs: 0,
                 dst_ld: pad.pitch,
                 fill: pad.pitch,
+                src_batch: 1,
             }),
             x_at: x_at as u64,
             x_elems: g.n * g.h * g.w * pad.pitch,

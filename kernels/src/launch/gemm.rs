@@ -688,6 +688,7 @@ impl Gemm {
                         src_bs: *bs_x,
                         dst_ld: ld,
                         fill: p.k,
+                        src_batch: p.batch,
                     };
                     let dst = base + at as u64;
                     // SAFETY: the operand's checks bound every element `c` reads inside its

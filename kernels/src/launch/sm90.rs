@@ -443,9 +443,18 @@ pub(crate) fn encode_epilogue_tma(
 /// The tensor map of B (`b` as the launch gives it): with the window load, one batch (the
 /// kernel loads the one filter at batch 0 for every batch, whose stride is 0).
 pub(crate) fn encode_b(plan: &Sm90Plan, b: &TmaOperand) -> Result<TmaMap> {
-    let one = TmaOperand { batch: 1, ..*b };
-    let b = if plan.window.is_some() { &one } else { b };
-    encode_tma("B", b, &plan.b.load_box())
+    let mut b = *b;
+    if plan.window.is_some() {
+        b.batch = 1;
+    }
+    // A staged filter spans the rows up to its tile columns' end (zeros past N): the map
+    // covers them, so that no box of B runs past it.
+    if let Some(g) = &plan.im2col {
+        if b.rows == plan.kernel_problem().n {
+            b.rows = b.rows.max(g.filter_rows);
+        }
+    }
+    encode_tma("B", &b, &plan.b.load_box())
 }
 
 /// The kernel's parameter block; mirrors `TesseraSm90Params` in `kernels/cuda/sm90_gemm.cuh`.

@@ -11,7 +11,8 @@ use crate::launch::runtime::Runtime;
 
 /// One operand's copy: `batch` matrices of `rows` x `cols` elements, rows `src_ld` and
 /// matrices `src_bs` elements apart, into rows `dst_ld` apart (matrices `rows * dst_ld`),
-/// each destination row written up to column `fill` (zeros past `cols`).
+/// each destination row written up to column `fill` (zeros past `cols`); the source holds the
+/// first `src_batch` matrices, the rest are written as zeros.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StageCopy {
     pub rows: i64,
@@ -21,6 +22,7 @@ pub(crate) struct StageCopy {
     pub src_bs: i64,
     pub dst_ld: i64,
     pub fill: i64,
+    pub src_batch: i64,
 }
 
 impl StageCopy {
@@ -73,6 +75,7 @@ impl StageRows {
     ) -> Result<()> {
         debug_assert!(dst % 16 == 0 && c.dst_ld % 8 == 0);
         debug_assert!(c.cols <= c.fill && c.fill <= c.dst_ld);
+        debug_assert!(0 <= c.src_batch && c.src_batch <= c.batch);
         let chunks = c.batch * c.rows * ((c.fill + 7) / 8);
         let vec = c.source_vector(src);
         let blocks = ((chunks + 255) / 256).clamp(1, (16 * sms).max(1));
@@ -86,6 +89,7 @@ impl StageRows {
             param(&c.src_bs),
             param(&c.dst_ld),
             param(&c.fill),
+            param(&c.src_batch),
             param(&vec),
         ];
         launch_kernel(
@@ -113,6 +117,7 @@ mod tests {
             src_bs,
             dst_ld: 128,
             fill: 128,
+            src_batch: batch,
         }
     }
 

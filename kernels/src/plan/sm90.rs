@@ -404,6 +404,10 @@ pub struct Im2colTma {
     /// Load A by the halo load ([`Halo`]: one strip per filter row serves all its taps, the
     /// tile's rows whole output rows `pitch` apart) instead of one im2col box per tap.
     pub halo: Option<Halo>,
+    /// Rows of B (the filter, one per output channel) its tensor map spans: K, or where the
+    /// filter is a staged copy, K rounded up to the plan's tile columns, the copy holding
+    /// zeros in the rows past K, so that no load of B runs past the map.
+    pub filter_rows: i64,
 }
 
 /// A convolution's geometry as the Hopper kernel's loads of A walk it (the im2col load,

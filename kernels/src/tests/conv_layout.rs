@@ -170,7 +170,10 @@ fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so
     assert_eq!(t.conv.x[1], 128);
     assert_eq!(t.extent(), 128 * 28 * 28 * 128);
     assert_eq!(plan.problem.k, 9 * 128);
-    let w_bytes: usize = 124 * 9 * 128 * 2;
+    // The staged filter holds zero output channels 124..128, so that B's map spans the
+    // 128-wide tile column whole.
+    assert_eq!(t.filter_rows, 128);
+    let w_bytes: usize = 128 * 9 * 128 * 2;
     let x_at = w_bytes.div_ceil(256) * 256;
     assert_eq!(
         odd.workspace_bytes(Arch::Sm90a, 132).unwrap(),
