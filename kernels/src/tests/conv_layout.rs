@@ -158,6 +158,38 @@ fn the_gather_paths_workspace_is_a_copy_of_a() {
 }
 
 #[test]
+fn a_staged_filter_spans_its_tile_columns_with_zero_output_channels() {
+    // C = 100 -> K = 200: one 224-wide tile column; the staged filter holds 224 output
+    // channels (24 of zeros), so that B's tensor map spans the column whole.
+    let spec = ConvSpec::new([32, 100, 28, 28], [200, 100, 3, 3]).padding(1, 1, 1, 1);
+    let plan = spec.plan(Arch::Sm90a, 132).unwrap();
+    let t = plan.problem_im2col().expect("the implicit GEMM");
+    let bn = plan.sm90().unwrap().cta_tile.1;
+    assert_eq!((bn, t.filter_rows), (224, 224));
+    let w_bytes: usize = 224 * 9 * 128 * 2;
+    assert_eq!(
+        spec.workspace_bytes(Arch::Sm90a, 132).unwrap(),
+        w_bytes.div_ceil(256) * 256 + 32 * 28 * 28 * 128 * 2
+    );
+    // Past one column: 300 output channels in two columns of the same width.
+    let wide = ConvSpec::new([32, 60, 14, 14], [300, 60, 3, 3]).padding(1, 1, 1, 1);
+    let plan = wide.plan(Arch::Sm90a, 132).unwrap();
+    let (_, tiles_n) = plan.sm90().unwrap().grid_tiles();
+    let bn = plan.sm90().unwrap().cta_tile.1;
+    assert_eq!(plan.problem_im2col().unwrap().filter_rows, tiles_n * bn);
+    assert!(tiles_n * bn >= 300);
+    // A filter read in place (C a multiple of 64) keeps its K rows: nothing copies it.
+    let in_place = ConvSpec::new([32, 128, 28, 28], [100, 128, 3, 3]).padding(1, 1, 1, 1);
+    let t = in_place
+        .plan(Arch::Sm90a, 132)
+        .unwrap()
+        .problem_im2col()
+        .unwrap();
+    assert_eq!(t.filter_rows, 100);
+    assert_eq!(in_place.workspace_bytes(Arch::Sm90a, 132).unwrap(), 0);
+}
+
+#[test]
 fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so() {
     // C = 124: 248-byte pixels are not on TMA's 16-byte grid, so x is staged with pixels 128
     // apart, and the filter with every tap's channels padded to 128.
