@@ -470,8 +470,9 @@ pub(crate) struct ChannelPadding {
     pub c_pad: i64,
     /// x's pixel pitch: C, or in the staged copy C rounded up to 64.
     pub pitch: i64,
-    /// The staged filter's rows (output channels): K and zero rows up to
+    /// K, and the staged filter's rows (output channels): K and zero rows up to
     /// [`Im2colTma::filter_rows`].
+    pub k: i64,
     pub k_rows: i64,
     /// The estimates, in seconds: padded channels, the gather.
     pub est_pad: f64,
@@ -509,6 +510,7 @@ impl ChannelPadding {
             c: g.c,
             c_pad,
             pitch: t.pitch,
+            k: g.k,
             k_rows: t.filter_rows.max(g.k),
             est_pad,
             est_gather,
@@ -545,8 +547,16 @@ impl ChannelPadding {
         } else {
             "the tensor map's bounds"
         };
+        let rows = if self.k_rows > self.k {
+            format!(
+                " and zero output channels {}..{} (its tile columns: no load of it runs past its map)",
+                self.k, self.k_rows
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "C = {} is not a multiple of 64: each tap's last k-tile reads channels {}..{} as zeros ({zeros}) against a filter staged with zeros there; {x}; MMA work x{:.2}. Roofline estimate (660 TF/s, 3.0 TB/s): {} padded, {} gathered",
+            "C = {} is not a multiple of 64: each tap's last k-tile reads channels {}..{} as zeros ({zeros}) against a filter staged with zeros there{rows}; {x}; MMA work x{:.2}. Roofline estimate (660 TF/s, 3.0 TB/s): {} padded, {} gathered",
             self.c,
             self.c,
             self.c_pad,
@@ -766,6 +776,11 @@ fn explain_padding(w: &mut String, spec: &ConvSpec, arch: Arch, sms: i64) -> Res
     let bytes = spec.workspace_bytes(arch, sms)?;
     match im2col_candidate(spec, arch)?.filter(|(_, p)| p.pads()) {
         Some((t, pad)) => {
+            // The plan's own geometry: the filter's rows follow its tile columns.
+            let pad = match spec.plan(arch, sms)?.problem_im2col() {
+                Some(tp) => ChannelPadding::new(&spec.geometry()?, &tp, spec.input().bytes()),
+                None => pad,
+            };
             let _ = writeln!(w, "               {}", pad.describe());
             let _ = writeln!(
                 w,

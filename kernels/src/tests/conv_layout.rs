@@ -214,7 +214,7 @@ fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so
     let text = odd.explain(Arch::Sm90a, 132).unwrap();
     for needle in [
         "path         implicit gemm",
-        "C = 124 is not a multiple of 64: each tap's last k-tile reads channels 124..128 as zeros (the staged copy's zeros)",
+        "C = 124 is not a multiple of 64: each tap's last k-tile reads channels 124..128 as zeros (the staged copy's zeros) against a filter staged with zeros there and zero output channels 124..128",
         "x is staged with pixels 128 elements apart",
         "the GEMM's K = R·S·128 = 1152",
         "the staged filter and x",
