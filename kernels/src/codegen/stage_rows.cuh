@@ -1,7 +1,8 @@
 // Staging of an operand into rows TMA can address: `batch` matrices of `rows` x `cols`
 // 16-bit elements (of which the source holds the first `src_batch`; the rest are written as
-// zeros: a convolution's filter padded with zero output channels to its tiles' columns), rows `src_ld` elements apart and matrices `src_bs` apart (any values: the
-// source's rows need not be multiples of 16 bytes), copied to `dst` with rows `dst_ld`
+// zeros: a convolution's filter padded with zero output channels to its tiles' columns),
+// rows `src_ld` elements apart and matrices `src_bs` apart (any values: the source's rows
+// need not be multiples of 16 bytes), copied to `dst` with rows `dst_ld`
 // elements apart and matrices `rows * dst_ld` apart. The first `fill` columns of every
 // destination row are written (`cols <= fill <= dst_ld`), those past `cols` with zeros: a
 // GEMM operand whose K makes rows TMA cannot address fills only the chunk past K (the tensor
@@ -14,8 +15,8 @@
 // 8) divides src_ld, cols and src_bs and the source's address in elements, so the source is
 // read `vec` elements at a time (each such run lies wholly before or past `cols`), or element
 // by element where its rows start anywhere. The kernel copies bits, so bf16 and fp16 alike.
-// Grid-stride loop, any grid; indices are 32-bit where the chunks fit (the divisions by the
-// row's chunks are the loop's main cost after the memory), else 64-bit.
+// Grid-stride loop, any grid; indices are 32-bit where the chunks fit (each chunk divides its
+// index by the row's chunks, far cheaper in 32 bits), else 64-bit.
 
 struct alignas(16) tessera_stage_u16x8 { unsigned short v[8]; };
 template <int V> struct alignas(2 * V) tessera_stage_vec { unsigned short v[V]; };

@@ -772,15 +772,18 @@ fn explain_window(
 /// The path part of [`explain`]: which path, why, and its workspace.
 /// The implicit GEMM's channel padding where it pads (the staged filter, and x where its
 /// pixels are off TMA's grid) and the workspace that takes, in the plan's words.
-fn explain_padding(w: &mut String, spec: &ConvSpec, arch: Arch, sms: i64) -> Result<()> {
+fn explain_padding(
+    w: &mut String,
+    spec: &ConvSpec,
+    t: &Im2colTma,
+    arch: Arch,
+    sms: i64,
+) -> Result<()> {
     let bytes = spec.workspace_bytes(arch, sms)?;
-    match im2col_candidate(spec, arch)?.filter(|(_, p)| p.pads()) {
-        Some((t, pad)) => {
-            // The plan's own geometry: the filter's rows follow its tile columns.
-            let pad = match spec.plan(arch, sms)?.problem_im2col() {
-                Some(tp) => ChannelPadding::new(&spec.geometry()?, &tp, spec.input().bytes()),
-                None => pad,
-            };
+    // The plan's own geometry: the filter's rows follow its tile columns.
+    let pad = ChannelPadding::new(&spec.geometry()?, t, spec.input().bytes());
+    match pad.pads().then_some(pad) {
+        Some(pad) => {
             let _ = writeln!(w, "               {}", pad.describe());
             let _ = writeln!(
                 w,
@@ -839,15 +842,16 @@ fn explain_path(
                 micros(halo),
                 micros(im2col)
             );
-            explain_padding(w, spec, arch, sms)?;
+            explain_padding(w, spec, &g, arch, sms)?;
         }
         ConvPath::Gather if plan.problem_im2col().is_some() => {
+            let g = plan.problem_im2col().expect("an im2col plan");
             let _ = writeln!(w, "  path         implicit gemm: {why}");
             let _ = writeln!(
                 w,
                 "               the Hopper kernel loads A straight from x with TMA's im2col mode: a k-tile is 64 channels of one tap, a tile's rows the output pixels the tensor map walks (padding read as zeros); no copy of A"
             );
-            explain_padding(w, spec, arch, sms)?;
+            explain_padding(w, spec, &g, arch, sms)?;
         }
         ConvPath::Gather => {
             let bytes = spec.workspace_bytes(arch, sms)?;

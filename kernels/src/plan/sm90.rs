@@ -1033,11 +1033,7 @@ impl Sm90Plan {
             } else {
                 IN_BUFFERS
             },
-            sk_part_order_min: policy::stream_k_part_order(
-                policy::memory_bound(&problem.row_major_d()),
-                bn,
-            )
-            .value,
+            sk_part_order_min: part_order(problem, bn).value,
             stream_k_min_idle: if opts.stream_k == Some(true) {
                 0
             } else {
@@ -1508,6 +1504,12 @@ fn cluster_share(
 
 /// Whether D goes out through the TMA-store epilogue: as `opts` asks, which needs a 16-bit
 /// output and no C; by default whenever it can.
+/// The stream-K part-order rule for a problem with D row-major and tiles `bn` wide: one
+/// place for the plan's threshold and its text.
+fn part_order(problem: &GemmProblem, bn: i64) -> policy::Decision<i64> {
+    policy::stream_k_part_order(policy::memory_bound(&problem.row_major_d()), bn)
+}
+
 fn wants_tma_store(problem: &GemmProblem, opts: &Sm90Options) -> Result<bool> {
     let op = "Sm90Plan::new";
     let epi = &problem.epilogue;
@@ -1772,11 +1774,7 @@ impl fmt::Display for Sm90Plan {
                     f,
                     "               on {sms} SMs: all {total} tiles in parts over {grid} CTAs, numbered {} ({})",
                     if by_part { "part by part" } else { "tile by tile" },
-                    policy::stream_k_part_order(
-                        policy::memory_bound(&self.kernel_problem()),
-                        self.cta_tile.1
-                    )
-                    .why
+                    part_order(&self.kernel_problem(), self.cta_tile.1).why
                 )?;
             } else if split > 0 {
                 writeln!(

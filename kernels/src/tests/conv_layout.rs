@@ -157,6 +157,14 @@ fn the_gather_paths_workspace_is_a_copy_of_a() {
     );
 }
 
+/// The implicit GEMM's im2col geometry of `spec`'s plan on sm_90a (132 SMs).
+fn implicit_of(spec: &ConvSpec) -> crate::plan::Im2colTma {
+    spec.plan(Arch::Sm90a, 132)
+        .unwrap()
+        .problem_im2col()
+        .expect("the implicit GEMM")
+}
+
 #[test]
 fn a_staged_filter_spans_its_tile_columns_with_zero_output_channels() {
     // C = 100 -> K = 200: one 224-wide tile column; the staged filter holds 224 output
@@ -180,12 +188,7 @@ fn a_staged_filter_spans_its_tile_columns_with_zero_output_channels() {
     assert!(tiles_n * bn >= 300);
     // A filter read in place (C a multiple of 64) keeps its K rows: nothing copies it.
     let in_place = ConvSpec::new([32, 128, 28, 28], [100, 128, 3, 3]).padding(1, 1, 1, 1);
-    let t = in_place
-        .plan(Arch::Sm90a, 132)
-        .unwrap()
-        .problem_im2col()
-        .unwrap();
-    assert_eq!(t.filter_rows, 100);
+    assert_eq!(implicit_of(&in_place).filter_rows, 100);
     assert_eq!(in_place.workspace_bytes(Arch::Sm90a, 132).unwrap(), 0);
 }
 
@@ -223,11 +226,7 @@ fn channels_not_a_multiple_of_64_pad_to_whole_k_tiles_where_the_roofline_says_so
     }
     // C = 96: 192-byte pixels, x read in place; only the filter is staged.
     let c96 = ConvSpec::new([32, 96, 28, 28], [96, 96, 3, 3]).padding(1, 1, 1, 1);
-    let t = c96
-        .plan(Arch::Sm90a, 132)
-        .unwrap()
-        .problem_im2col()
-        .unwrap();
+    let t = implicit_of(&c96);
     assert_eq!((t.pitch, t.gemm_k()), (96, 9 * 128));
     // In place, the map's extent is C: TMA fills channels 96..128.
     assert_eq!(t.conv.x[1], 96);
