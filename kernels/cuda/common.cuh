@@ -13,11 +13,15 @@ __device__ __forceinline__ unsigned tessera_smem_addr(const void* p) {
   return a;
 }
 
-// 16-byte asynchronous global -> shared copy; when `in_bounds` is false nothing is read and
-// the 16 destination bytes are zero-filled (src-size 0).
-__device__ __forceinline__ void tessera_cp_async16(unsigned dst, const void* src, bool in_bounds) {
+// 16-byte asynchronous global -> shared copy, issued only where `on` (an instruction
+// predicate, not a branch); when `in_bounds` is false nothing is read and the 16 destination
+// bytes are zero-filled (src-size 0).
+__device__ __forceinline__ void tessera_cp_async16(unsigned dst, const void* src, bool in_bounds,
+                                                   bool on) {
   int n = in_bounds ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %3, 0;\n @p cp.async.cg.shared.global [%0], [%1], 16, %2;\n}\n" ::"r"(dst),
+      "l"(src), "r"(n), "r"(static_cast<int>(on)));
 }
 
 __device__ __forceinline__ void tessera_cp_async_commit() {

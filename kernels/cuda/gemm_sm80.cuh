@@ -39,6 +39,7 @@ constexpr int kFlagBVec = 2;     // B likewise
 constexpr int kFlagStorePair = 4;  // D, C, aux rows may be accessed two elements at a time
 constexpr int kFlagAux = 8;      // write the pre-activation to aux
 constexpr int kFlagReadC = 16;   // beta != 0: read C
+constexpr int kFlagStoreQuad = 32;  // D, C, aux rows may be accessed four elements at a time
 
 // Per-thread state of one operand's global -> shared copy. The plan guarantees the copy
 // partition is affine in the iteration index: iteration i of thread t copies the vector at
@@ -66,17 +67,29 @@ struct TesseraCopy {
       if (gmn + i * kStepMN < mn_extent) mn_ok |= 1u << i;
   }
 
-  // 16-byte cp.async of every vector of k-tile kt into the stage at shared address `stage`.
-  __device__ __forceinline__ void issue(unsigned stage, int kt, int k_extent, const tessera_b16* any) const {
-    const tessera_b16* src = g + kt * g_ktile;
+  // 16-byte cp.async of vector i (a constant after unrolling) of k-tile kt into the stage at
+  // shared address `stage`, zero-filled outside the problem; issued only where `on`, which is
+  // a predicate of the copy instruction rather than a branch, so that copies issued between
+  // mma.sync instructions keep them in one basic block.
+  __device__ __forceinline__ void issue(unsigned stage, int kt, int k_extent, int i,
+                                        const tessera_b16* any, bool on) const {
     const int krem = k_extent - kt * kBK - k0;  // vectors with k offset below this are inside
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const bool in = ((mn_ok >> i) & 1u) && i * kStepK < krem;
-      tessera_cp_async16(stage + soff + i * kSmemStep * 2, in ? src + i * g_iter : any, in);
-    }
+    const bool in = ((mn_ok >> i) & 1u) && i * kStepK < krem;
+    tessera_cp_async16(stage + soff + i * kSmemStep * 2, in ? g + kt * g_ktile + i * g_iter : any, in, on);
   }
 };
+
+// The k-steps of a k-tile and the copy slots among them: after each of the kMmaM rows of
+// mma.sync in every k-step but the last, a thread issues the next kCopyPerSlot of its
+// kCopyItersA + kCopyItersB vectors of the k-tile kStages - 1 ahead. Issued all at once, the
+// copies' address arithmetic (about ten instructions a vector) ran on every warp at the same
+// moment, just after the barrier, while the tensor pipe drained; spread between the mma rows
+// it fills the issue slots the mma.sync stream leaves. The last k-step is left out: its
+// barrier waits for the group these copies commit two k-tiles later, and the group is
+// committed before it.
+constexpr int kKSteps = kBK / 16;
+constexpr int kCopySlots = (kKSteps > 1 ? kKSteps - 1 : 1) * kMmaM;
+constexpr int kCopyPerSlot = (kCopyItersA + kCopyItersB + kCopySlots - 1) / kCopySlots;
 
 // Unaligned operand: element-wise synchronous copy of one (kTileMN x kBK) tile, contiguous mode
 // fastest, zero outside the problem.
@@ -201,15 +214,29 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
     copy_b_coord(tid, 0, mn, k);
     copy_b.init(B, p.ldb, n0, p.n, mn, k, smem_b_offset(mn, k));
   }
+  // Copy slot `slot` of k-tile kt into `stage`, where `on` (both operands vectorized).
+  const bool vec_ab = a_vec && b_vec;
+  auto copy_slot = [&](int stage, int kt, int slot, bool on) {
+#pragma unroll
+    for (int v = slot * kCopyPerSlot; v < (slot + 1) * kCopyPerSlot; ++v) {
+      if (v < kCopyItersA) {
+        copy_a.issue(sA_u + stage * kSmemAElems * 2, kt, p.k, v, A, on);
+      } else if (v < kCopyItersA + kCopyItersB) {
+        copy_b.issue(sB_u + stage * kSmemBElems * 2, kt, p.k, v - kCopyItersA, B, on);
+      }
+    }
+  };
   auto load_stage = [&](int stage, int kt) {
     if (a_vec) {
-      copy_a.issue(sA_u + stage * kSmemAElems * 2, kt, p.k, A);
+#pragma unroll
+      for (int v = 0; v < kCopyItersA; ++v) copy_a.issue(sA_u + stage * kSmemAElems * 2, kt, p.k, v, A, true);
     } else {
       tessera_copy_slow<kBM, kAKMajor>(sA + stage * kSmemAElems, A, p.lda, m0, kt * kBK, p.m, p.k,
                                        tid, TesseraSmemA{});
     }
     if (b_vec) {
-      copy_b.issue(sB_u + stage * kSmemBElems * 2, kt, p.k, B);
+#pragma unroll
+      for (int v = 0; v < kCopyItersB; ++v) copy_b.issue(sB_u + stage * kSmemBElems * 2, kt, p.k, v, B, true);
     } else {
       tessera_copy_slow<kBN, kBKMajor>(sB + stage * kSmemBElems, B, p.ldb, n0, kt * kBK, p.n, p.k,
                                        tid, TesseraSmemB{});
@@ -271,8 +298,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
     const unsigned a_stage = sA_u + stage * kSmemAElems * 2;
     const unsigned b_stage = sB_u + stage * kSmemBElems * 2;
 #pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) {
-      if (kk + 1 < kBK / 16) {
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      if (kk + 1 < kKSteps) {
         load_frags((kk + 1) & 1, a_stage, b_stage, (kk + 1) * 16);
       } else if (kt + 1 < ktiles) {
         // Tile kt+1 has landed (groups 0..kt+1 of kStages+kt), and every warp has read its
@@ -282,17 +309,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
         const int ns = (kt + 1) % kStages;
         load_frags((kk + 1) & 1, sA_u + ns * kSmemAElems * 2, sB_u + ns * kSmemBElems * 2, 0);
       }
-      if (kk == 0) {
-        // Refill the stage read during k-tile kt-1 (every warp passed the barrier since).
-        const int next = kt + kStages - 1;
+      // Refill the stage read during k-tile kt-1 (every warp passed the barrier since): whole
+      // at the first k-step where an operand is copied element by element, else spread over
+      // the copy slots (`refill` false past the last k-tile).
+      const int next = kt + kStages - 1;
+      if (kk == 0 && !vec_ab) {
         if (next < ktiles) load_stage(next % kStages, next);
-        tessera_cp_async_commit();
       }
+      const bool refill = vec_ab && next < ktiles;
 #pragma unroll
-      for (int i = 0; i < kMmaM; ++i)
+      for (int i = 0; i < kMmaM; ++i) {
 #pragma unroll
         for (int j = 0; j < kMmaN; ++j)
           tessera_mma_16816<kElem>(acc[i][j], af[kk & 1][i], bf[kk & 1][j][0], bf[kk & 1][j][1]);
+        const int slot = kk * kMmaM + i;
+        if (slot < kCopySlots) copy_slot(next % kStages, next, slot, refill);
+      }
+      if (kk == (kKSteps > 1 ? kKSteps - 2 : 0)) tessera_cp_async_commit();
     }
   }
   // Drain the (empty) trailing groups; after the barrier the pipeline's shared memory is free.
@@ -321,6 +354,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
   }
   __syncthreads();
 #endif
+  // The common epilogues (no C, no aux, D on four elements) take a short path on a warp tile
+  // that lies inside N: lane l handles columns 4 (l % 16) .. + 3 of rows l / 16, l / 16 + 2,
+  // ... of each 16-row chunk, a warp's stores covering two whole rows of the tile at a time.
+  // The general path below takes every other case element pair by element pair; its code,
+  // with every type, operand and activation, is large enough that running it on every tile
+  // missed the instruction cache.
+  const int wcol0 = n0 + warp_n * kWarpTileN;
+#ifdef TESSERA_EPILOGUE_TREE
+  constexpr bool kTree = true;
+#else
+  constexpr bool kTree = false;
+#endif
+  const bool fast = !kTree && (p.flags & kFlagStoreQuad) && !(p.flags & (kFlagReadC | kFlagAux)) &&
+                    wcol0 + kWarpTileN <= p.n;
+  const int cq = 4 * (lane & 15);
+  float fb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (fast && p.bias_mode == 2) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) fb[e] = tessera_load(bias, wcol0 + cq + e, p.out_dtype);
+  }
 #pragma unroll
   for (int i = 0; i < kMmaM; ++i) {
 #pragma unroll
@@ -335,27 +388,50 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
       }
     __syncwarp();
     const int row0 = m0 + warp_m * kWarpTileM + i * 16;
-    // Lane l always takes columns 2l and 2l+1 of the warp tile's 64: its column bias is loaded
-    // once per 16 rows; a row bias is one broadcast load per row.
-    const int col = n0 + warp_n * kWarpTileN + 2 * lane;
-    float cb0 = 0.0f, cb1 = 0.0f;
-    if (p.bias_mode == 2) {
-      if (col < p.n) cb0 = tessera_load(bias, col, p.out_dtype);
-      if (col + 1 < p.n) cb1 = tessera_load(bias, col + 1, p.out_dtype);
-    }
-    if (col < p.n) {
-#pragma unroll 4
-      for (int rr = 0; rr < 16; ++rr) {
+    if (fast) {
+#pragma unroll 2
+      for (int t = 0; t < 8; ++t) {
+        const int rr = 2 * t + (lane >> 4);
         const int row = row0 + rr;
         if (row < p.m) {
+          const float4 a = *reinterpret_cast<const float4*>(scratch + rr * kScratchLd + cq);
           const float rb = p.bias_mode == 1 ? tessera_load(bias, row, p.out_dtype) : 0.0f;
+          float v[4] = {p.alpha * a.x + fb[0] + rb, p.alpha * a.y + fb[1] + rb,
+                        p.alpha * a.z + fb[2] + rb, p.alpha * a.w + fb[3] + rb};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[e] = tessera_activate(v[e], p.act, p.out_dtype == 0);
+          const long long at = row * p.ldd + wcol0 + cq;
+          if (p.out_dtype == 2) {
+            *reinterpret_cast<float4*>(reinterpret_cast<float*>(D) + at) = make_float4(v[0], v[1], v[2], v[3]);
+          } else {
+            *reinterpret_cast<uint2*>(reinterpret_cast<tessera_b16*>(D) + at) =
+                make_uint2(tessera_pack2(v[0], v[1], p.out_dtype), tessera_pack2(v[2], v[3], p.out_dtype));
+          }
+        }
+      }
+    } else {
+      // Lane l takes columns 2l and 2l+1 of the warp tile's 64: its column bias is loaded
+      // once per 16 rows; a row bias is one broadcast load per row.
+      const int col = wcol0 + 2 * lane;
+      float cb0 = 0.0f, cb1 = 0.0f;
+      if (p.bias_mode == 2) {
+        if (col < p.n) cb0 = tessera_load(bias, col, p.out_dtype);
+        if (col + 1 < p.n) cb1 = tessera_load(bias, col + 1, p.out_dtype);
+      }
+      if (col < p.n) {
+#pragma unroll 4
+        for (int rr = 0; rr < 16; ++rr) {
+          const int row = row0 + rr;
+          if (row < p.m) {
+            const float rb = p.bias_mode == 1 ? tessera_load(bias, row, p.out_dtype) : 0.0f;
 #ifdef TESSERA_EPILOGUE_TREE
-          tessera_ep_pair(tessera_ep_args, ep_cta, static_cast<int>(batch), row, col,
-                          scratch[rr * kScratchLd + 2 * lane], scratch[rr * kScratchLd + 2 * lane + 1]);
+            tessera_ep_pair(tessera_ep_args, ep_cta, static_cast<int>(batch), row, col,
+                            scratch[rr * kScratchLd + 2 * lane], scratch[rr * kScratchLd + 2 * lane + 1]);
 #else
-          tessera_epilogue_pair(p, C, D, aux, row, col, scratch[rr * kScratchLd + 2 * lane],
-                                scratch[rr * kScratchLd + 2 * lane + 1], cb0 + rb, cb1 + rb);
+            tessera_epilogue_pair(p, C, D, aux, row, col, scratch[rr * kScratchLd + 2 * lane],
+                                  scratch[rr * kScratchLd + 2 * lane + 1], cb0 + rb, cb1 + rb);
 #endif
+          }
         }
       }
     }

@@ -80,6 +80,12 @@ fn fusions_with_tails_in_every_dimension() {
     fusions_on("fusions_with_tails_in_every_dimension", (197, 263, 136));
 }
 
+/// Rows of D on two elements but not four (N = 198): the sm80-class epilogue's pairs.
+#[test]
+fn fusions_with_rows_on_two_elements() {
+    fusions_on("fusions_with_rows_on_two_elements", (70, 198, 72));
+}
+
 #[test]
 fn fusions_on_a_single_row() {
     fusions_on("fusions_on_a_single_row", (1, 8, 8));

@@ -90,6 +90,7 @@ const FLAG_B_VEC: i32 = 2;
 const FLAG_STORE_PAIR: i32 = 4;
 const FLAG_AUX: i32 = 8;
 const FLAG_READ_C: i32 = 16;
+const FLAG_STORE_QUAD: i32 = 32;
 
 /// How each operand will be moved, as decided by [`GemmKernel::check`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,6 +352,23 @@ impl GemmKernel {
         }
         if paths.store_pair {
             flags |= FLAG_STORE_PAIR;
+        }
+        // Four elements at a time: every row of D (and of C and aux where they are accessed)
+        // starts on four elements, and so does every batch.
+        let quad_ok = |buf: Option<Mem>, ld: i64, batch: i64| match buf {
+            None => true,
+            Some(b) => {
+                b.ptr % (4 * p.output.bytes() as u64) == 0
+                    && ld % 4 == 0
+                    && (p.batch == 1 || batch % 4 == 0)
+            }
+        };
+        if paths.store_pair
+            && quad_ok(Some(args.d), s.ldd, s.batch_d)
+            && (e.beta == 0.0 || quad_ok(args.c, s.ldc, s.batch_c))
+            && (!e.aux || quad_ok(args.aux, s.ldaux, s.batch_aux))
+        {
+            flags |= FLAG_STORE_QUAD;
         }
         if e.aux {
             flags |= FLAG_AUX;
