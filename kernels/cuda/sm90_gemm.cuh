@@ -1201,7 +1201,9 @@ __device__ __forceinline__ void tessera_sm90_preload_tile(const TesseraEpArgs& a
         if (kL2) {
           asm volatile("prefetch.global.L2 [%0];" ::"l"(wp));
         } else {
-          asm("ld.global.nc.u32 %0, [%1];" : "=r"(x) : "l"(wp));
+          // Volatile: an asm without side effects may be executed ahead of the bounds check
+          // above, reading past the mask's last row.
+          asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(x) : "l"(wp));
         }
       }
       if (!kL2) w[2 * s + i] = x;

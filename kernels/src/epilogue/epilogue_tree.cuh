@@ -78,10 +78,14 @@ __device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long 
 // epilogue's stores. No load can see a store of the same launch: an element of C, the
 // residual or aux_in is read only by the thread that computes that element, before it stores
 // it (also when an input aliases D or aux), and bias vectors and input masks are not written.
+// The compiler may also execute such an asm where its branch is not taken: the 16-bit load of
+// element i reads byte 2i, inside the input whatever its type, but the 4-byte load reads byte
+// 4i, past the end of a 16-bit input for the upper half of its elements, so it is volatile
+// and stays in its branch.
 __device__ __forceinline__ float tessera_ep_ld(const void* p, long long i, int dtype) {
   if (dtype == 2) {
     float v;
-    asm("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(static_cast<const float*>(p) + i));
+    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(static_cast<const float*>(p) + i));
     return v;
   }
   tessera_b16 h;
