@@ -881,6 +881,7 @@ pub fn sm90_tree_source(
     s.push('\n');
     s.push_str(&sm90_preamble(plan));
     s.push_str("\n#define TESSERA_EP_REG_SUMS 1\n");
+    s.push_str("#define TESSERA_EP_MOVABLE_LOADS 1\n");
     if let Some(b) = binding {
         s.push_str(&static_types(tree, b));
     }

@@ -74,14 +74,22 @@ __device__ __forceinline__ long long tessera_ep_at(long long batch_stride, long 
 }
 
 // Loads of the epilogue's inputs (C, the residual, aux_in, bias vectors, an input bit mask):
-// non-coherent, and asm without side effects, so the compiler may move them above the
-// epilogue's stores. No load can see a store of the same launch: an element of C, the
-// residual or aux_in is read only by the thread that computes that element, before it stores
-// it (also when an input aliases D or aux), and bias vectors and input masks are not written.
-// The compiler may also execute such an asm where its branch is not taken: the 16-bit load of
-// element i reads byte 2i, inside the input whatever its type, but the 4-byte load reads byte
-// 4i, past the end of a 16-bit input for the upper half of its elements, so it is volatile
-// and stays in its branch.
+// non-coherent. No load can see a store of the same launch: an element of C, the residual or
+// aux_in is read only by the thread that computes that element, before it stores it (also
+// when an input aliases D or aux), and bias vectors and input masks are not written.
+//
+// An asm without side effects may be executed ahead of the branch that guards it; then the
+// load of an element past the last row or column, or the 4-byte load of a 16-bit input's
+// element i (byte 4i), reads past the end of the input. So the loads are volatile asm, except
+// in the Hopper GEMM (TESSERA_EP_MOVABLE_LOADS): there the 16-bit and mask-word loads stay
+// movable, since pinned they pushed three of its stream-K tree kernels into spilling; it
+// evaluates no element outside its tiles' rows, and the second element of a pair loads at a
+// column clamped into the launch (tessera_ep_pair). The 4-byte load is volatile everywhere.
+#ifdef TESSERA_EP_MOVABLE_LOADS
+#define TESSERA_EP_LD_ASM asm
+#else
+#define TESSERA_EP_LD_ASM asm volatile
+#endif
 __device__ __forceinline__ float tessera_ep_ld(const void* p, long long i, int dtype) {
   if (dtype == 2) {
     float v;
@@ -89,7 +97,7 @@ __device__ __forceinline__ float tessera_ep_ld(const void* p, long long i, int d
     return v;
   }
   tessera_b16 h;
-  asm("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const tessera_b16*>(p) + i));
+  TESSERA_EP_LD_ASM("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(static_cast<const tessera_b16*>(p) + i));
   return tessera_b16_to_f32(h, dtype);
 }
 
@@ -101,7 +109,7 @@ __device__ __forceinline__ float tessera_ep_in(bool staged, float v, const void*
 
 __device__ __forceinline__ float tessera_ep_load_bit(const void* p, long long bit) {
   unsigned w;
-  asm("ld.global.nc.u32 %0, [%1];" : "=r"(w) : "l"(static_cast<const unsigned*>(p) + (bit >> 5)));
+  TESSERA_EP_LD_ASM("ld.global.nc.u32 %0, [%1];" : "=r"(w) : "l"(static_cast<const unsigned*>(p) + (bit >> 5)));
   return ((w >> (bit & 31)) & 1u) ? 1.0f : 0.0f;
 }
 
