@@ -173,6 +173,7 @@ fn tile_arg(t: &str, choice: PathChoice) -> Result<(i64, i64, i64), String> {
 }
 
 /// A Hopper `--tile`, `BMxBN` (BK 64), as [`tile_arg`] reads it for `--path sm90`.
+#[cfg(feature = "cuda")]
 pub(super) fn hopper_tile_arg(t: &str) -> Result<(i64, i64, i64), String> {
     tile_arg(t, PathChoice::Sm90)
 }

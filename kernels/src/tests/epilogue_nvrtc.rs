@@ -123,11 +123,7 @@ fn the_gemm_with_a_tree_epilogue_compiles_without_spills() {
             let c = compile(&src, &plan.kernel_name(), arch, true)
                 .unwrap_or_else(|e| panic!("{t} for {arch:?}: {e}"));
             for l in c.log.lines().filter(|l| l.contains("spill")) {
-                let bytes: i64 = l
-                    .split("bytes spill stores")
-                    .next()
-                    .and_then(|x| x.split(',').next_back())
-                    .and_then(|x| x.trim().parse().ok())
+                let bytes = super::nvrtc_compile::spill_store_bytes(l)
                     .unwrap_or_else(|| panic!("{t} for {arch:?}: unreadable ptxas line {l}"));
                 assert!(bytes <= 64, "{t} for {arch:?} spills {bytes} bytes: {l}");
             }

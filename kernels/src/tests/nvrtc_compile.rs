@@ -32,6 +32,14 @@ fn variants(arch: Arch) -> BTreeMap<String, String> {
     out
 }
 
+/// The spill-store bytes of one of ptxas's `-v` lines (`..., N bytes spill stores, ...`).
+pub(crate) fn spill_store_bytes(line: &str) -> Option<i64> {
+    line.split("bytes spill stores")
+        .next()
+        .and_then(|x| x.split(',').next_back())
+        .and_then(|x| x.trim().parse().ok())
+}
+
 #[test]
 fn every_variant_compiles_for_sm80_and_sm90a() {
     match nvrtc_version() {
@@ -72,11 +80,7 @@ fn every_variant_compiles_for_sm80_and_sm90a() {
                     // The register budget (255 at one CTA per SM) holds the whole warp tile;
                     // an accumulator array in local memory would spill hundreds of bytes.
                     // A few bytes of spill (seen: 16 in one 4-warp variant) are tolerated.
-                    let bytes: i64 = l
-                        .split("bytes spill stores")
-                        .next()
-                        .and_then(|x| x.split(',').next_back())
-                        .and_then(|x| x.trim().parse().ok())
+                    let bytes = spill_store_bytes(l)
                         .unwrap_or_else(|| panic!("{name}: unreadable ptxas line {l}"));
                     assert!(bytes <= 64, "{name} spills {bytes} bytes: {l}");
                 }
