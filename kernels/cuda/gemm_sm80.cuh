@@ -333,8 +333,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
   __syncthreads();
 
   // Epilogue, 16 accumulator rows of a warp at a time: registers -> the warp's fp32 scratch
-  // (through the accumulator map) -> each lane takes column pairs of one row, so global
-  // accesses of C, D and aux are contiguous along rows and the element code exists once.
+  // (through the accumulator map) -> the lanes take whole rows of it (four columns a lane on
+  // the short path below, a pair of columns on the general one), so global accesses of C, D
+  // and aux are contiguous along rows and the element code exists once.
   constexpr int kScratchLd = kWarpTileN + 8;  // + 8 floats: the fragment stores are conflict-free
   float* scratch = reinterpret_cast<float*>(tessera_smem) + (tid >> 5) * (16 * kScratchLd);
   const char* C = p.c ? static_cast<const char*>(p.c) + batch * p.batch_c * tessera_dtype_bytes(p.out_dtype) : nullptr;

@@ -77,9 +77,9 @@ pub const PANEL_MIN_STAGES: i64 = 4;
 /// and such a D leaves through the fp32 scratch. (The same judgement as [`PANEL_MIN_STAGES`].)
 pub const ROW_STORE_MIN_STAGES: i64 = 4;
 
-/// The sm80-class plan's most stages: three 128 x 256 x 64 stages (144 KB) is what the 252
-/// registers of its 64 x 64 warp tiles leave room for at one CTA a SM (docs/perf.md, "The
-/// sm80-class path").
+/// The sm80-class plan's most stages: three 128 x 256 x 64 stages (144 KB). Four (192 KB, which
+/// the H100 holds) ran alike at 4096³ and 8192³ (design 025), and three fit the 164 KB of an
+/// sm_80 SM.
 pub const SM80_MAX_STAGES: i64 = 3;
 
 /// Tile rows per group of the persistent tile order on both paths: a group is walked column
