@@ -39,7 +39,7 @@ constexpr int kFlagBVec = 2;     // B likewise
 constexpr int kFlagStorePair = 4;  // D, C, aux rows may be accessed two elements at a time
 constexpr int kFlagAux = 8;      // write the pre-activation to aux
 constexpr int kFlagReadC = 16;   // beta != 0: read C
-constexpr int kFlagStoreQuad = 32;  // D, C, aux rows may be accessed four elements at a time
+constexpr int kFlagStoreQuad = 32;  // D's rows may be accessed four elements at a time
 
 // Per-thread state of one operand's global -> shared copy. The plan guarantees the copy
 // partition is affine in the iteration index: iteration i of thread t copies the vector at

@@ -782,25 +782,22 @@ fn explain_padding(
     let bytes = spec.workspace_bytes(arch, sms)?;
     // The plan's own geometry: the filter's rows follow its tile columns.
     let pad = ChannelPadding::new(&spec.geometry()?, t, spec.input().bytes());
-    match pad.pads().then_some(pad) {
-        Some(pad) => {
-            let _ = writeln!(w, "               {}", pad.describe());
-            let _ = writeln!(
-                w,
-                "               the GEMM's K = R·S·{} = {}",
-                pad.c_pad,
-                t.gemm_k()
-            );
-            let _ = writeln!(
-                w,
-                "  workspace    {bytes} bytes ({}): the staged filter{}; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
-                mib(bytes as f64),
-                if pad.stages_x() { " and x" } else { "" }
-            );
-        }
-        None => {
-            let _ = writeln!(w, "  workspace    0 bytes");
-        }
+    if pad.pads() {
+        let _ = writeln!(w, "               {}", pad.describe());
+        let _ = writeln!(
+            w,
+            "               the GEMM's K = R·S·{} = {}",
+            pad.c_pad,
+            t.gemm_k()
+        );
+        let _ = writeln!(
+            w,
+            "  workspace    {bytes} bytes ({}): the staged filter{}; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
+            mib(bytes as f64),
+            if pad.stages_x() { " and x" } else { "" }
+        );
+    } else {
+        let _ = writeln!(w, "  workspace    0 bytes");
     }
     Ok(())
 }

@@ -10,8 +10,9 @@ __device__ __forceinline__ void tessera_ep_pair(const TesseraEpArgs& a, TesseraE
   const long long i = tessera_ep_at(a.batch_d, a.ldd, b, a.row0 + lrow, a.col0 + lcol);
   // The second element's column, clamped into the launch: a load of it executed ahead of the
   // branch (tessera_ep_ld) reads inside the input.
-  const int lcol1 = lcol + 1 < a.cols ? lcol + 1 : lcol;
-  if (lcol + 1 < a.cols) {
+  const bool second = lcol + 1 < a.cols;
+  const int lcol1 = second ? lcol + 1 : lcol;
+  if (second) {
     const float d1 = tessera_ep_element<kCase>(a, cta, b, lrow, lcol1, acc1);
     if (a.d_pair && (lcol & 1) == 0) {
       tessera_store2(a.d, i, d0, d1, TESSERA_EP_DT_D);

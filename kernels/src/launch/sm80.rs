@@ -92,6 +92,14 @@ const FLAG_AUX: i32 = 8;
 const FLAG_READ_C: i32 = 16;
 const FLAG_STORE_QUAD: i32 = 32;
 
+/// Whether every row (`ld` elements apart) and every batch (`batch` apart) of the output-typed
+/// matrix `buf` starts on `elems` elements: accessed `elems` elements at a time.
+fn rows_start_on(elems: i64, buf: Mem, ld: i64, batch: i64, p: &GemmProblem) -> bool {
+    buf.ptr % (elems as u64 * p.output.bytes() as u64) == 0
+        && ld % elems == 0
+        && (p.batch == 1 || batch % elems == 0)
+}
+
 /// How each operand will be moved, as decided by [`GemmKernel::check`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AccessPaths {
@@ -318,10 +326,8 @@ impl GemmKernel {
         };
         let a_vec = vec_ok(args.a.ptr, a_inner, s.lda, s.batch_a);
         let b_vec = vec_ok(args.b.ptr, b_inner, s.ldb, s.batch_b);
-        let pair_bytes = 2 * p.output.bytes() as u64;
-        let pair_ok = |buf: Option<Mem>, ld: i64, batch: i64| match buf {
-            None => true,
-            Some(b) => b.ptr % pair_bytes == 0 && ld % 2 == 0 && (p.batch == 1 || batch % 2 == 0),
+        let pair_ok = |buf: Option<Mem>, ld: i64, batch: i64| {
+            buf.map_or(true, |b| rows_start_on(2, b, ld, batch, p))
         };
         let store_pair = pair_ok(Some(args.d), s.ldd, s.batch_d)
             && (e.beta == 0.0 || pair_ok(args.c, s.ldc, s.batch_c))
@@ -353,21 +359,9 @@ impl GemmKernel {
         if paths.store_pair {
             flags |= FLAG_STORE_PAIR;
         }
-        // Four elements at a time: every row of D (and of C and aux where they are accessed)
-        // starts on four elements, and so does every batch.
-        let quad_ok = |buf: Option<Mem>, ld: i64, batch: i64| match buf {
-            None => true,
-            Some(b) => {
-                b.ptr % (4 * p.output.bytes() as u64) == 0
-                    && ld % 4 == 0
-                    && (p.batch == 1 || batch % 4 == 0)
-            }
-        };
-        if paths.store_pair
-            && quad_ok(Some(args.d), s.ldd, s.batch_d)
-            && (e.beta == 0.0 || quad_ok(args.c, s.ldc, s.batch_c))
-            && (!e.aux || quad_ok(args.aux, s.ldaux, s.batch_aux))
-        {
+        // D four elements at a time (the kernel's short epilogue, which reads no C and writes
+        // no aux).
+        if rows_start_on(4, args.d, s.ldd, s.batch_d, p) {
             flags |= FLAG_STORE_QUAD;
         }
         if e.aux {
