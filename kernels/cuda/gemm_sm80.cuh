@@ -82,9 +82,9 @@ struct TesseraCopy {
 // The k-steps of a k-tile and the copy slots among them: after each of the kMmaM rows of
 // mma.sync in every k-step but the last, a thread issues the next kCopyPerSlot of its
 // kCopyItersA + kCopyItersB vectors of the k-tile kStages - 1 ahead. Issued all at once, the
-// copies' address arithmetic (about ten instructions a vector) ran on every warp at the same
-// moment, just after the barrier, while the tensor pipe drained; spread between the mma rows
-// it fills the issue slots the mma.sync stream leaves. The last k-step is left out: its
+// copies' address arithmetic (about ten instructions a vector) would run on every warp at the
+// same moment, just after the barrier, while the tensor pipe drains; spread between the mma
+// rows it fills the issue slots the mma.sync stream leaves (design 025). The last k-step is left out: its
 // barrier waits for the group these copies commit two k-tiles later, and the group is
 // committed before it.
 constexpr int kKSteps = kBK / 16;
@@ -360,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) tessera_gemm(const Tes
   // ... of each 16-row chunk, a warp's stores covering two whole rows of the tile at a time.
   // The general path below takes every other case element pair by element pair; its code,
   // with every type, operand and activation, is large enough that running it on every tile
-  // missed the instruction cache.
+  // misses the instruction cache.
   const int wcol0 = n0 + warp_n * kWarpTileN;
 #ifdef TESSERA_EPILOGUE_TREE
   constexpr bool kTree = true;

@@ -90,11 +90,10 @@ fn every_fusion_compiles_for_sm80_and_sm90a() {
 
 /// The sm80-class GEMM kernel with a tree epilogue compiles for both targets with at most a
 /// few bytes of spill. It holds its 64 x 64 warp tile in 255 registers; with a tree epilogue
-/// ptxas keeps a few of the tile's coordinates in local memory from before the mainloop to the
-/// epilogue (8-12 bytes with `relu_aux_bias`: stored once, loaded after the last k-tile).
-/// Recomputing them after the mainloop removed the spill but changed the mainloop's schedule
-/// and cost the flag-driven kernel 8-10% (docs/perf.md), so up to 64 bytes are tolerated, as
-/// for the plain variants (`nvrtc_compile`).
+/// ptxas may keep a few of the tile's coordinates in local memory from before the mainloop to
+/// the epilogue (stored once, loaded after the last k-tile). Recomputing them after the
+/// mainloop instead slows the flag-driven kernel's mainloop (design 025), so up to 64 bytes
+/// are tolerated, as for the plain variants (`nvrtc_compile`).
 #[test]
 fn the_gemm_with_a_tree_epilogue_compiles_without_spills() {
     use tessera_kernels::epilogue::cuda::{gemm_has_tree_hook, gemm_tree_source};
