@@ -927,6 +927,16 @@ __device__ __forceinline__ void tessera_sm90_store_pass(unsigned bufs, int& slot
 // the copies of the warp's previous half have read the run. `run_of()`: the warp's first row
 // in global memory and how many of its rows are inside D (computed only at the copy: held
 // through the passes, its pointers would take registers the larger trees need).
+//
+// The packing is straight-line code, one 4-byte store a register pair: a pass's pairs are
+// (row, column) (r + 8 ((k / 2) % 2), c + 8 (k / 4)) and the next column, c = j kEpiCols +
+// 2 (lane % 4) (the planner checks this form of the fragment). Row r of the run starts at byte
+// 2 n r, on 4 bytes unless n and r are both odd. A row on 4 bytes stores each pair as a word;
+// with n odd its last column n - 1 (even) goes alone. A row on 2 bytes ("shifted") stores the
+// words (c - 1, c): the element to the left comes from the lane to the left in the quad, and a
+// quad's first lane takes it from the quad's last lane, which sends its previous column
+// group's pair; the pass's first and last columns, whose neighbours belong to other passes,
+// go alone.
 struct TesseraSm90Run {
   char* d;
   char* aux;
@@ -938,31 +948,81 @@ __device__ __forceinline__ void tessera_sm90_row_pass(unsigned bufs, int j, int 
                                                       const unsigned (&apk)[kEpiRegs / 2],
                                                       RunOf run_of, Freed freed) {
   constexpr int kPassesN = kBN / kEpiCols;
+  constexpr int kGroups = kEpiCols / 8;
+  static_assert(kEpiRegs == 4 * kGroups, "a pass: two rows of kGroups column groups of pairs");
   const int w = t / 32;
   const int lane = t % 32;
+  const int g = lane % 4;
   const unsigned pitch = 2u * (unsigned)n;
   const unsigned dbuf = bufs + (unsigned)(kWarpRows * w) * pitch;
-  const unsigned abuf = dbuf + 64u * pitch;
+  const unsigned aux_off = 64u * pitch;  // aux's run, 64 rows after D's
+  const unsigned abuf = dbuf + aux_off;
   if (j == 0 && lane == 0) tessera_bulk_wait_read<0>();
   // (The warp's own named barrier, as in tessera_sm90_store_pass.)
   tessera_bar_sync(1 + kConsumers + (int)(threadIdx.x / 32) - 4, 32);
   freed();
+  const int r = tessera_acc_row(t, 0) - kWarpRows * w;
+  const int c = j * kEpiCols + 2 * g;
+  const bool odd_n = (n & 1) != 0;
+  const bool shifted = odd_n && (r & 1) != 0;  // rows r and r + 8 alike
+  const unsigned base = dbuf + (unsigned)r * pitch + 2u * (unsigned)c - (shifted ? 2u : 0u);
+  const unsigned base8 = base + 8u * pitch;
+  // Group i's word is inside the row while 8 i < lim.
+  const int lim = n - c - (odd_n && !shifted ? 1 : 0);
+  if (!odd_n) {
 #pragma unroll
-  for (int k = 0; k < kEpiRegs; k += 2) {
-    const int col = j * kEpiCols + tessera_acc_col(t, k);
-    if (col < n) {
-      const unsigned off = (unsigned)(tessera_acc_row(t, k) - kWarpRows * w) * pitch + 2u * col;
-      if (n % 2 == 0) {
-        tessera_sts32(dbuf + off, dpk[k / 2]);
-        if (kAux) tessera_sts32(abuf + off, apk[k / 2]);
-      } else {
-        // Odd rows of an odd n start on 2 bytes: the pair goes in halves.
-        tessera_sts16(dbuf + off, dpk[k / 2]);
-        if (kAux) tessera_sts16(abuf + off, apk[k / 2]);
-        if (col + 1 < n) {
-          tessera_sts16(dbuf + off + 2, dpk[k / 2] >> 16);
-          if (kAux) tessera_sts16(abuf + off + 2, apk[k / 2] >> 16);
+    for (int k = 0; k < kEpiRegs; k += 2) {
+      const unsigned at = ((k / 2) % 2 ? base8 : base) + 16u * (unsigned)(k / 4);
+      if (8 * (k / 4) < lim) {
+        tessera_sts32(at, dpk[k / 2]);
+        if (kAux) tessera_sts32(at + aux_off, apk[k / 2]);
+      }
+    }
+  } else {
+    const int from = (lane & ~3) | ((lane + 3) & 3);
+    // (left's high half, own low half) on a shifted row, else the own pair.
+    const unsigned sel = shifted ? 0x5432u : 0x7654u;
+#pragma unroll
+    for (int k = 0; k < kEpiRegs; k += 2) {
+      const int i = k / 4;
+      const unsigned at = ((k / 2) % 2 ? base8 : base) + 16u * (unsigned)i;
+      const int q = i > 0 ? k / 2 - 2 : k / 2;  // the pair of the previous group, same row
+      const bool prev = g == 3 && i > 0;
+      const unsigned dl = __shfl_sync(0xffffffffu, prev ? dpk[q] : dpk[k / 2], from);
+      unsigned al = 0u;
+      if (kAux) al = __shfl_sync(0xffffffffu, prev ? apk[q] : apk[k / 2], from);
+      const bool first = shifted && i == 0 && g == 0;
+      if (8 * i < lim && !first) {
+        tessera_sts32(at, __byte_perm(dl, dpk[k / 2], sel));
+        if (kAux) tessera_sts32(at + aux_off, __byte_perm(al, apk[k / 2], sel));
+      }
+      if (first && c < n) {
+        tessera_sts16(at + 2u, dpk[k / 2]);
+        if (kAux) tessera_sts16(at + 2u + aux_off, apk[k / 2]);
+      }
+      if (shifted && i == kGroups - 1 && g == 3 && c + 8 * i + 1 < n) {
+        tessera_sts16(at + 4u, dpk[k / 2] >> 16);
+        if (kAux) tessera_sts16(at + 4u + aux_off, apk[k / 2] >> 16);
+      }
+    }
+    // A row on 4 bytes: its last column, n - 1, alone (held in this pass by one lane of the quad).
+    const int last = n - 1 - c;
+    if (!shifted && last >= 0 && last < kEpiCols && last % 8 == 0) {
+      unsigned d0 = dpk[0], d1 = dpk[1], a0 = apk[0], a1 = apk[1];
+#pragma unroll
+      for (int i = 1; i < kGroups; ++i) {
+        if (last == 8 * i) {
+          d0 = dpk[2 * i];
+          d1 = dpk[2 * i + 1];
+          a0 = apk[2 * i];
+          a1 = apk[2 * i + 1];
         }
+      }
+      tessera_sts16(base + 2u * (unsigned)last, d0);
+      tessera_sts16(base8 + 2u * (unsigned)last, d1);
+      if (kAux) {
+        tessera_sts16(base + 2u * (unsigned)last + aux_off, a0);
+        tessera_sts16(base8 + 2u * (unsigned)last + aux_off, a1);
       }
     }
   }

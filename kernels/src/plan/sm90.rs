@@ -161,6 +161,9 @@ pub fn store_plan(acc: &Layout, out: DType) -> Result<Sm90Store> {
         ));
     }
     check_pass_registers(op, acc)?;
+    // The row store's packing (`tessera_sm90_row_pass`) and the tree's fragment path take
+    // each register pair's row and column from this form.
+    fragment_pass_form(acc)?;
     let lanes = composition(
         &acc.mode(0).map_err(lerr(op))?,
         &Layout::int(32, 1).map_err(lerr(op))?,
