@@ -488,6 +488,18 @@ fn the_implicit_gemm_on_padded_channels() {
             true,
         ),
         (c([3, 200, 9, 9], [32, 200, 2, 2]), false),
+        // Channels read in place, the filter staged to fill its 128-wide tile column (K =
+        // 100 and 104: GEMMs long enough to pay for the copy).
+        (
+            c([128, 128, 28, 28], [100, 128, 3, 3])
+                .padding(1, 1, 1, 1)
+                .bias_residual_relu(),
+            false,
+        ),
+        (
+            c([128, 128, 29, 27], [104, 128, 3, 3]).padding(1, 1, 1, 1),
+            true,
+        ),
     ];
     for (spec, caller_workspace) in cases {
         let conv = Conv2d::new(&ctx, &spec).expect("conv");

@@ -531,6 +531,9 @@ fn whole_row_stores_where_n_fits_a_tile() {
         (515, 60, 136, Options::default()),
         (300, 100, 64, forced((128, 128, 64), Schedule::PingPong)),
         (67, 21, 72, forced((64, 64, 64), Schedule::Cooperative)),
+        // (N = 90: even, on a 64-row tile; 65: three passes, one column in the last.)
+        (403, 90, 128, Options::default()),
+        (259, 65, 96, forced((128, 128, 64), Schedule::Cooperative)),
     ] {
         for e in [
             "acc",

@@ -219,13 +219,22 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
         let mut plan = implicit.plan(arch, sms).ok();
         // A staged filter takes zero output channels up to the tile columns' end (the rows
         // B's loads span): a box of B that runs past its map's rows loads slower (design
-        // 024). The planner's choices do not depend on it, so the plan is the same.
+        // 024). The filter is staged where C is not a multiple of 64 anyway, and where it
+        // would be read in place but its tile columns run past K and the GEMM is long
+        // enough to pay for the copy ([`stages_filter_rows`]). The planner's choices do not
+        // depend on it, so the plan is the same.
+        let g = spec.geometry()?;
         let t = match plan.as_ref().and_then(|p| p.sm90()) {
-            Some(p) if t.c_blocks() * 64 != spec.geometry()?.c => {
+            Some(p) => {
                 let (_, tiles_n) = p.grid_tiles();
-                Im2colTma {
-                    filter_rows: tiles_n * p.cta_tile.1,
-                    ..t
+                let rows = tiles_n * p.cta_tile.1;
+                if t.c_blocks() * 64 != g.c || stages_filter_rows(&g, &t, rows, p.cta_tile.1) {
+                    Im2colTma {
+                        filter_rows: rows,
+                        ..t
+                    }
+                } else {
+                    t
                 }
             }
             _ => t,
@@ -270,6 +279,36 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
     let mut o = spec.options;
     o.stream_k = Some(false);
     Ok(gs.options(o))
+}
+
+/// When a filter that TMA reads in place (C a multiple of 64) is staged anyway, with zero
+/// output channels up to its tile columns' end, so that no load of B runs past its map: where
+/// at least [`STAGE_FILTER_MIN_PAST`] of a [`STAGE_FILTER_WIDTH`]-wide column's rows lie past
+/// K and the GEMM's roofline estimate is at least [`STAGE_FILTER_MIN_SECS`]. A heuristic,
+/// fitted on C = 128 at 28 x 28, N = 128 and 256 (design 024): with 128-wide columns, 16-28
+/// rows past K cost the GEMM 7-18% (K = 112, 104, 100), 1-8 rows less than the copy (K = 127,
+/// 120: 1-5% slower staged); 96- and 224-wide columns with 24-26 rows past (K = 70, C = 64 at
+/// 56 x 56; K = 200, C = 256 at 14 x 14) gained nothing. The copy is a launch of about 4 us
+/// (its bytes are few), so a tenth of the GEMM must exceed it.
+pub(crate) const STAGE_FILTER_MIN_SECS: f64 = 40e-6;
+/// See [`STAGE_FILTER_MIN_SECS`].
+pub(crate) const STAGE_FILTER_MIN_PAST: i64 = 16;
+/// See [`STAGE_FILTER_MIN_SECS`].
+pub(crate) const STAGE_FILTER_WIDTH: i64 = 128;
+
+/// Whether the implicit GEMM `t` of a layer whose filter TMA reads in place stages it anyway,
+/// with zero output channels up to `rows` (its `bn`-wide tile columns' end): see
+/// [`STAGE_FILTER_MIN_SECS`].
+pub(crate) fn stages_filter_rows(g: &Geometry, t: &Im2colTma, rows: i64, bn: i64) -> bool {
+    bn == STAGE_FILTER_WIDTH
+        && rows - g.k >= STAGE_FILTER_MIN_PAST
+        && est_columns(g, t, rows) >= STAGE_FILTER_MIN_SECS
+}
+
+/// The roofline estimate of the implicit GEMM `t` over `rows` output channels (its tile
+/// columns), in seconds.
+fn est_columns(g: &Geometry, t: &Im2colTma, rows: i64) -> f64 {
+    2.0 * g.gemm_m() as f64 * rows as f64 * t.gemm_k() as f64 / EST_FLOPS
 }
 
 /// The im2col geometry of TMA's load of A from x where the implicit GEMM can run the
@@ -520,6 +559,12 @@ impl ChannelPadding {
     /// Whether the layer needs padding at all (C not a multiple of 64).
     pub fn pads(&self) -> bool {
         self.c_pad != self.c
+    }
+
+    /// Whether the filter is staged: its channels padded, or its output channels filled
+    /// with zeros up to the tile columns' end ([`stages_filter_rows`]).
+    pub fn stages(&self) -> bool {
+        self.pads() || self.k_rows > self.k
     }
 
     /// Whether x itself is staged (its pixels are not on TMA's 16-byte grid).
@@ -782,7 +827,21 @@ fn explain_padding(
     let bytes = spec.workspace_bytes(arch, sms)?;
     // The plan's own geometry: the filter's rows follow its tile columns.
     let pad = ChannelPadding::new(&spec.geometry()?, t, spec.input().bytes());
-    if pad.pads() {
+    if pad.stages() && !pad.pads() {
+        let _ = writeln!(
+            w,
+            "               the filter is staged with zero output channels {}..{}: at least {STAGE_FILTER_MIN_PAST} rows of its {STAGE_FILTER_WIDTH}-wide tile column lie past K, and loads past B's map run slower; the GEMM's estimate ({}) pays for the copy (at least {}; a heuristic, design 024)",
+            pad.k,
+            pad.k_rows,
+            micros(est_columns(&spec.geometry()?, t, pad.k_rows)),
+            micros(STAGE_FILTER_MIN_SECS)
+        );
+        let _ = writeln!(
+            w,
+            "  workspace    {bytes} bytes ({}): the staged filter; Conv2d::workspace_bytes, owned by the Conv2d or passed per launch",
+            mib(bytes as f64)
+        );
+    } else if pad.pads() {
         let _ = writeln!(w, "               {}", pad.describe());
         let _ = writeln!(
             w,

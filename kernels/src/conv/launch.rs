@@ -69,17 +69,19 @@ pub struct Conv2d {
     own: Option<OwnWorkspace>,
     /// The GEMM loads A from x by TMA's im2col mode (the implicit GEMM).
     implicit: bool,
-    /// The implicit GEMM's staged copies where C is not a multiple of 64.
+    /// The implicit GEMM's staged copies where C is not a multiple of 64, or where the
+    /// filter is staged to fill its tile columns ([`ChannelPadding::stages`]).
     padded: Option<Padded>,
     /// The window path's staging kernels and their argument, and where the staged x starts
     /// in the workspace (C <= 8: [`crate::plan::WindowTma`]).
     window: Option<(WindowStage, WindowArgs, u64)>,
 }
 
-/// The copies the implicit GEMM runs on where C is not a multiple of 64
-/// ([`ChannelPadding`]): the filter with every tap's channels padded with zeros to whole
-/// k-tiles, at the workspace's start, and where x's pixels are not on 16 bytes, x with its
-/// pixels `pitch` apart, at `x_at`.
+/// The copies the implicit GEMM runs on where C is not a multiple of 64 or the filter fills
+/// its tile columns ([`ChannelPadding::stages`]): the filter with every tap's channels padded
+/// with zeros to whole k-tiles and zero output channels up to `k_rows`, at the workspace's
+/// start, and where x's pixels are not on 16 bytes, x with its pixels `pitch` apart, at
+/// `x_at`.
 struct Padded {
     stage: StageRows,
     w: StageCopy,
@@ -310,7 +312,7 @@ impl Conv2d {
         let padded = match gemm.plan().problem_im2col() {
             Some(t) => {
                 let pad = ChannelPadding::new(&g, &t, eb);
-                pad.pads()
+                pad.stages()
                     .then(|| Padded::new(rt, &g, &pad, eb))
                     .transpose()?
             }

@@ -500,7 +500,7 @@ impl ConvSpec {
         let bytes = match plan.problem_im2col() {
             Some(t) => {
                 let pad = crate::conv::im2col::ChannelPadding::new(&g, &t, eb);
-                if !pad.pads() {
+                if !pad.stages() {
                     return Ok(0);
                 }
                 crate::conv::im2col::padded_workspace(&g, &pad, eb)?.2 as i128
@@ -550,7 +550,7 @@ impl ConvSpec {
             ));
         }
         if let Some(t) = im2col {
-            if crate::conv::im2col::ChannelPadding::new(&g, &t, self.dtype.bytes()).pads() {
+            if crate::conv::im2col::ChannelPadding::new(&g, &t, self.dtype.bytes()).stages() {
                 out.push((
                     crate::codegen::STAGE_ROWS_KERNEL.to_string(),
                     crate::codegen::stage_rows_source(),

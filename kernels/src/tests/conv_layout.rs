@@ -186,10 +186,33 @@ fn a_staged_filter_spans_its_tile_columns_with_zero_output_channels() {
     let bn = plan.sm90().unwrap().cta_tile.1;
     assert_eq!(plan.problem_im2col().unwrap().filter_rows, tiles_n * bn);
     assert!(tiles_n * bn >= 300);
-    // A filter read in place (C a multiple of 64) keeps its K rows: nothing copies it.
+    // A filter read in place (C a multiple of 64) keeps its K rows where the GEMM is short
+    // (N = 32: about 11 us by the roofline estimate, under STAGE_FILTER_MIN_SECS): a copy
+    // would cost about what the loads past the map do.
     let in_place = ConvSpec::new([32, 128, 28, 28], [100, 128, 3, 3]).padding(1, 1, 1, 1);
     assert_eq!(implicit_of(&in_place).filter_rows, 100);
     assert_eq!(in_place.workspace_bytes(Arch::Sm90a, 132).unwrap(), 0);
+    // At N = 256 (about 90 us) it is staged with zero output channels 100..128, its
+    // channels as they are.
+    let long = ConvSpec::new([256, 128, 28, 28], [100, 128, 3, 3]).padding(1, 1, 1, 1);
+    assert_eq!(implicit_of(&long).filter_rows, 128);
+    assert_eq!(
+        long.workspace_bytes(Arch::Sm90a, 132).unwrap(),
+        128 * 9 * 128 * 2
+    );
+    let text = long.explain(Arch::Sm90a, 132).unwrap();
+    assert!(
+        text.contains("the filter is staged with zero output channels 100..128"),
+        "{text}"
+    );
+    let srcs = long.sources(Arch::Sm90a, 132).unwrap();
+    assert_eq!(srcs[0].0, "tessera_stage_rows");
+    // Where K fills the tile column, or leaves fewer than 16 of its rows past K (K = 120),
+    // nothing is staged at any size.
+    for k in [128, 120] {
+        let few = ConvSpec::new([256, 128, 28, 28], [k, 128, 3, 3]).padding(1, 1, 1, 1);
+        assert_eq!(few.workspace_bytes(Arch::Sm90a, 132).unwrap(), 0, "K = {k}");
+    }
 }
 
 #[test]
