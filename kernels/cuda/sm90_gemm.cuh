@@ -973,10 +973,9 @@ __device__ __forceinline__ void tessera_sm90_row_pass(unsigned bufs, int j, int 
 #pragma unroll
     for (int k = 0; k < kEpiRegs; k += 2) {
       const unsigned at = ((k / 2) % 2 ? base8 : base) + 16u * (unsigned)(k / 4);
-      if (8 * (k / 4) < lim) {
-        tessera_sts32(at, dpk[k / 2]);
-        if (kAux) tessera_sts32(at + aux_off, apk[k / 2]);
-      }
+      const bool in = 8 * (k / 4) < lim;
+      tessera_sts32_if(in, at, dpk[k / 2]);
+      if (kAux) tessera_sts32_if(in, at + aux_off, apk[k / 2]);
     }
   } else {
     const int from = (lane & ~3) | ((lane + 3) & 3);
@@ -992,38 +991,37 @@ __device__ __forceinline__ void tessera_sm90_row_pass(unsigned bufs, int j, int 
       unsigned al = 0u;
       if (kAux) al = __shfl_sync(0xffffffffu, prev ? apk[q] : apk[k / 2], from);
       const bool first = shifted && i == 0 && g == 0;
-      if (8 * i < lim && !first) {
-        tessera_sts32(at, __byte_perm(dl, dpk[k / 2], sel));
-        if (kAux) tessera_sts32(at + aux_off, __byte_perm(al, apk[k / 2], sel));
+      const bool word = 8 * i < lim && !first;
+      tessera_sts32_if(word, at, __byte_perm(dl, dpk[k / 2], sel));
+      if (kAux) tessera_sts32_if(word, at + aux_off, __byte_perm(al, apk[k / 2], sel));
+      if (i == 0) {
+        const bool alone = first && c < n;
+        tessera_sts16_if(alone, at + 2u, dpk[k / 2]);
+        if (kAux) tessera_sts16_if(alone, at + 2u + aux_off, apk[k / 2]);
       }
-      if (first && c < n) {
-        tessera_sts16(at + 2u, dpk[k / 2]);
-        if (kAux) tessera_sts16(at + 2u + aux_off, apk[k / 2]);
-      }
-      if (shifted && i == kGroups - 1 && g == 3 && c + 8 * i + 1 < n) {
-        tessera_sts16(at + 4u, dpk[k / 2] >> 16);
-        if (kAux) tessera_sts16(at + 4u + aux_off, apk[k / 2] >> 16);
+      if (i == kGroups - 1) {
+        const bool alone = shifted && g == 3 && c + 8 * i + 1 < n;
+        tessera_sts16_if(alone, at + 4u, dpk[k / 2] >> 16);
+        if (kAux) tessera_sts16_if(alone, at + 4u + aux_off, apk[k / 2] >> 16);
       }
     }
     // A row on 4 bytes: its last column, n - 1, alone (held in this pass by one lane of the quad).
     const int last = n - 1 - c;
-    if (!shifted && last >= 0 && last < kEpiCols && last % 8 == 0) {
-      unsigned d0 = dpk[0], d1 = dpk[1], a0 = apk[0], a1 = apk[1];
+    const bool alone = !shifted && last >= 0 && last < kEpiCols && last % 8 == 0;
+    unsigned d0 = dpk[0], d1 = dpk[1], a0 = apk[0], a1 = apk[1];
 #pragma unroll
-      for (int i = 1; i < kGroups; ++i) {
-        if (last == 8 * i) {
-          d0 = dpk[2 * i];
-          d1 = dpk[2 * i + 1];
-          a0 = apk[2 * i];
-          a1 = apk[2 * i + 1];
-        }
-      }
-      tessera_sts16(base + 2u * (unsigned)last, d0);
-      tessera_sts16(base8 + 2u * (unsigned)last, d1);
-      if (kAux) {
-        tessera_sts16(base + 2u * (unsigned)last + aux_off, a0);
-        tessera_sts16(base8 + 2u * (unsigned)last + aux_off, a1);
-      }
+    for (int i = 1; i < kGroups; ++i) {
+      const bool here = last == 8 * i;
+      d0 = here ? dpk[2 * i] : d0;
+      d1 = here ? dpk[2 * i + 1] : d1;
+      a0 = here ? apk[2 * i] : a0;
+      a1 = here ? apk[2 * i + 1] : a1;
+    }
+    tessera_sts16_if(alone, base + 2u * (unsigned)last, d0);
+    tessera_sts16_if(alone, base8 + 2u * (unsigned)last, d1);
+    if (kAux) {
+      tessera_sts16_if(alone, base + 2u * (unsigned)last + aux_off, a0);
+      tessera_sts16_if(alone, base8 + 2u * (unsigned)last + aux_off, a1);
     }
   }
   if (j != kPassesN - 1) return;

@@ -164,6 +164,20 @@ __device__ __forceinline__ void tessera_sts32(unsigned addr, unsigned v) {
 __device__ __forceinline__ void tessera_sts16(unsigned addr, unsigned v) {
   asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(addr), "h"((unsigned short)v) : "memory");
 }
+// The stores above under a predicate, as one predicated instruction: a branch around each
+// (what `if (p) tessera_sts32(...)` compiles to) splits straight-line packing code into blocks.
+__device__ __forceinline__ void tessera_sts32_if(bool p, unsigned addr, unsigned v) {
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q st.shared.b32 [%0], %1;\n}\n" ::"r"(addr),
+      "r"(v), "r"((int)p)
+      : "memory");
+}
+__device__ __forceinline__ void tessera_sts16_if(bool p, unsigned addr, unsigned v) {
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q st.shared.b16 [%0], %1;\n}\n" ::"r"(addr),
+      "h"((unsigned short)v), "r"((int)p)
+      : "memory");
+}
 __device__ __forceinline__ unsigned short tessera_lds16(unsigned addr) {
   unsigned short v;
   asm volatile("ld.shared.b16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
