@@ -63,6 +63,11 @@ extern "C" __global__ void __launch_bounds__(256)
                        long long rows, long long cols, long long batch, long long src_ld,
                        long long src_bs, long long dst_ld, long long fill, long long src_batch,
                        int vec) {
+  // The kernel after this one on the stream may be launched now (a programmatic dependent,
+  // such as the GEMM, waits for this grid to complete before it reads anything).
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   const long long chunks = (fill + 7) / 8;  // 16-byte chunks written per destination row
   const long long total = batch * rows * chunks;
   // 32-bit indices where the chunk index, stepped past the end by one grid, fits (offsets
@@ -72,4 +77,10 @@ extern "C" __global__ void __launch_bounds__(256)
   } else {
     tessera_stage_rows_vec<long long>(src, dst, rows, cols, src_ld, src_bs, dst_ld, chunks, total, src_batch, vec);
   }
+  // Launched as a programmatic dependent of the copy before it (the convolution's filter,
+  // whose output this grid neither reads nor writes), this grid completes only after that
+  // one has: the GEMM after both waits for this grid alone. A no-op otherwise.
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
 }

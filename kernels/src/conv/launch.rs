@@ -778,11 +778,14 @@ impl Conv2d {
         self.launch_staged(stream, own, (a, b, y, ops), || {
             // SAFETY: w and x are checked (channels-last, K·R·S·C and N·H·W·C elements,
             // 16-byte aligned) and bound on this stream; the workspace regions hold the
-            // copies' K·R·S·c_pad and N·H·W·pitch elements, 256-byte aligned.
+            // copies' K·R·S·c_pad and N·H·W·pitch elements, 256-byte aligned. x's copy may
+            // start while the filter's runs (launched right after it, it reads x and writes
+            // its own region, neither of which the filter's copy touches).
             unsafe {
-                pad.stage.launch(stream, &pad.w, w_ptr, ws, sms)?;
+                pad.stage.launch(stream, &pad.w, (w_ptr, ws), sms, false)?;
                 if let Some(c) = &pad.x {
-                    pad.stage.launch(stream, c, x_ptr, ws + pad.x_at, sms)?;
+                    pad.stage
+                        .launch(stream, c, (x_ptr, ws + pad.x_at), sms, true)?;
                 }
             }
             Ok(())

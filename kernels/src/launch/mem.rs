@@ -48,7 +48,10 @@ pub(crate) unsafe fn launch_kernel(
 /// # Safety
 /// As [`launch_kernel`], and with `dependent` every thread of `func` must execute
 /// `griddepcontrol.wait` before its first access to global memory: nothing else orders it
-/// after the kernel before it.
+/// after the kernel before it. (Or, where the kernel before it was launched in stream order,
+/// so that everything before that kernel is done when this grid starts, its accesses must
+/// touch nothing that kernel reads or writes, and it must execute `griddepcontrol.wait`
+/// before it ends, so that its completion implies that kernel's.)
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn launch_kernel_as(
     dependent: bool,

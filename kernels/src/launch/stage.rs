@@ -6,7 +6,7 @@ use cudarc::driver::{CudaFunction, CudaStream};
 
 use crate::codegen::{stage_rows_source, STAGE_ROWS_KERNEL};
 use crate::error::Result;
-use crate::launch::mem::{launch_kernel, param};
+use crate::launch::mem::{launch_kernel_as, param};
 use crate::launch::runtime::Runtime;
 
 /// One operand's copy: `batch` matrices of `rows` x `cols` elements, rows `src_ld` and
@@ -61,17 +61,25 @@ impl StageRows {
     /// Queues the copy `c` from `src` to `dst` on `stream`, with a grid of at most 16 CTAs
     /// of 256 threads per SM (enough resident warps to keep the copy at memory speed).
     ///
+    /// With `after_copy`, a programmatic dependent launch: the grid may start while the
+    /// kernel before it on the stream, itself a staging copy launched in stream order, is
+    /// still running; it waits for that copy only at its end (so that a GEMM after it,
+    /// waiting for this grid, finds both copies done).
+    ///
     /// # Safety
     /// `src` must address every element `c` reads and `dst` the `batch * rows * dst_ld`
     /// elements it writes; `dst` 16-byte aligned, `dst_ld` a multiple of 8 and
-    /// `cols <= fill <= dst_ld`; both valid on `stream` until the kernel has run.
+    /// `cols <= fill <= dst_ld`; both valid on `stream` until the kernel has run. With
+    /// `after_copy`, the kernel before this one on the stream must be a staging copy launched
+    /// without it, that neither reads `dst` nor writes `src`: this grid's reads and writes are
+    /// then ordered after everything before that copy, which is all they need.
     pub unsafe fn launch(
         &self,
         stream: &CudaStream,
         c: &StageCopy,
-        src: u64,
-        dst: u64,
+        (src, dst): (u64, u64),
         sms: i64,
+        after_copy: bool,
     ) -> Result<()> {
         debug_assert!(dst % 16 == 0 && c.dst_ld % 8 == 0);
         debug_assert!(c.cols <= c.fill && c.fill <= c.dst_ld);
@@ -92,7 +100,8 @@ impl StageRows {
             param(&c.src_batch),
             param(&vec),
         ];
-        launch_kernel(
+        launch_kernel_as(
+            after_copy,
             &self.func,
             stream,
             (blocks as u32, 1, 1),
