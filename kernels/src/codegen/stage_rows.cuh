@@ -62,11 +62,13 @@ extern "C" __global__ void __launch_bounds__(256)
     tessera_stage_rows(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
                        long long rows, long long cols, long long batch, long long src_ld,
                        long long src_bs, long long dst_ld, long long fill, long long src_batch,
-                       int vec) {
-  // The kernel after this one on the stream may be launched now (a programmatic dependent,
-  // such as the GEMM, waits for this grid to complete before it reads anything).
+                       int vec, int signal) {
+  // With `signal`, the kernel after this one on the stream may be launched now: the other
+  // copy of a convolution's staging, launched as a programmatic dependent of this one. Not
+  // before a GEMM: its CTAs would be placed on the SMs as this grid's leave, which runs it
+  // slower (design 018).
 #if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (signal) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
   const long long chunks = (fill + 7) / 8;  // 16-byte chunks written per destination row
   const long long total = batch * rows * chunks;

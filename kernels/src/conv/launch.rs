@@ -782,10 +782,12 @@ impl Conv2d {
             // start while the filter's runs (launched right after it, it reads x and writes
             // its own region, neither of which the filter's copy touches).
             unsafe {
-                pad.stage.launch(stream, &pad.w, (w_ptr, ws), sms, false)?;
+                let x_next = pad.x.is_some();
+                pad.stage
+                    .launch(stream, &pad.w, (w_ptr, ws), sms, (x_next, false))?;
                 if let Some(c) = &pad.x {
                     pad.stage
-                        .launch(stream, c, (x_ptr, ws + pad.x_at), sms, true)?;
+                        .launch(stream, c, (x_ptr, ws + pad.x_at), sms, (false, true))?;
                 }
             }
             Ok(())

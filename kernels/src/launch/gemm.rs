@@ -696,7 +696,15 @@ impl Gemm {
                     // workspace (sized by the plan, checked against a caller's), 256-byte
                     // aligned; both stay valid while the stream runs the copy (the workspace's
                     // lock is held until the launch's completion event).
-                    unsafe { stage.launch(stream, &c, (x.ptr, dst), self.ctx.sm_count(), false)? };
+                    unsafe {
+                        stage.launch(
+                            stream,
+                            &c,
+                            (x.ptr, dst),
+                            self.ctx.sm_count(),
+                            (false, false),
+                        )?
+                    };
                     *ld_x = ld;
                     *bs_x = rows * ld;
                     Ok::<Mem, KernelError>(Mem {

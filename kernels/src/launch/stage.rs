@@ -61,10 +61,12 @@ impl StageRows {
     /// Queues the copy `c` from `src` to `dst` on `stream`, with a grid of at most 16 CTAs
     /// of 256 threads per SM (enough resident warps to keep the copy at memory speed).
     ///
-    /// With `after_copy`, a programmatic dependent launch: the grid may start while the
-    /// kernel before it on the stream, itself a staging copy launched in stream order, is
-    /// still running; it waits for that copy only at its end (so that a GEMM after it,
-    /// waiting for this grid, finds both copies done).
+    /// `copy_next`: the next kernel on the stream is another copy launched with
+    /// `after_copy`, which this grid lets start early. With `after_copy`, a programmatic
+    /// dependent launch: the grid may start while the kernel before it on the stream, itself
+    /// a staging copy launched in stream order with `copy_next`, is still running; it waits
+    /// for that copy only at its end (so that a GEMM after it, waiting for this grid, finds
+    /// both copies done).
     ///
     /// # Safety
     /// `src` must address every element `c` reads and `dst` the `batch * rows * dst_ld`
@@ -79,13 +81,14 @@ impl StageRows {
         c: &StageCopy,
         (src, dst): (u64, u64),
         sms: i64,
-        after_copy: bool,
+        (copy_next, after_copy): (bool, bool),
     ) -> Result<()> {
         debug_assert!(dst % 16 == 0 && c.dst_ld % 8 == 0);
         debug_assert!(c.cols <= c.fill && c.fill <= c.dst_ld);
         debug_assert!(0 <= c.src_batch && c.src_batch <= c.batch);
         let chunks = c.batch * c.rows * ((c.fill + 7) / 8);
         let vec = c.source_vector(src);
+        let signal = i32::from(copy_next);
         let blocks = ((chunks + 255) / 256).clamp(1, (16 * sms).max(1));
         let mut params = [
             param(&src),
@@ -99,6 +102,7 @@ impl StageRows {
             param(&c.fill),
             param(&c.src_batch),
             param(&vec),
+            param(&signal),
         ];
         launch_kernel_as(
             after_copy,
