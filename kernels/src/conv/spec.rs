@@ -482,8 +482,9 @@ impl ConvSpec {
     /// Bytes of device workspace a launch on `arch` with `sms` SMs needs: on the gather path
     /// the im2col copy of A (`M x K` elements of the input type); on the implicit GEMM, where
     /// C is not a multiple of 64, the filter staged with its channels padded (and x, where its
-    /// pixels are not on 16 bytes); on the window path (C <= 8), the filter in the k-tiles'
-    /// order and x in phase planes; else 0.
+    /// pixels are not on 16 bytes), or where its tile column runs far past K on a long GEMM,
+    /// the filter staged with zero output channels to the column's end; on the window path
+    /// (C <= 8), the filter in the k-tiles' order and x in phase planes; else 0.
     pub fn workspace_bytes(&self, arch: Arch, sms: i64) -> Result<usize> {
         self.workspace_of(&self.plan(arch, sms)?)
     }
