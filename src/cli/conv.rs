@@ -448,6 +448,15 @@ pub fn bench(a: &ConvBenchArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
+    // By the targets' classes: the 3x3 layers, the 1x1 layers of stride 1, the stem, the odd
+    // channel counts.
+    let summary = tessera_kernels::bench::conv::summary(&rows);
+    if !summary.is_empty() {
+        println!("by class (ratio = cuDNN time / ours):");
+        for l in summary {
+            println!("  {l}");
+        }
+    }
     if let Some(file) = &a.json {
         let v: Vec<serde_json::Value> = rows
             .iter()

@@ -136,6 +136,105 @@ impl ConvBenchRow {
     }
 }
 
+/// The copy roofline the 1x1 layers are measured against, GB/s (the H100's measured copy
+/// rate, about 3.0 TB/s).
+pub const COPY_ROOFLINE_GBPS: f64 = 3000.0;
+
+/// The class of a standard layer as the convolution's targets group them: `"3x3"`, `"1x1,
+/// stride 1"` (memory-bound, against [`COPY_ROOFLINE_GBPS`]), `"stem"` (C <= 8) or `"odd
+/// channel counts"` ([`ODD`]); `None` for the strided 1x1 layer and layers of no list.
+pub fn class_of(id: &str) -> Option<&'static str> {
+    if ODD.iter().any(|l| l.id == id) {
+        return Some("odd channel counts");
+    }
+    let l = RESNET50.iter().find(|l| l.id == id)?;
+    match (l.c <= 8, l.rs, l.stride) {
+        (true, _, _) => Some("stem"),
+        (false, 1, 1) => Some("1x1, stride 1"),
+        (false, 3, _) => Some("3x3"),
+        _ => None,
+    }
+}
+
+/// Per batch and class ([`class_of`]), the benchmark's rows against cuDNN in one line each:
+/// the plain ratio's geomean and lowest row, the fused residual block's against cuDNN's fused
+/// call, its cost over our plain convolution, and for the 1x1 layers GB/s against
+/// [`COPY_ROOFLINE_GBPS`]. Rows cuDNN did not run are left out; batches in the rows' order.
+pub fn summary(rows: &[ConvBenchRow]) -> Vec<String> {
+    fn geomean(v: &[f64]) -> f64 {
+        (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+    }
+    // The lowest of `(value, id)` pairs (never empty where called).
+    fn lowest<'a>(v: &[(f64, &'a str)]) -> (f64, &'a str) {
+        v.iter()
+            .copied()
+            .fold((f64::INFINITY, ""), |a, b| if b.0 < a.0 { b } else { a })
+    }
+    let mut batches: Vec<i64> = Vec::new();
+    for r in rows {
+        if !batches.contains(&r.n) {
+            batches.push(r.n);
+        }
+    }
+    let mut out = Vec::new();
+    for n in batches {
+        for class in ["3x3", "1x1, stride 1", "stem", "odd channel counts"] {
+            let of: Vec<&ConvBenchRow> = rows
+                .iter()
+                .filter(|r| r.n == n && class_of(r.id) == Some(class) && r.cudnn_ms.is_some())
+                .collect();
+            if of.is_empty() {
+                continue;
+            }
+            let plain: Vec<(f64, &str)> = of
+                .iter()
+                .filter_map(|r| r.speedup().map(|s| (s, r.id)))
+                .collect();
+            let ratios: Vec<f64> = plain.iter().map(|p| p.0).collect();
+            let (low, low_id) = lowest(&plain);
+            let mut line = format!(
+                "N = {n}, {class} ({}): plain {:.3} of cuDNN (geomean), lowest {low:.3} ({low_id})",
+                of.len(),
+                geomean(&ratios)
+            );
+            if class == "1x1, stride 1" {
+                let gbps: Vec<f64> = of.iter().map(|r| r.gbps(r.ours_ms)).collect();
+                let (lo, hi) = gbps
+                    .iter()
+                    .fold((f64::INFINITY, 0.0f64), |(a, b), &g| (a.min(g), b.max(g)));
+                line += &format!(
+                    "; {lo:.0}-{hi:.0} GB/s ({:.0}-{:.0}% of {COPY_ROOFLINE_GBPS:.0})",
+                    100.0 * lo / COPY_ROOFLINE_GBPS,
+                    100.0 * hi / COPY_ROOFLINE_GBPS
+                );
+            }
+            let fused: Vec<(f64, &str)> = of
+                .iter()
+                .filter_map(|r| r.fused_ms.zip(r.cudnn_fused_ms).map(|(o, c)| (c / o, r.id)))
+                .collect();
+            if !fused.is_empty() {
+                let ratios: Vec<f64> = fused.iter().map(|p| p.0).collect();
+                let (low, low_id) = lowest(&fused);
+                let over: Vec<f64> = of
+                    .iter()
+                    .filter_map(|r| r.fused_ms.map(|f| 100.0 * (f / r.ours_ms - 1.0)))
+                    .collect();
+                let (lo, hi) = over
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &g| {
+                        (a.min(g), b.max(g))
+                    });
+                line += &format!(
+                    "; fused {:.3} of cuDNN's fused call (geomean), lowest {low:.3} ({low_id}), {lo:+.0}% to {hi:+.0}% over our plain",
+                    geomean(&ratios)
+                );
+            }
+            out.push(line);
+        }
+    }
+    out
+}
+
 /// The benchmark's settings.
 #[derive(Clone, Debug)]
 pub struct ConvBenchConfig {
@@ -490,4 +589,72 @@ pub fn run_conv_bench(
         }
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{class_of, summary, ConvBenchRow};
+
+    fn row(
+        id: &'static str,
+        n: i64,
+        ours: f64,
+        cudnn: f64,
+        fused: Option<(f64, f64)>,
+    ) -> ConvBenchRow {
+        ConvBenchRow {
+            id,
+            n,
+            one_by_one: class_of(id) == Some("1x1, stride 1"),
+            path: String::new(),
+            flops: 1e12,
+            bytes: 2.7e8,
+            ours_ms: ours,
+            cudnn_ms: Some(cudnn),
+            cudnn_algo: String::new(),
+            fused_ms: fused.map(|f| f.0),
+            cudnn_fused_ms: fused.map(|f| f.1),
+            rel_diff: None,
+            fused_rel_diff: None,
+            cudnn_note: String::new(),
+        }
+    }
+
+    #[test]
+    fn classes_follow_the_layers_shapes() {
+        assert_eq!(class_of("c3a"), Some("3x3"));
+        assert_eq!(class_of("c3s"), Some("3x3"));
+        assert_eq!(class_of("c2b"), Some("1x1, stride 1"));
+        assert_eq!(class_of("c3d"), None);
+        assert_eq!(class_of("stem"), Some("stem"));
+        assert_eq!(class_of("odd127"), Some("odd channel counts"));
+        assert_eq!(class_of("128:100:28:3:1:1"), None);
+    }
+
+    #[test]
+    fn the_summary_gives_each_class_its_geomean_and_lowest_row() {
+        let rows = [
+            // 3x3: ratios 2 and 0.5 (geomean 1), fused 1.5 and 0.75, 20% and 50% over plain.
+            row("c2a", 256, 0.1, 0.2, Some((0.12, 0.18))),
+            row("c3a", 256, 0.2, 0.1, Some((0.3, 0.225))),
+            // 1x1: 2.7e8 bytes in 0.1 ms = 2700 GB/s (90% of the roofline), ratio 1.1.
+            row("c2b", 256, 0.1, 0.11, None),
+            row("c3d", 256, 0.1, 0.3, None),
+            row("odd127", 128, 0.1, 0.18, None),
+        ];
+        let s = summary(&rows);
+        assert_eq!(s.len(), 3, "{s:#?}");
+        assert_eq!(
+            s[0],
+            "N = 256, 3x3 (2): plain 1.000 of cuDNN (geomean), lowest 0.500 (c3a); fused 1.061 of cuDNN's fused call (geomean), lowest 0.750 (c3a), +20% to +50% over our plain"
+        );
+        assert_eq!(
+            s[1],
+            "N = 256, 1x1, stride 1 (1): plain 1.100 of cuDNN (geomean), lowest 1.100 (c2b); 2700-2700 GB/s (90-90% of 3000)"
+        );
+        assert_eq!(
+            s[2],
+            "N = 128, odd channel counts (1): plain 1.800 of cuDNN (geomean), lowest 1.800 (odd127)"
+        );
+    }
 }
