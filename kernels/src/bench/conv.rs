@@ -161,9 +161,14 @@ pub fn class_of(id: &str) -> Option<&'static str> {
 /// call, its cost over our plain convolution, and for the 1x1 layers GB/s against
 /// [`COPY_ROOFLINE_GBPS`]. Rows cuDNN did not run are left out; batches in the rows' order.
 pub fn summary(rows: &[ConvBenchRow]) -> Vec<String> {
-    fn geomean(v: &[f64]) -> f64 {
-        (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
-    }
+    let geomean = |v: &[(f64, &str)]| crate::bench::sweep::geomean(v.iter().map(|p| p.0)).1;
+    // The least and greatest of `v`.
+    let span = |v: &[f64]| {
+        v.iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            })
+    };
     // The lowest of `(value, id)` pairs (never empty where called).
     fn lowest<'a>(v: &[(f64, &'a str)]) -> (f64, &'a str) {
         v.iter()
@@ -190,18 +195,15 @@ pub fn summary(rows: &[ConvBenchRow]) -> Vec<String> {
                 .iter()
                 .filter_map(|r| r.speedup().map(|s| (s, r.id)))
                 .collect();
-            let ratios: Vec<f64> = plain.iter().map(|p| p.0).collect();
             let (low, low_id) = lowest(&plain);
             let mut line = format!(
                 "N = {n}, {class} ({}): plain {:.3} of cuDNN (geomean), lowest {low:.3} ({low_id})",
                 of.len(),
-                geomean(&ratios)
+                geomean(&plain)
             );
             if class == "1x1, stride 1" {
                 let gbps: Vec<f64> = of.iter().map(|r| r.gbps(r.ours_ms)).collect();
-                let (lo, hi) = gbps
-                    .iter()
-                    .fold((f64::INFINITY, 0.0f64), |(a, b), &g| (a.min(g), b.max(g)));
+                let (lo, hi) = span(&gbps);
                 line += &format!(
                     "; {lo:.0}-{hi:.0} GB/s ({:.0}-{:.0}% of {COPY_ROOFLINE_GBPS:.0})",
                     100.0 * lo / COPY_ROOFLINE_GBPS,
@@ -213,20 +215,15 @@ pub fn summary(rows: &[ConvBenchRow]) -> Vec<String> {
                 .filter_map(|r| r.fused_ms.zip(r.cudnn_fused_ms).map(|(o, c)| (c / o, r.id)))
                 .collect();
             if !fused.is_empty() {
-                let ratios: Vec<f64> = fused.iter().map(|p| p.0).collect();
                 let (low, low_id) = lowest(&fused);
                 let over: Vec<f64> = of
                     .iter()
                     .filter_map(|r| r.fused_ms.map(|f| 100.0 * (f / r.ours_ms - 1.0)))
                     .collect();
-                let (lo, hi) = over
-                    .iter()
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &g| {
-                        (a.min(g), b.max(g))
-                    });
+                let (lo, hi) = span(&over);
                 line += &format!(
                     "; fused {:.3} of cuDNN's fused call (geomean), lowest {low:.3} ({low_id}), {lo:+.0}% to {hi:+.0}% over our plain",
-                    geomean(&ratios)
+                    geomean(&fused)
                 );
             }
             out.push(line);

@@ -353,7 +353,8 @@ pub struct SweepSummary {
     pub mismatches: usize,
 }
 
-fn geomean(v: impl Iterator<Item = f64>) -> (usize, f64) {
+/// The count and the geometric mean of `v` (NaN where it is empty).
+pub(crate) fn geomean(v: impl Iterator<Item = f64>) -> (usize, f64) {
     let (mut n, mut s) = (0usize, 0f64);
     for x in v {
         n += 1;

@@ -285,11 +285,11 @@ pub(crate) fn gemm_spec_for(spec: &ConvSpec, arch: Arch, sms: i64) -> Result<Gem
 /// output channels up to its tile columns' end, so that no load of B runs past its map: where
 /// at least [`STAGE_FILTER_MIN_PAST`] of a [`STAGE_FILTER_WIDTH`]-wide column's rows lie past
 /// K and the GEMM's roofline estimate is at least [`STAGE_FILTER_MIN_SECS`]. A heuristic,
-/// fitted on C = 128 at 28 x 28, N = 128 and 256 (design 024): with 128-wide columns, 16-28
-/// rows past K cost the GEMM 7-18% (K = 112, 104, 100), 1-8 rows less than the copy (K = 127,
-/// 120: 1-5% slower staged); 96- and 224-wide columns with 24-26 rows past (K = 70, C = 64 at
-/// 56 x 56; K = 200, C = 256 at 14 x 14) gained nothing. The copy is a launch of about 4 us
-/// (its bytes are few), so a tenth of the GEMM must exceed it.
+/// fitted on C = 128 at 28 x 28 with K from 100 to 127, N = 128 and 256, and checked on two
+/// layers of other column widths (design 024 has the figures): with 128-wide columns, loads
+/// past the map cost more than the copy from 16 rows past K on, and less below; the other
+/// widths gained nothing. The copy is a launch of about 4 us (its bytes are few), so a tenth
+/// of the GEMM must exceed it.
 pub(crate) const STAGE_FILTER_MIN_SECS: f64 = 40e-6;
 /// See [`STAGE_FILTER_MIN_SECS`].
 pub(crate) const STAGE_FILTER_MIN_PAST: i64 = 16;
@@ -826,14 +826,15 @@ fn explain_padding(
 ) -> Result<()> {
     let bytes = spec.workspace_bytes(arch, sms)?;
     // The plan's own geometry: the filter's rows follow its tile columns.
-    let pad = ChannelPadding::new(&spec.geometry()?, t, spec.input().bytes());
+    let g = spec.geometry()?;
+    let pad = ChannelPadding::new(&g, t, spec.input().bytes());
     if pad.stages() && !pad.pads() {
         let _ = writeln!(
             w,
             "               the filter is staged with zero output channels {}..{}: at least {STAGE_FILTER_MIN_PAST} rows of its {STAGE_FILTER_WIDTH}-wide tile column lie past K, and loads past B's map run slower; the GEMM's estimate ({}) pays for the copy (at least {}; a heuristic, design 024)",
             pad.k,
             pad.k_rows,
-            micros(est_columns(&spec.geometry()?, t, pad.k_rows)),
+            micros(est_columns(&g, t, pad.k_rows)),
             micros(STAGE_FILTER_MIN_SECS)
         );
         let _ = writeln!(

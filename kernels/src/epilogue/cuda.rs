@@ -862,13 +862,8 @@ pub fn sm90_tree_source(
             msg: "operand sums run beside the GEMM (OperandSum), not in its epilogue".into(),
         });
     }
-    if plan.store.is_some() {
-        // The fragment path (taken on TMA-store plans) assumes the wgmma fragment's form.
-        crate::plan::sm90::fragment_pass_form(&plan.acc).map_err(|e| EpilogueError::Type {
-            expr: tree.to_string(),
-            msg: e.to_string(),
-        })?;
-    }
+    // The fragment path (taken on TMA-store plans) assumes the wgmma fragment's form, which
+    // every plan with a TMA store has (`store_plan` checks it when the plan is made).
     let mut s = String::new();
     let _ = writeln!(
         s,
