@@ -81,8 +81,15 @@ constexpr int kSm90FlagRowStore = 4;
 
 static_assert(kThreads == 128 * (kConsumers + 1), "one producer and kConsumers consumer warpgroups");
 static_assert(!kStreamK || (!kPingPong && kCluster == 1), "stream-K: cooperative schedule, no cluster");
-// Stream-K: float4 loads of another CTA's partial sums in flight at once per thread.
-constexpr int kSkChunk = (kBN / 8) % 8 == 0 ? 8 : 1;
+// Stream-K: float4 loads of another CTA's partial sums in flight at once per thread, the
+// largest divisor of the thread's kBN / 8 up to 16 (64 registers beside the accumulators):
+// the fix-up waits one L2 round trip per chunk, and a tile's last part may add many parts.
+__host__ __device__ constexpr int tessera_sm90_sk_chunk(int n) {
+  int c = n < 16 ? n : 16;
+  while (n % c != 0) --c;
+  return c;
+}
+constexpr int kSkChunk = tessera_sm90_sk_chunk(kBN / 8);
 static_assert(kBM == 64 * (kPingPong ? kMHalves : kConsumers),
               "cooperative: each consumer warpgroup owns 64 rows; ping-pong: all kBM");
 static_assert(kAccRegs * 128 == 64 * kBN, "the accumulator covers 64 x kBN per warpgroup");
@@ -223,9 +230,10 @@ struct TesseraSm90Unit {
 
 // The stream-K split of a CTA's run: the last sk_tiles tiles' k-tiles, concatenated tile after
 // tile, I = sk_tiles k_tiles of them, are cut into gridDim.x runs, CTA c taking
-// [c I / G, (c + 1) I / G). The launch keeps sk_tiles below the grid, so a run is shorter
-// than a tile and touches at most two, and G I within 32 bits (64-bit divisions are calls
-// that spilled the consumers' registers). Begin and end of CTA c's run:
+// [c I / G, (c + 1) I / G). The launch keeps sk_tiles below twice the grid, so a run is
+// shorter than two tiles and touches at most three (from G tiles on, no run lies inside one
+// tile: a tile then has at most two parts), and G I within 32 bits (64-bit divisions are
+// calls that spilled the consumers' registers). Begin and end of CTA c's run:
 __device__ __forceinline__ int tessera_sm90_sk_cut(const TesseraSm90Params& p, int k_tiles, int c) {
   return (int)((unsigned)c * (unsigned)(p.sk_tiles * k_tiles) / gridDim.x);
 }
@@ -1687,19 +1695,27 @@ __device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Para
 
 // Stream-K, unit w, the part with its tile's last k-tile: the parts of the CTAs before this
 // one whose runs reach into the tile added into acc (each stored its part first in its run,
-// so the waits are short), clearing each flag for the next launch.
+// so the waits are short), clearing each flag for the next launch. Every flag is waited for
+// first and the parts' loads follow one another without a barrier between them: a barrier
+// and a flag's round trip per part made a long fix-up wait on L2 latency part after part.
 __device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Params& p,
                                                           float (&acc)[kMHalves][kBN / 2],
                                                           int k_tiles, const TesseraSm90Unit& w,
                                                           const int& cw, int t, bool live) {
-  for (int c = tessera_sm90_sk_cta(p) - 1; c >= 0 && tessera_sm90_sk_cut(p, k_tiles, c + 1) > w.t0; --c) {
-    if (t == 0) {
+  const int sc = tessera_sm90_sk_cta(p);
+  // The places whose runs reach into the tile: [c0, sc) (place c's run ends at cut(c + 1)).
+  int c0 = sc;
+  while (c0 > 0 && tessera_sm90_sk_cut(p, k_tiles, c0) > w.t0) --c0;
+  if (t == 0) {
+    for (int c = c0; c < sc; ++c) {
       int* flag = p.sk_flags + c * kConsumers + cw;
       while (tessera_flag_acquire(flag) == 0) __nanosleep(64);
       *flag = 0;
     }
-    tessera_bar_sync(1 + cw, 128);
-    if (!live) continue;
+  }
+  tessera_bar_sync(1 + cw, 128);
+  if (!live) return;
+  for (int c = c0; c < sc; ++c) {
     const float4* src = tessera_sm90_sk_slot(p, c, cw);
     // In chunks of kSkChunk loads, which bounds the registers they take beside the
     // accumulators.

@@ -451,6 +451,53 @@ fn long_k_waves_split_in_whole_parts_a_tile() {
     run_table(test, cases);
 }
 
+/// A last wave thin enough (an eighth of the CTAs) to be joined by the wave before it in the
+/// stream-K run: on 8 CTAs, 9 tiles of 128 x 128 (all in runs of 1.125 tiles) and 17 tiles
+/// (one whole wave, then 9 tiles in runs), a partial last k-tile and edges in M and N; the
+/// fusions whose masks and sums cross the parts, a staged residual, and the flags left for the
+/// launches that follow. Then the planner's own plan of a shape whose last wave joins the one
+/// before (768 x 3072 x 8192: 144 tiles on the SMs).
+#[test]
+fn stream_k_joins_a_thin_last_wave_to_the_wave_before() {
+    let test = "stream_k_joins_a_thin_last_wave_to_the_wave_before";
+    let Some(ctx) = hopper(test) else { return };
+    let opts = Options {
+        schedule: Some(Schedule::Cooperative),
+        tile: Some((128, 128, 64)),
+        stream_k: Some(true),
+        max_ctas: Some(8),
+        ..Options::default()
+    };
+    let mut cases = Vec::new();
+    for (m, n) in [(300, 330), (2100, 100)] {
+        for e in [
+            "acc",
+            "relu_aux_bias",
+            "dgelu_bgrad",
+            "relu(acc + bias_col + residual)",
+        ] {
+            cases.push(Case::new(spec(m, n, 2000, e).options(opts)));
+        }
+        cases.push(Case {
+            repeat: 3,
+            ..Case::new(spec(m, n, 2000, "gelu_aux_bias").options(opts))
+        });
+    }
+    run_cases(&ctx, test, "forced", &cases);
+    let planned = Case::new(spec(768, 3072, 8192, "acc"));
+    let summary = planned
+        .spec
+        .plan(ctx.arch(), ctx.sm_count())
+        .expect("plan")
+        .summary();
+    assert!(
+        summary.contains(" sk 144/144 "),
+        "{}: {summary}",
+        planned.spec
+    );
+    run_cases(&ctx, test, "planned", &[planned]);
+}
+
 /// The planner's defaults off the standard shapes: a plain GEMM with edge tiles (cooperative,
 /// not ping-pong), a fused batch whose 128 x 256 waves quantize badly (128 x 128), a batch of
 /// N = 128 products (128 x 128), K with a partial last k-tile, and N <= 64 (64 columns).

@@ -412,7 +412,7 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         let k_tiles = ceil_div(p.k, BK);
         // Whole tiles, or a split in a whole number of parts a tile ([`single_wave_grid`]).
         let whole = whole_only
-            || stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true).value == 0
+            || stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true, false).value == 0
             || 2 * rows64 <= sms;
         if memory_bound(p) && whole && rows64 * waves(small) > small * waves(rows64) {
             return Decision::new(
@@ -430,7 +430,7 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         // 4 of them (each part's fix-up reads back the tile's other partial sums, 128 KB
         // each), and where N fills 256-wide tiles as fully as 128-wide ones.
         let split = !whole_only
-            && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+            && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false, false).value > 0;
         let no_padding = 2 * ceil_div(p.n, 256) == ceil_div(p.n, 128);
         // (big < sms here, so at least one part a tile.)
         let parts = sms / big;
@@ -454,9 +454,10 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         // pipeline fill a part, and the last part reading the others' fp32 partial tiles
         // back after its mainloop).
         let split_small = !whole_only
-            && stream_k_split(small, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+            && stream_k_split(small, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false, false).value > 0;
         let whole_rows64 = rows64 <= sms
-            && stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value == 0;
+            && stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false, false).value
+                == 0;
         // Only where the parts are short: a part's fixed costs weigh against its length,
         // the smaller tile's (half the MMA work a byte of operands) against all of it. (The
         // parts counted as the SMs' share a tile; single_wave_grid may take fewer.)
@@ -508,8 +509,8 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
     }
     let k_tiles = ceil_div(p.k, BK);
     let (w_big, w_small) = (waves(big), waves(small));
-    let split =
-        !whole_only && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false).value > 0;
+    let split = !whole_only
+        && stream_k_split(big, sms, sms, k_tiles, STREAM_K_MIN_IDLE, false, false).value > 0;
     let cost_big = 2.0 * w_big as f64;
     let cost_small = TILE_128X128_COST * w_small as f64;
     if !split && cost_small < cost_big {
@@ -657,7 +658,11 @@ pub fn hopper_stream_k(cooperative: bool, cluster: i64) -> Decision<bool> {
 /// (a split needs every CTA resident), `min_idle` [`STREAM_K_MIN_IDLE`] (0 when stream-K was
 /// forced on) and `memory_bound` whether the problem is ([`memory_bound`]):
 /// - more tiles than CTAs: the `r` tiles of the last, partial wave when it leaves at least
-///   `min_idle` k-tiles a CTA idle (`(grid - r) k_tiles / grid`);
+///   `min_idle` k-tiles a CTA idle (`(grid - r) k_tiles / grid`), and with them the `grid`
+///   tiles of the wave before where `r` is at most `grid /` [`STREAM_K_JOIN_MIN_PARTS`] and
+///   `join` ([`stream_k_join_fits`]), so
+///   that no tile has more than two parts (one whole wave fewer, about a tile and a half a
+///   CTA in parts);
 /// - fewer tiles than CTAs (one partial wave, the grid widened to the SMs by
 ///   [`single_wave_grid`]): every tile, by the same idle rule, or, memory-bound, when the
 ///   wave keeps at most [`MEMORY_BOUND_BUSY_FRACTION`] of the SMs busy (the busy SMs cannot
@@ -672,6 +677,7 @@ pub fn stream_k_split(
     k_tiles: i64,
     min_idle: i64,
     memory_bound: bool,
+    join: bool,
 ) -> Decision<i64> {
     let whole = |why: String| Decision::new(0, why);
     if grid < 1 || grid > sms {
@@ -699,10 +705,28 @@ pub fn stream_k_split(
             (r * k_tiles) as f64 / grid as f64
         ));
     }
-    if grid * r * k_tiles > i32::MAX as i64 {
+    // Cut over the G CTAs alone, r tiles give runs of r k_tiles / G k-tiles and a tile G / r
+    // parts or more, whose last part adds the others' partial sums one after another. Where
+    // that is at least STREAM_K_JOIN_MIN_PARTS parts, the full wave before joins the run
+    // (where `join` allows: [`stream_k_join_fits`]): runs of (1 + r / G) k_tiles are longer
+    // than a tile, so no tile has more than two parts and each fix-up adds one partial sum.
+    let joined = join && !single && STREAM_K_JOIN_MIN_PARTS * r <= grid;
+    let split = if joined { r + grid } else { r };
+    if grid * split * k_tiles > i32::MAX as i64 {
         return whole(format!(
-            "{grid} x {r} x {k_tiles} exceeds the kernel's 32-bit cut"
+            "{grid} x {split} x {k_tiles} exceeds the kernel's 32-bit cut"
         ));
+    }
+    if joined {
+        return Decision::new(
+            split,
+            format!(
+                "the last wave of {r} tiles would leave {:.1} k-tiles a CTA idle (>= {min_idle}): it and the wave before it, {split} tiles, split along K over {grid} CTAs ({:.1} k-tiles each: at most two parts a tile, where the last wave alone would cut each in {} or more, at least {STREAM_K_JOIN_MIN_PARTS})",
+                idle as f64 / grid as f64,
+                (split * k_tiles) as f64 / grid as f64,
+                grid / r
+            ),
+        );
     }
     let why = if lean {
         format!(
@@ -717,6 +741,58 @@ pub fn stream_k_split(
         )
     };
     Decision::new(r, why)
+}
+
+/// [`stream_k_split`] joins a thin last wave to the wave before it where the last wave's
+/// tiles cut over the grid alone would have at least this many parts each (`r <= grid / 8`).
+/// Joined, a CTA runs about a tile and a half, no tile has more than two parts and the
+/// fix-up adds one partial sum instead of seven or more; but the runs start at scattered K
+/// offsets, so the tiles sharing a row of A or a column of B no longer read its k-tiles
+/// together. Fitted on the H100 on twelve shapes (design 002, "Joining the wave before"):
+/// joined, seven with 8-16 parts ran 1-20% faster (768 x 3072 x 8192 0.78 -> 0.88-0.96 of
+/// cuBLAS), and five with 2.2-6.3 parts ran 4-28% slower but one (2408 x 3728 x 3720, 6.3
+/// parts, 4% faster).
+pub const STREAM_K_JOIN_MIN_PARTS: i64 = 8;
+
+/// The most bytes of A and B that the tiles of one wave read over all of K for
+/// [`stream_k_split`] to join a thin last wave to the wave before it. Joined, the CTAs' runs
+/// start at scattered K offsets, so a tile's slices of A and B are shared with the other
+/// tiles of its row or column only while L2 keeps them until those tiles' CTAs get there;
+/// in whole-tile waves the CTAs read the same k-tiles together. A guard, not a fit: on the
+/// H100 (50 MB of L2) the joined shapes that ran faster read 26-59 MB, and 392 x 12160 x
+/// 15840 (280 MB) ran 28% slower joined (design 002, "Joining the wave before"), though its
+/// last wave of 60 tiles would not join by [`STREAM_K_JOIN_MIN_PARTS`] either.
+pub const STREAM_K_JOIN_MAX_BYTES: i64 = 64 << 20;
+
+/// Whether a wave's tiles read few enough bytes of A and B over all of K
+/// ([`STREAM_K_JOIN_MAX_BYTES`]) for [`stream_k_split`] to join a thin last wave to the wave
+/// before it: the `grid` tiles running at once, taken in the persistent order's raster groups
+/// of `group_m` tile rows, cover about `min(group_m, tiles_m)` tile rows and as many tile
+/// columns as the rest of the grid needs, each a `bm`- or `bn`-row slice of `k` elements of
+/// `bytes` each (clamped to M and N); where a batch has fewer tiles than the grid, every batch
+/// the wave reaches reads its own A and B.
+pub fn stream_k_join_fits(
+    (m, n, k, batch): (i64, i64, i64, i64),
+    (bm, bn): (i64, i64),
+    group_m: i64,
+    grid: i64,
+    bytes: i64,
+) -> Decision<bool> {
+    let (tiles_m, tiles_n) = (ceil_div(m, bm), ceil_div(n, bn));
+    let rows = tiles_m.min(group_m.max(1));
+    let cols = ceil_div(grid, rows).min(tiles_n);
+    let batches = ceil_div(grid, tiles_m * tiles_n).clamp(1, batch.max(1));
+    let footprint = ((rows * bm).min(m) + (cols * bn).min(n)) * k * bytes * batches;
+    let fits = footprint <= STREAM_K_JOIN_MAX_BYTES;
+    Decision::new(
+        fits,
+        format!(
+            "a wave's {rows} tile rows and {cols} tile columns read {:.1} MB of A and B over K, {} {} MB",
+            footprint as f64 / 1e6,
+            if fits { "within" } else { "over" },
+            STREAM_K_JOIN_MAX_BYTES >> 20
+        ),
+    )
 }
 
 /// The persistent grid of a stream-K plan of `total` tiles (no cluster) under a cap of
@@ -762,7 +838,15 @@ pub fn single_wave_grid(
             ),
         );
     }
-    let d = stream_k_split(total, grid, max_ctas, k_tiles, min_idle, memory_bound);
+    let d = stream_k_split(
+        total,
+        grid,
+        max_ctas,
+        k_tiles,
+        min_idle,
+        memory_bound,
+        false,
+    );
     let why = if aligned {
         format!(
             "{}; {grid} CTAs, {parts} parts a tile (the same k-tiles in every tile: A and B shared in L2{})",

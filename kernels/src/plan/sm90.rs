@@ -1284,9 +1284,10 @@ impl Sm90Plan {
 
     /// The tiles a launch on a persistent grid of `grid` CTAs splits along K (stream-K,
     /// [`Sm90Plan::stream_k`]), by [`policy::stream_k_split`]: the `r` tiles of a partial last
-    /// wave (every tile when they are fewer than the CTAs) when the wave leaves at least
-    /// `stream_k_min_idle` k-tiles a CTA idle (or, memory-bound, keeps at most half the SMs
-    /// busy) and each CTA's share of their k-tiles is at least [`STREAM_K_MIN_SHARE`]; else
+    /// wave (every tile when they are fewer than the CTAs; with the wave before it where `r`
+    /// is at most an eighth of the grid, [`policy::STREAM_K_JOIN_MIN_PARTS`]) when the wave leaves at least `stream_k_min_idle` k-tiles a CTA
+    /// idle (or, memory-bound, keeps at most half the SMs busy) and each CTA's share of their
+    /// k-tiles is at least [`STREAM_K_MIN_SHARE`]; else
     /// 0 (every tile whole). `sms` is the device's SM count: a grid larger than that is not
     /// resident at once, which a CTA waiting for another's part needs.
     ///
@@ -1322,14 +1323,33 @@ impl Sm90Plan {
     /// assert!(d.why.contains("idle"));
     /// ```
     pub fn stream_k_decision(&self, grid: i64, sms: i64) -> policy::Decision<i64> {
-        policy::stream_k_split(
-            self.total_tiles(),
+        let p = self.kernel_problem();
+        let join = policy::stream_k_join_fits(
+            (p.m, p.n, p.k, p.batch),
+            (self.cta_tile.0, self.cta_tile.1),
+            self.group_m,
+            grid,
+            p.input.bytes(),
+        );
+        let total = self.total_tiles();
+        let d = policy::stream_k_split(
+            total,
             grid,
             sms,
             self.k_tiles(),
             self.stream_k_min_idle,
-            policy::memory_bound(&self.kernel_problem()),
-        )
+            policy::memory_bound(&p),
+            join.value,
+        );
+        // Where the last wave is thin enough to join the wave before, say whether it did.
+        if d.value > 0 && total > grid && policy::STREAM_K_JOIN_MIN_PARTS * (total % grid) <= grid {
+            policy::Decision {
+                why: format!("{}; {}", d.why, join.why),
+                ..d
+            }
+        } else {
+            d
+        }
     }
 
     /// The plan as compiled for a device of `sms` SMs: without the stream-K parts' code
@@ -1756,7 +1776,7 @@ impl fmt::Display for Sm90Plan {
         if self.stream_k {
             let which = if !self.stream_k_forced() {
                 format!(
-                    "a partial wave leaving at least {} k-tiles a CTA idle (or, memory-bound, at most half the SMs busy)",
+                    "a partial wave leaving at least {} k-tiles a CTA idle (or, memory-bound, at most half the SMs busy; with the wave before it where its tiles would take 8 parts or more)",
                     self.stream_k_min_idle
                 )
             } else {
@@ -1771,7 +1791,7 @@ impl fmt::Display for Sm90Plan {
             let sms = crate::arch::H100_SMS;
             let (grid, total) = (self.persistent_ctas(sms, None), self.total_tiles());
             let split = self.stream_k_tiles(grid, sms);
-            if split > 0 && split == total {
+            if split > 0 && total < grid {
                 let by_part = self.sk_parts(grid, total) > 0;
                 writeln!(
                     f,
@@ -1782,7 +1802,13 @@ impl fmt::Display for Sm90Plan {
             } else if split > 0 {
                 writeln!(
                     f,
-                    "               on {sms} SMs: the last {split} of {total} tiles in parts"
+                    "               on {sms} SMs: the last {split} of {total} tiles in parts, {:.1} k-tiles a CTA{}",
+                    (split * self.k_tiles()) as f64 / grid as f64,
+                    if split > grid {
+                        " (the last wave and the one before it: at most two parts a tile)"
+                    } else {
+                        ""
+                    }
                 )?;
             } else {
                 writeln!(

@@ -285,13 +285,60 @@ fn hopper_stream_k_rule() {
 fn stream_k_split_rule() {
     use crate::plan::policy::stream_k_split;
     // 8192 x 14336 x 4096 in 128 x 256 tiles: 27 waves and 20 tiles, 54 k-tiles idle.
-    assert_eq!(stream_k_split(3584, 132, 132, 64, 32, false).value, 20);
+    assert_eq!(
+        stream_k_split(3584, 132, 132, 64, 32, false, true).value,
+        20
+    );
+    // 768 x 3072 x 8192 in 128 x 128 tiles: 12 tiles cut over 132 CTAs alone would have 11
+    // parts each (8 or more), so the 132 tiles before them join the run (144 tiles, 139.6
+    // k-tiles a CTA: at most two parts a tile) ...
+    assert_eq!(
+        stream_k_split(144, 132, 132, 128, 32, false, true).value,
+        144
+    );
+    // ... unless the wave's operands are too large for L2 to keep between the scattered runs.
+    assert_eq!(
+        stream_k_split(144, 132, 132, 128, 32, false, false).value,
+        12
+    );
+    // 16 tiles of 16 k-tiles on 7 CTAs, forced: 2 tiles would take 3.5 parts each: alone.
+    assert_eq!(stream_k_split(16, 7, 132, 16, 0, false, true).value, 2);
+    // 65 tiles of 32 k-tiles on 8 CTAs, forced: the last tile would take 8 parts: with the
+    // 8 before it.
+    assert_eq!(stream_k_split(65, 8, 132, 32, 0, false, true).value, 9);
     // 4096³: the last wave 116 / 132 full leaves 7.8 k-tiles idle.
-    assert_eq!(stream_k_split(512, 132, 132, 64, 32, false).value, 0);
+    assert_eq!(stream_k_split(512, 132, 132, 64, 32, false, true).value, 0);
     // 16 x 4096 x 4096 in 64 x 128 tiles: 32 tiles on 132 SMs, all split.
-    assert_eq!(stream_k_split(32, 132, 132, 64, 32, true).value, 32);
+    assert_eq!(stream_k_split(32, 132, 132, 64, 32, true, true).value, 32);
     // Memory-bound, 86 of 132 SMs busy and 22 k-tiles idle: whole.
-    assert_eq!(stream_k_split(86, 132, 132, 64, 32, true).value, 0);
+    assert_eq!(stream_k_split(86, 132, 132, 64, 32, true, true).value, 0);
+}
+
+/// What [`crate::plan::policy::stream_k_join_fits`] decides: the bytes of A and B a wave's
+/// tiles read over K, against the bound.
+#[test]
+fn stream_k_join_fits_rule() {
+    use crate::plan::policy::{stream_k_join_fits, STREAM_K_JOIN_MAX_BYTES};
+    // 768 x 3072 x 8192 in 128 x 128 tiles: 6 tile rows (all of A, 12.6 MB) and 22 of 24
+    // columns (46.1 MB).
+    let d = stream_k_join_fits((768, 3072, 8192, 1), (128, 128), 8, 132, 2);
+    assert!(d.value, "{}", d.why);
+    assert!(
+        d.why
+            .contains("6 tile rows and 22 tile columns read 58.7 MB"),
+        "{}",
+        d.why
+    );
+    // 392 x 12160 x 15840 in 128 x 256 tiles: 4 rows (392 of A's), 33 columns: 280.1 MB.
+    let d = stream_k_join_fits((392, 12160, 15840, 1), (128, 256), 8, 132, 2);
+    assert!(!d.value && d.why.contains("280.1 MB"), "{}", d.why);
+    // One row of A and one of B, exactly at the bound and one element over it.
+    let k = STREAM_K_JOIN_MAX_BYTES / 2 / 2;
+    assert!(stream_k_join_fits((1, 1, k, 1), (128, 128), 8, 132, 2).value);
+    assert!(!stream_k_join_fits((1, 1, k + 1, 1), (128, 128), 8, 132, 2).value);
+    // A batch of 64 small products: a wave of 132 tiles reaches 3 batches of 64 tiles.
+    let d = stream_k_join_fits((1024, 1024, 4096, 64), (128, 128), 8, 132, 2);
+    assert!(d.why.contains("50.3 MB"), "{}", d.why);
 }
 
 /// What [`crate::plan::policy::single_wave_grid`] decides, on the values its documentation states.
