@@ -749,9 +749,9 @@ pub fn stream_k_split(
 /// fix-up adds one partial sum instead of seven or more; but the runs start at scattered K
 /// offsets, so the tiles sharing a row of A or a column of B no longer read its k-tiles
 /// together. Fitted on the H100 on twelve shapes (design 002, "Joining the wave before"):
-/// joined, seven with 8-16 parts ran 1-20% faster (768 x 3072 x 8192 0.78 -> 0.88-0.96 of
-/// cuBLAS), and five with 2.2-6.3 parts ran 4-28% slower but one (2408 x 3728 x 3720, 6.3
-/// parts, 4% faster).
+/// joined wherever the last wave filled under half the SMs, the six with 8.3-16.5 parts ran
+/// 1-20% faster (768 x 3072 x 8192 546-597 -> 615-668 TF/s), and of the six with 2.2-6.3
+/// parts five ran 4-28% slower and one (2408 x 3728 x 3720, 6.3 parts) 4% faster.
 pub const STREAM_K_JOIN_MIN_PARTS: i64 = 8;
 
 /// The most bytes of A and B that the tiles of one wave read over all of K for
