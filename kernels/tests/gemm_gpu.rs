@@ -456,7 +456,7 @@ fn long_k_waves_split_in_whole_parts_a_tile() {
 /// (one whole wave, then 9 tiles in runs), a partial last k-tile and edges in M and N; the
 /// fusions whose masks and sums cross the parts, a staged residual, and the flags left for the
 /// launches that follow. Then the planner's own plan of a shape whose last wave joins the one
-/// before (768 x 3072 x 8192: 144 tiles on the SMs).
+/// before (1536 x 3072 x 8192: 144 tiles of 128 x 256 on the SMs).
 #[test]
 fn stream_k_joins_a_thin_last_wave_to_the_wave_before() {
     let test = "stream_k_joins_a_thin_last_wave_to_the_wave_before";
@@ -484,7 +484,7 @@ fn stream_k_joins_a_thin_last_wave_to_the_wave_before() {
         });
     }
     run_cases(&ctx, test, "forced", &cases);
-    let planned = Case::new(spec(768, 3072, 8192, "acc"));
+    let planned = Case::new(spec(1536, 3072, 8192, "acc"));
     let summary = planned
         .spec
         .plan(ctx.arch(), ctx.sm_count())
@@ -511,6 +511,9 @@ fn default_plans_off_the_standard_shapes() {
         Case::new(spec(4096, 4096, 1000, "acc")),
         Case::new(spec(1000, 40, 300, "gelu_aux_bias")),
         Case::new(spec(40, 56, 1000, "acc")),
+        // One wave of the narrowest width between 128 and 256 that fits it.
+        Case::new(spec(1041, 2064, 1024, "relu(acc + bias_col + residual)")),
+        Case::new(spec(1170, 2100, 2048, "gelu_aux_bias")),
     ];
     if let Some(ctx) = hopper(test) {
         let want = [
@@ -520,6 +523,8 @@ fn default_plans_off_the_standard_shapes() {
             (Schedule::Cooperative, (128, 256, 64)),
             (Schedule::Cooperative, (128, 64, 64)),
             (Schedule::Cooperative, (64, 64, 64)),
+            (Schedule::Cooperative, (128, 160, 64)),
+            (Schedule::Cooperative, (128, 192, 64)),
         ];
         for (c, w) in cases.iter().zip(want) {
             let plan = c.spec.plan(ctx.arch(), ctx.sm_count()).expect("plan");

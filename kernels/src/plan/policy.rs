@@ -264,6 +264,16 @@ fn tiles(p: &GemmProblem, bm: i64, bn: i64) -> i64 {
     ceil_div(p.m, bm) * ceil_div(p.n, bn) * p.batch
 }
 
+/// The tile widths between 128 and 256 (the epilogue's 32-column grid) from which
+/// [`hopper_tile`] takes the narrowest whose 128-row tiles fit one wave, where 128 x 256 tiles
+/// are fewer than the SMs and 128 x 128 tiles more. Fitted on the H100 (design 012, "One wave
+/// of a width between"): with the widths forced on six shapes of one to 1.3 waves of 128 x
+/// 128 tiles, the narrowest one-wave width was the fastest on every one and the wider
+/// one-wave widths slower; the rule against the build before on ten shapes of no list, nine
+/// 1-66% faster (1041 x 2064 x 8928 0.58 -> 0.71 of cuBLAS, 2000 x 1200 x 6000 0.64 -> 0.99-1.05)
+/// and 768 x 3072 x 8192 within 1%.
+pub const ONE_WAVE_WIDTHS: [i64; 3] = [160, 192, 224];
+
 /// The fewest exact-width tiles ([`exact_width`]) the planner takes for N above 128: the
 /// fewest the rule was measured on (design 020); below it stream-K's splits decide more than
 /// the width, and the other rules stay.
@@ -328,6 +338,11 @@ pub fn exact_width(n: i64) -> Option<i64> {
 ///   parts shorter than [`SHORT_PART_K_TILES`], and the 64 x 128 tiles running whole in one
 ///   wave: 64 x 128, about as many SMs at work without the split's second pipeline fill and
 ///   fix-up (fitted on four shapes, see the constant);
+/// - fewer 128 x 256 tiles than SMs but more 128 x 128 tiles, compute-bound, rows of A and B
+///   on the sector grid: 128 x W for the narrowest W of [`ONE_WAVE_WIDTHS`] whose tiles fit
+///   one wave, every SM's work one whole tile of about W / 128 units, against 128 x 128's
+///   more than one wave (a stream-K tail or a second wave) and 128 x 256's single wave on
+///   fewer SMs doing more each;
 /// - fewer 128 x 256 tiles than SMs but more 128 x 128 tiles, and stream-K leaving the 128 x
 ///   256 wave whole: 128 x 256, one wave against two (the second partial) at
 ///   [`TILE_128X128_COST`] a 128 x 128 unit (measured on six shapes, design 012, "One wide
@@ -488,6 +503,26 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
                     "{big} tiles of 128x256 are fewer than the {sms} SMs; 128x128's {small} run whole on at most half of them, 64x128's {rows64} whole in one wave on twice as many, with {k_tiles} k-tiles (>= {HALF_WAVE_MIN_K_TILES}) a tile"
                 ),
             );
+        }
+        // One wave of the narrowest tile between 128 and 256 wide (on the 32-column grid)
+        // whose tiles fit it, where 128 x 128's take more than one: every SM's work is one
+        // whole tile, about w / 128 units of 128 x 128 work, against 128 x 128's
+        // small / sms units plus a stream-K tail (parts, fix-up) or a second wave, and
+        // 128 x 256's single wave on fewer SMs, each doing 256 / w times the work.
+        if small > sms && !memory_bound(p) && (p.k * p.input.bytes()) % 32 == 0 {
+            if let Some(w) = ONE_WAVE_WIDTHS
+                .into_iter()
+                .find(|&w| tiles(p, 128, w) <= sms)
+            {
+                let t = tiles(p, 128, w);
+                return Decision::new(
+                    (128, w),
+                    format!(
+                        "{big} tiles of 128x256 are fewer than the {sms} SMs, 128x128's {small} more: 128x{w}, the narrowest width whose {t} tiles fit one wave ({:.0}% of the SMs, each a whole tile)",
+                        fill(t)
+                    ),
+                );
+            }
         }
         // One wave of 128 x 256 tiles against two of 128 x 128, the second partial: at
         // TILE_128X128_COST a 128 x 128 unit the one wide wave is the shorter, where stream-K

@@ -120,10 +120,26 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(1024, 1024, 65536), false).value,
         (128, 256)
     );
-    // ... but 72 (cut across tiles) and 8 (16 parts) keep 128 x 128 ...
+    // ... but 72 (cut across tiles) do not: 128 x 128 makes 144 tiles, over one wave, and
+    // 120 of 128 x 160 fit one; 8 (16 parts) keep 128 x 128 ...
     assert_eq!(
         hopper_tile(&GemmProblem::new(768, 3072, 8192), false).value,
-        (128, 128)
+        (128, 160)
+    );
+    // The narrowest width whose tiles fit one wave: 1170 x 2100 in 128 x 160 makes 140
+    // tiles, in 128 x 192 110; 354 x 8632 in 128 x 224 117 (where 128 x 256's 102 were one
+    // wide wave); memory-bound or with rows off the sector grid, not.
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(1170, 2100, 7168), false).value,
+        (128, 192)
+    );
+    assert_eq!(
+        hopper_tile(&GemmProblem::new(354, 8632, 1120), false).value,
+        (128, 224)
+    );
+    assert_ne!(
+        hopper_tile(&GemmProblem::new(1040, 2064, 8968), false).value,
+        (128, 160)
     );
     assert_eq!(
         hopper_tile(&GemmProblem::new(512, 512, 131072), false).value,
@@ -217,13 +233,10 @@ fn hopper_tile_rule() {
         hopper_tile(&GemmProblem::new(1152, 1024, 2048), false).value,
         (128, 128)
     );
-    // Fewer 128 x 256 tiles than SMs but more 128 x 128 ones: one wave of the wider tile
-    // (102 and 128 tiles) against two of the narrower, where stream-K leaves the wave whole;
-    // 768 x 3072 x 8192 (its 72 wide tiles split along K, above) keeps 128 x 128.
-    assert_eq!(
-        hopper_tile(&GemmProblem::new(354, 8632, 1120), false).value,
-        (128, 256)
-    );
+    // Fewer 128 x 256 tiles than SMs but more 128 x 128 ones, and no width between whose
+    // tiles fit one wave (2048 x 2048: 208, 176 and 160 tiles of 160, 192 and 224): one wave of
+    // the wider tile (128 tiles) against two of the narrower, where stream-K leaves the wave
+    // whole.
     assert_eq!(
         hopper_tile(&GemmProblem::new(2048, 2048, 32768), false).value,
         (128, 256)
