@@ -425,6 +425,8 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         let rows64 = tiles(p, 64, 128);
         let fill = |t: i64| 100.0 * t as f64 / (waves(t) * sms) as f64;
         let k_tiles = ceil_div(p.k, BK);
+        // Whether A's and B's rows (K-major) lie on the 32-byte sector grid.
+        let rows_on_sectors = (p.k * p.input.bytes()) % 32 == 0;
         // Whole tiles, or a split in a whole number of parts a tile ([`single_wave_grid`]).
         let whole = whole_only
             || stream_k_split(rows64, sms, sms, k_tiles, STREAM_K_MIN_IDLE, true, false).value == 0
@@ -490,7 +492,6 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         // each on half the MMA work; where the mainloop outweighs a tile's fixed costs, and
         // where the operands' rows lie on the sector grid (else the loads bound the mainloop
         // and the smaller tile's extra bytes a flop cost more than its SMs gain).
-        let rows_on_sectors = (p.k * p.input.bytes()) % 32 == 0;
         if !split_small
             && whole_rows64
             && 2 * small <= sms
@@ -508,8 +509,10 @@ pub fn hopper_tile(p: &GemmProblem, whole_only: bool) -> Decision<(i64, i64)> {
         // whose tiles fit it, where 128 x 128's take more than one: every SM's work is one
         // whole tile, about w / 128 units of 128 x 128 work, against 128 x 128's
         // small / sms units plus a stream-K tail (parts, fix-up) or a second wave, and
-        // 128 x 256's single wave on fewer SMs, each doing 256 / w times the work.
-        if small > sms && !memory_bound(p) && (p.k * p.input.bytes()) % 32 == 0 {
+        // 128 x 256's single wave on fewer SMs, each doing 256 / w times the work. (Not with
+        // rows off the sector grid: which operands are staged there was fitted on 128- and
+        // 256-wide tiles, and forced widths measured mixed, design 012.)
+        if small > sms && !memory_bound(p) && rows_on_sectors {
             if let Some(w) = ONE_WAVE_WIDTHS
                 .into_iter()
                 .find(|&w| tiles(p, 128, w) <= sms)
