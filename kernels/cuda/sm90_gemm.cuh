@@ -1696,8 +1696,7 @@ __device__ __forceinline__ void tessera_sm90_sk_store_part(const TesseraSm90Para
 // Stream-K, unit w, the part with its tile's last k-tile: the parts of the CTAs before this
 // one whose runs reach into the tile added into acc (each stored its part first in its run,
 // so the waits are short), clearing each flag for the next launch. Every flag is waited for
-// first and the parts' loads follow one another without a barrier between them: a barrier
-// and a flag's round trip per part made a long fix-up wait on L2 latency part after part.
+// first, by one thread, so one barrier orders all the parts' loads after their stores.
 __device__ __forceinline__ void tessera_sm90_sk_add_parts(const TesseraSm90Params& p,
                                                           float (&acc)[kMHalves][kBN / 2],
                                                           int k_tiles, const TesseraSm90Unit& w,

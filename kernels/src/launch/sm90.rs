@@ -554,6 +554,12 @@ pub struct Sm90Kernel {
     /// The stream-K workspace (the partial sums, then one flag word per CTA and consumer,
     /// zeroed), allocated at the first launch that splits tiles.
     sk_work: std::sync::OnceLock<CudaSlice<u8>>,
+    /// The device's SM count.
+    sms: i64,
+    /// The tiles every launch splits along K ([`Sm90Plan::stream_k_tiles`] on the grid and
+    /// the device's SMs), worked out whenever the grid is set: the planner's decision writes
+    /// out its reasons, which a launch need not pay for.
+    sk_split: i64,
 }
 
 fn need(op: &'static str, name: &str, buf: &Mem, dtype: DType, elems: i64) -> Result<()> {
@@ -625,14 +631,19 @@ impl Sm90Kernel {
         } else {
             None
         };
-        Ok(Sm90Kernel {
+        let sms = rt.sm_count() as i64;
+        let mut k = Sm90Kernel {
             plan: plan.clone(),
             func,
-            max_ctas: rt.sm_count() as i64,
+            max_ctas: sms,
             max_clusters,
             dependent_launch: true,
             sk_work: std::sync::OnceLock::new(),
-        })
+            sms,
+            sk_split: 0,
+        };
+        k.set_max_ctas(sms);
+        Ok(k)
     }
 
     /// The compiled kernel.
@@ -659,6 +670,7 @@ impl Sm90Kernel {
     /// clusters, at least one).
     pub fn set_max_ctas(&mut self, n: i64) {
         self.max_ctas = n.max(1);
+        self.sk_split = self.plan.stream_k_tiles(self.grid_ctas(), self.sms);
     }
 
     /// Whether launches are programmatic dependent launches (the default): the kernel may be
@@ -981,7 +993,7 @@ impl Sm90Kernel {
         let rt = cx.rt;
         let sms = rt.sm_count() as i64;
         let grid = self.grid_ctas();
-        let tiles = self.plan.stream_k_tiles(grid, sms);
+        let tiles = self.sk_split;
         if tiles == 0 {
             return Ok(params);
         }

@@ -748,7 +748,7 @@ pub fn stream_k_split(
     // that is at least STREAM_K_JOIN_MIN_PARTS parts, the full wave before joins the run
     // (where `join` allows: [`stream_k_join_fits`]): runs of (1 + r / G) k_tiles are longer
     // than a tile, so no tile has more than two parts and each fix-up adds one partial sum.
-    let joined = join && !single && STREAM_K_JOIN_MIN_PARTS * r <= grid;
+    let joined = join && stream_k_thin_last_wave(total, grid);
     let split = if joined { r + grid } else { r };
     if grid * split * k_tiles > i32::MAX as i64 {
         return whole(format!(
@@ -791,6 +791,14 @@ pub fn stream_k_split(
 /// 1-20% faster (768 x 3072 x 8192 546-597 -> 615-668 TF/s), and of the six with 2.2-6.3
 /// parts five ran 4-28% slower and one (2408 x 3728 x 3720, 6.3 parts) 4% faster.
 pub const STREAM_K_JOIN_MIN_PARTS: i64 = 8;
+
+/// Whether `total` tiles on `grid` CTAs end in a last wave thin enough for [`stream_k_split`]
+/// to join it to the wave before it: more tiles than CTAs, the last wave's `r` at most
+/// `grid /` [`STREAM_K_JOIN_MIN_PARTS`] (and not empty).
+pub fn stream_k_thin_last_wave(total: i64, grid: i64) -> bool {
+    let r = if grid > 0 { total % grid } else { 0 };
+    total > grid && r > 0 && STREAM_K_JOIN_MIN_PARTS * r <= grid
+}
 
 /// The most bytes of A and B that the tiles of one wave read over all of K for
 /// [`stream_k_split`] to join a thin last wave to the wave before it. Joined, the CTAs' runs

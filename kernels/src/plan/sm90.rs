@@ -1324,14 +1324,18 @@ impl Sm90Plan {
     /// ```
     pub fn stream_k_decision(&self, grid: i64, sms: i64) -> policy::Decision<i64> {
         let p = self.kernel_problem();
-        let join = policy::stream_k_join_fits(
-            (p.m, p.n, p.k, p.batch),
-            (self.cta_tile.0, self.cta_tile.1),
-            self.group_m,
-            grid,
-            p.input.bytes(),
-        );
         let total = self.total_tiles();
+        // Whether the wave's operands allow joining, asked only where the last wave is thin
+        // enough to join.
+        let join = policy::stream_k_thin_last_wave(total, grid).then(|| {
+            policy::stream_k_join_fits(
+                (p.m, p.n, p.k, p.batch),
+                (self.cta_tile.0, self.cta_tile.1),
+                self.group_m,
+                grid,
+                p.input.bytes(),
+            )
+        });
         let d = policy::stream_k_split(
             total,
             grid,
@@ -1339,16 +1343,14 @@ impl Sm90Plan {
             self.k_tiles(),
             self.stream_k_min_idle,
             policy::memory_bound(&p),
-            join.value,
+            join.as_ref().is_some_and(|j| j.value),
         );
-        // Where the last wave is thin enough to join the wave before, say whether it did.
-        if d.value > 0 && total > grid && policy::STREAM_K_JOIN_MIN_PARTS * (total % grid) <= grid {
-            policy::Decision {
-                why: format!("{}; {}", d.why, join.why),
+        match join {
+            Some(j) if d.value > 0 => policy::Decision {
+                why: format!("{}; {}", d.why, j.why),
                 ..d
-            }
-        } else {
-            d
+            },
+            _ => d,
         }
     }
 
